@@ -1,0 +1,2 @@
+// placeholder, replaced below
+console.log('provision: pending');

@@ -1,0 +1,28 @@
+import { defineConfig } from 'vitest/config';
+
+export default defineConfig({
+	test: {
+		projects: [
+			{
+				test: {
+					name: 'unit',
+					include: ['src/**/*.test.ts', 'test/fake-provider/**/*.test.ts'],
+					testTimeout: 20_000,
+				},
+			},
+			{
+				test: {
+					name: 'integration',
+					include: ['test/**/*.test.ts'],
+					exclude: ['test/fake-provider/**'],
+					globalSetup: ['test/harness/global-setup.ts'],
+					testTimeout: 120_000,
+					hookTimeout: 300_000,
+					// Each integration file boots its own Directus; two at a time fit two cores.
+					maxWorkers: 2,
+					pool: 'forks',
+				},
+			},
+		],
+	},
+});
