@@ -1,0 +1,97 @@
+// npm start: build the extension, create or migrate the Directus database, create the first admin on a new
+// database, and serve Directus with the extension (which applies snapshots/ on start-up). Idempotent on an
+// existing database; SIGTERM/SIGINT are forwarded so in-flight work is drained or handed back.
+//
+//   node scripts/start.mjs [--skip-build]
+import { spawn, spawnSync } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { parseEnv } from 'node:util';
+import { installBundle } from './lib/install-bundle.mjs';
+import { nodeBinary, nodeEnv, root } from './lib/node-runtime.mjs';
+
+const args = new Set(process.argv.slice(2));
+const node = nodeBinary();
+const cli = path.join(root, 'scripts', 'directus-cli.mjs');
+
+const env = resolveEnv();
+const extensionsPath = path.resolve(root, env.EXTENSIONS_PATH);
+
+if (!args.has('--skip-build')) {
+	log('building the extension');
+	run(node, [path.join(root, 'node_modules', '@directus', 'extensions-sdk', 'cli.js'), 'build', '--no-minify']);
+}
+installBundle(extensionsPath);
+
+log(`bootstrapping the database (${env.DB_CLIENT}${env.DB_CLIENT === 'sqlite3' ? ` at ${env.DB_FILENAME}` : ''})`);
+const bootstrap = run(node, [cli, 'bootstrap'], { capture: true });
+if (bootstrap.includes('Adding first admin user') && env.__GENERATED_ADMIN_PASSWORD) {
+	// Printed once: the password exists nowhere else.
+	log(`first admin created: ${env.ADMIN_EMAIL} / ${env.__GENERATED_ADMIN_PASSWORD}`);
+}
+delete env.__GENERATED_ADMIN_PASSWORD;
+
+log(`serving Directus on ${env.PUBLIC_URL}`);
+const server = spawn(node, [cli, 'start'], { cwd: root, env: nodeEnv(env), stdio: 'inherit' });
+for (const signal of ['SIGTERM', 'SIGINT']) {
+	process.on(signal, () => server.kill(signal));
+}
+server.on('exit', (code, signal) => process.exit(code ?? (signal ? 0 : 1)));
+
+function resolveEnv() {
+	const dotenvPath = path.resolve(root, process.env.CONFIG_PATH ?? '.env');
+	const fromFile = existsSync(dotenvPath) ? parseEnv(readFileSync(dotenvPath, 'utf8')) : {};
+	const merged = { ...fromFile, ...process.env };
+	const port = merged.PORT ?? '8055';
+	const defaults = {
+		DB_CLIENT: 'sqlite3',
+		PORT: port,
+		PUBLIC_URL: `http://localhost:${port}`,
+		EXTENSIONS_PATH: './extensions',
+		EXTENSIONS_AUTO_RELOAD: 'false',
+		ADMIN_EMAIL: 'admin@example.com',
+		// Directus reports usage to its servers unless told not to; a self-hosted install should opt in itself.
+		TELEMETRY: 'false',
+		LOG_LEVEL: 'info',
+	};
+	const result = { ...defaults, ...merged };
+	if (result.DB_CLIENT === 'sqlite3') result.DB_FILENAME ??= './data/directus.db';
+	if (result.DB_FILENAME) mkdirSync(path.dirname(path.resolve(root, result.DB_FILENAME)), { recursive: true });
+	result.SECRET ??= persistentSecret();
+	if (!result.ADMIN_PASSWORD) {
+		result.ADMIN_PASSWORD = randomBytes(12).toString('base64url');
+		result.__GENERATED_ADMIN_PASSWORD = result.ADMIN_PASSWORD;
+	}
+	return result;
+}
+
+// Without a stable SECRET every restart would invalidate all login tokens; keep a generated one beside the data.
+function persistentSecret() {
+	const file = path.join(root, 'data', '.secret');
+	if (existsSync(file)) return readFileSync(file, 'utf8').trim();
+	mkdirSync(path.dirname(file), { recursive: true });
+	const secret = randomBytes(32).toString('base64url');
+	writeFileSync(file, `${secret}\n`);
+	chmodSync(file, 0o600);
+	return secret;
+}
+
+function run(command, argv, { capture = false } = {}) {
+	const result = spawnSync(command, argv, {
+		cwd: root,
+		env: nodeEnv(env),
+		stdio: capture ? ['ignore', 'pipe', 'inherit'] : 'inherit',
+		encoding: 'utf8',
+	});
+	if (capture && result.stdout) process.stdout.write(result.stdout);
+	if (result.status !== 0) {
+		log(`${path.basename(argv[0] ?? command)} ${argv.slice(1).join(' ')} failed (exit ${result.status})`);
+		process.exit(result.status ?? 1);
+	}
+	return result.stdout ?? '';
+}
+
+function log(message) {
+	console.log(`[pseo-automation] ${message}`);
+}

@@ -1,0 +1,63 @@
+import type { Accountability, Query } from '@directus/types';
+import type { Knex } from 'knex';
+import { ForbiddenError } from '../errors/index.ts';
+
+/** The owner field of every collection the extension defines. */
+export const OWNER_FIELDS = {
+	pseo: 'backend_user_id',
+	pseo_generations: 'user_id',
+	pseo_posts: 'user_id',
+	pseo_main_json: 'user_id',
+	pseo_token_ledger: 'user_id',
+} as const;
+
+export type OwnedCollection = keyof typeof OWNER_FIELDS;
+
+/** Fields a non-admin may write through the items API; the rest are the extension's to maintain. */
+export const WRITABLE_FIELDS: Partial<Record<OwnedCollection, ReadonlySet<string>>> = {
+	pseo: new Set(['website_url', 'website_software', 'master_prompt']),
+	pseo_posts: new Set(['status', 'title', 'meta_title', 'meta_description', 'h1', 'body', 'faq']),
+};
+
+/** Whether rows must be narrowed for this caller: every authenticated non-admin, and the public. */
+function isRestricted(accountability: Accountability | null | undefined): accountability is Accountability {
+	return !!accountability && accountability.admin !== true;
+}
+
+/**
+ * `<collection>.items.query` filter: a non-admin only ever reads their own rows, through the app, REST or
+ * GraphQL. A caller without a user (the public role) matches nothing.
+ */
+export function restrictQuery(collection: OwnedCollection, query: Query, accountability: Accountability | null): Query {
+	if (!isRestricted(accountability)) return query;
+	const own = accountability.user
+		? { [OWNER_FIELDS[collection]]: { _eq: accountability.user } }
+		: { id: { _null: true } };
+	return { ...query, filter: query.filter ? { _and: [query.filter, own] } : own };
+}
+
+/**
+ * `<collection>.items.create` / `.update` filter: a non-admin writes only the fields WRITABLE_FIELDS allows,
+ * and only on rows they own.
+ */
+export async function guardWrite(
+	database: Knex,
+	collection: OwnedCollection,
+	payload: Record<string, unknown>,
+	keys: readonly (string | number)[] | null,
+	accountability: Accountability | null,
+): Promise<Record<string, unknown>> {
+	if (!isRestricted(accountability)) return payload;
+	const writable = WRITABLE_FIELDS[collection];
+	const forbidden = Object.keys(payload).filter((field) => !writable?.has(field));
+	if (forbidden.length > 0) throw new ForbiddenError({ resource: `field(s) ${forbidden.join(', ')} of`, id: collection });
+	if (keys && keys.length > 0) {
+		const owner = OWNER_FIELDS[collection];
+		const foreign = await database(collection)
+			.whereIn('id', [...keys])
+			.andWhere((q) => q.whereNull(owner).orWhereNot(owner, accountability.user ?? ''))
+			.first('id');
+		if (foreign) throw new ForbiddenError({ resource: collection, id: String(foreign.id) });
+	}
+	return payload;
+}

@@ -1,0 +1,125 @@
+export type BulkMode = 'batch' | 'concurrent';
+
+/** Every setting of the extension, read once from the Directus env (operating contract, section 2). */
+export interface PseoConfig {
+	/** `OPENAI_API_KEY`; without it generation fails cleanly and refunds. */
+	openaiApiKey: string | undefined;
+	/** `OPENAI_BASE_URL`, any OpenAI-compatible server. Default: the SDK's (the OpenAI API). */
+	openaiBaseUrl: string | undefined;
+	/** `PSEO_MODEL`, default `gpt-4o-mini`. */
+	model: string;
+	/** `PSEO_BULK_MODE`, default `batch`. */
+	bulkMode: BulkMode;
+	/** `PSEO_CONCURRENCY`, chat-completion calls in flight per instance, default 4. */
+	concurrency: number;
+	/** `PSEO_BATCH_POLL_INTERVAL_MS`, default 30000. */
+	batchPollIntervalMs: number;
+	/** `PSEO_TOKEN_PER_PAGE`, default 10. */
+	tokenPerPage: number;
+	/** `PSEO_TOKEN_PER_BATCH_PAGE`, default 5. */
+	tokenPerBatchPage: number;
+	/** `PSEO_TOKEN_PER_MAIN_JSON`, default 20. */
+	tokenPerMainJson: number;
+	/** `PSEO_ALLOW_PRIVATE_NETWORKS`, default false. */
+	allowPrivateNetworks: boolean;
+	/** `PSEO_PLAN_PAGES`, pages in a content plan, default 50. */
+	planPages: number;
+	/** `PSEO_PLAN_LOCK_MS`, after which an unfinished plan generation no longer blocks its user, default 600000. */
+	planLockMs: number;
+	/** `PSEO_LEASE_MS`, how long a claimed job stays owned without renewal, default 60000. */
+	leaseMs: number;
+	/** `PSEO_SWEEP_INTERVAL_MS`, how often an instance looks for pending, orphaned or due jobs, default 10000. */
+	sweepIntervalMs: number;
+	/** `PSEO_SHUTDOWN_GRACE_MS`, how long in-flight pages may finish on SIGTERM, default 10000. */
+	shutdownGraceMs: number;
+	/** `PSEO_PROVIDER_TIMEOUT_MS`, per provider call, default 120000. */
+	providerTimeoutMs: number;
+	/** `PSEO_PROVIDER_MAX_ATTEMPTS`, attempts per page or plan call before it counts as failed, default 4. */
+	providerMaxAttempts: number;
+}
+
+type Env = Record<string, unknown>;
+
+/** Reads, casts and validates the configuration; a bad value throws a TypeError naming the variable. */
+export function readConfig(env: Env): PseoConfig {
+	const allowPrivateNetworks = bool(env, 'PSEO_ALLOW_PRIVATE_NETWORKS', false);
+	return {
+		openaiApiKey: optionalString(env, 'OPENAI_API_KEY'),
+		openaiBaseUrl: optionalUrl(env, 'OPENAI_BASE_URL'),
+		model: optionalString(env, 'PSEO_MODEL') ?? 'gpt-4o-mini',
+		bulkMode: oneOf(env, 'PSEO_BULK_MODE', ['batch', 'concurrent'] as const, 'batch'),
+		concurrency: int(env, 'PSEO_CONCURRENCY', 4, 1),
+		batchPollIntervalMs: int(env, 'PSEO_BATCH_POLL_INTERVAL_MS', 30_000, 10),
+		tokenPerPage: int(env, 'PSEO_TOKEN_PER_PAGE', 10, 0),
+		tokenPerBatchPage: int(env, 'PSEO_TOKEN_PER_BATCH_PAGE', 5, 0),
+		tokenPerMainJson: int(env, 'PSEO_TOKEN_PER_MAIN_JSON', 20, 0),
+		allowPrivateNetworks,
+		planPages: int(env, 'PSEO_PLAN_PAGES', 50, 1),
+		planLockMs: int(env, 'PSEO_PLAN_LOCK_MS', 600_000, 1000),
+		leaseMs: int(env, 'PSEO_LEASE_MS', 60_000, 500),
+		sweepIntervalMs: int(env, 'PSEO_SWEEP_INTERVAL_MS', 10_000, 50),
+		shutdownGraceMs: int(env, 'PSEO_SHUTDOWN_GRACE_MS', 10_000, 0),
+		providerTimeoutMs: int(env, 'PSEO_PROVIDER_TIMEOUT_MS', 120_000, 100),
+		providerMaxAttempts: int(env, 'PSEO_PROVIDER_MAX_ATTEMPTS', 4, 1),
+	};
+}
+
+const cache = new WeakMap<Env, PseoConfig>();
+
+/** The configuration for a Directus env object, parsed on first use and cached. */
+export function useConfig(env: Env): PseoConfig {
+	let config = cache.get(env);
+	if (!config) {
+		config = readConfig(env);
+		cache.set(env, config);
+	}
+	return config;
+}
+
+function raw(env: Env, name: string): unknown {
+	const value = env[name];
+	return value === '' ? undefined : value;
+}
+
+function optionalString(env: Env, name: string): string | undefined {
+	const value = raw(env, name);
+	if (value === undefined || value === null) return undefined;
+	if (typeof value !== 'string' && typeof value !== 'number') {
+		throw new TypeError(`${name} must be a string, received ${JSON.stringify(value)}`);
+	}
+	return String(value);
+}
+
+function optionalUrl(env: Env, name: string): string | undefined {
+	const value = optionalString(env, name);
+	if (value === undefined) return undefined;
+	if (!URL.canParse(value) || !/^https?:$/.test(new URL(value).protocol)) {
+		throw new TypeError(`${name} must be an http(s) URL, received ${JSON.stringify(value)}`);
+	}
+	return value;
+}
+
+function int(env: Env, name: string, fallback: number, min: number): number {
+	const value = raw(env, name);
+	if (value === undefined || value === null) return fallback;
+	const parsed = typeof value === 'number' ? value : typeof value === 'string' && /^\s*-?\d+\s*$/.test(value) ? Number(value) : NaN;
+	if (!Number.isSafeInteger(parsed) || parsed < min) {
+		throw new TypeError(`${name} must be an integer >= ${min}, received ${JSON.stringify(value)}`);
+	}
+	return parsed;
+}
+
+function bool(env: Env, name: string, fallback: boolean): boolean {
+	const value = raw(env, name);
+	if (value === undefined || value === null) return fallback;
+	if (value === true || value === 'true' || value === 1 || value === '1') return true;
+	if (value === false || value === 'false' || value === 0 || value === '0') return false;
+	throw new TypeError(`${name} must be true or false, received ${JSON.stringify(value)}`);
+}
+
+function oneOf<T extends string>(env: Env, name: string, allowed: readonly T[], fallback: T): T {
+	const value = raw(env, name);
+	if (value === undefined || value === null) return fallback;
+	if (typeof value === 'string' && (allowed as readonly string[]).includes(value)) return value as T;
+	throw new TypeError(`${name} must be one of ${allowed.join(', ')}, received ${JSON.stringify(value)}`);
+}

@@ -1,0 +1,154 @@
+import type { Knex } from 'knex';
+import { InsufficientTokensError } from '../errors/index.ts';
+import { dbTimestamp, insertedId, isUniqueViolation } from '../shared/database.ts';
+
+export const USERS_TABLE = 'directus_users';
+export const BALANCE_FIELD = 'pseo_token_balance';
+export const LEDGER_TABLE = 'pseo_token_ledger';
+
+export type LedgerReason = 'grant' | 'charge' | 'refund';
+
+/** What a ledger row points at; all optional. */
+export interface LedgerReference {
+	generationId?: number | null;
+	mainJsonId?: number | null;
+	route?: string | null;
+	note?: string | null;
+	/** When set, the same key is never booked twice: a retried refund is a no-op. */
+	idempotencyKey?: string | null;
+}
+
+export interface LedgerEntry {
+	id: number;
+	amount: number;
+	balanceAfter: number;
+}
+
+/*
+ * These functions take the caller's transaction: the balance change and its ledger row commit together with the
+ * state they pay for (a job row, a plan row), or not at all. They write with Knex because the balance update
+ * must be one conditional statement, which the items services cannot express, and because a user may not edit
+ * their own balance or ledger through Directus's permissions.
+ */
+
+/**
+ * Takes `amount` tokens from `userId`. One conditional UPDATE (`balance >= amount`) makes an overdraft impossible
+ * whatever the concurrency: PostgreSQL re-checks the condition after a concurrent writer commits, and SQLite
+ * serialises writers. Throws InsufficientTokensError (402) when the balance is short.
+ */
+export async function chargeTokens(
+	trx: Knex.Transaction,
+	userId: string,
+	amount: number,
+	reference: LedgerReference = {},
+): Promise<LedgerEntry> {
+	assertAmount(amount);
+	const updated = await trx(USERS_TABLE)
+		.where('id', userId)
+		.andWhere(BALANCE_FIELD, '>=', amount)
+		.update({ [BALANCE_FIELD]: trx.raw('?? - ?', [BALANCE_FIELD, amount]) });
+	if (updated === 0) {
+		throw new InsufficientTokensError({ required: amount, balance: await readBalance(trx, userId) });
+	}
+	return appendEntry(trx, userId, -amount, 'charge', reference);
+}
+
+/**
+ * Gives `amount` tokens back. With an idempotency key the ledger row is written first, so a second refund of the
+ * same thing fails on the unique key and changes nothing; returns null in that case.
+ */
+export async function refundTokens(
+	trx: Knex.Transaction,
+	userId: string,
+	amount: number,
+	reference: LedgerReference = {},
+): Promise<LedgerEntry | null> {
+	assertAmount(amount);
+	if (amount === 0) return null;
+	let id: number;
+	try {
+		// A savepoint, so that losing the race for the idempotency key leaves the caller's transaction usable.
+		id = await trx.transaction(async (savepoint) => insertEntry(savepoint, userId, amount, 'refund', reference, null));
+	} catch (error) {
+		if (reference.idempotencyKey && isUniqueViolation(error)) return null;
+		throw error;
+	}
+	await trx(USERS_TABLE)
+		.where('id', userId)
+		.update({ [BALANCE_FIELD]: trx.raw('?? + ?', [BALANCE_FIELD, amount]) });
+	const balanceAfter = await readBalance(trx, userId);
+	await trx(LEDGER_TABLE).where('id', id).update({ balance_after: balanceAfter });
+	return { id, amount, balanceAfter };
+}
+
+/**
+ * Sets a balance to `newBalance` (an admin's edit) and records the difference as a grant (negative when an admin
+ * lowers it). Reads under a row lock on PostgreSQL so a concurrent charge cannot slip between read and write.
+ */
+export async function setBalanceAsGrant(
+	trx: Knex.Transaction,
+	userId: string,
+	newBalance: number,
+	note: string | null = null,
+): Promise<LedgerEntry | null> {
+	if (!Number.isSafeInteger(newBalance) || newBalance < 0) {
+		throw new TypeError(`A token balance must be a non-negative integer, received ${JSON.stringify(newBalance)}`);
+	}
+	const current = await readBalance(trx, userId, true);
+	const delta = newBalance - current;
+	if (delta === 0) return null;
+	await trx(USERS_TABLE).where('id', userId).update({ [BALANCE_FIELD]: newBalance });
+	return appendEntry(trx, userId, delta, 'grant', { note });
+}
+
+/** The current balance of a user (0 for an unknown user). */
+export async function readBalance(knex: Knex, userId: string, forUpdate = false): Promise<number> {
+	let query = knex(USERS_TABLE).where('id', userId).first(BALANCE_FIELD);
+	if (forUpdate && knex.client.config?.client === 'pg') query = query.forUpdate();
+	const row = (await query) as Record<string, unknown> | undefined;
+	return Number(row?.[BALANCE_FIELD] ?? 0);
+}
+
+async function appendEntry(
+	trx: Knex.Transaction,
+	userId: string,
+	amount: number,
+	reason: LedgerReason,
+	reference: LedgerReference,
+): Promise<LedgerEntry> {
+	const balanceAfter = await readBalance(trx, userId);
+	const id = await insertEntry(trx, userId, amount, reason, reference, balanceAfter);
+	return { id, amount, balanceAfter };
+}
+
+async function insertEntry(
+	trx: Knex.Transaction,
+	userId: string,
+	amount: number,
+	reason: LedgerReason,
+	reference: LedgerReference,
+	balanceAfter: number | null,
+): Promise<number> {
+	const rows = await trx(LEDGER_TABLE).insert(
+		{
+			user_id: userId,
+			amount,
+			reason,
+			balance_after: balanceAfter,
+			generation_id: reference.generationId ?? null,
+			main_json_id: reference.mainJsonId ?? null,
+			route: reference.route ?? null,
+			note: reference.note ?? null,
+			idempotency_key: reference.idempotencyKey ?? null,
+			date_created: dbTimestamp(trx),
+		},
+		['id'],
+	);
+	return insertedId(rows);
+}
+
+function assertAmount(amount: number): void {
+	if (!Number.isSafeInteger(amount) || amount < 0) {
+		throw new TypeError(`A token amount must be a non-negative integer, received ${JSON.stringify(amount)}`);
+	}
+}

@@ -1,0 +1,18 @@
+import { defineEndpoint } from '@directus/extensions-sdk';
+import { errorHandler } from '../http/error-envelope.ts';
+import { NotFoundError } from '../errors/index.ts';
+import type { ServiceContext } from '../shared/services.ts';
+import { registerHealth } from './routes/health.ts';
+import { registerWebsites } from './routes/websites.ts';
+
+/** The REST interface under /pseo-endpoints. Handlers parse, call one domain function, and shape the answer. */
+export default defineEndpoint({
+	id: 'pseo-endpoints',
+	handler: (router, context) => {
+		const ctx = context as unknown as ServiceContext;
+		registerHealth(router);
+		registerWebsites(router, ctx);
+		router.use((req, _res, next) => next(new NotFoundError({ resource: 'Route', id: `${req.method} ${req.path}` })));
+		router.use(errorHandler(ctx.logger));
+	},
+});

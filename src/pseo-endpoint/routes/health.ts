@@ -1,0 +1,22 @@
+import type { Router } from 'express';
+import manifest from '../../../package.json' with { type: 'json' };
+import { respond } from '../../http/respond.ts';
+
+/** The endpoints the health check lists (interface 4.1). */
+export const ENDPOINTS = [
+	'GET /',
+	'POST /pseo',
+	'POST /trigger/on-demand-generation',
+	'POST /trigger/bulk-generation',
+	'GET /generations/:id',
+	'GET /generations?pseo_id=X',
+	'POST /generate/main-json',
+	'GET /fetch-sitemap?pseo_id=X',
+] as const;
+
+/** 4.1 GET / — no authentication. */
+export function registerHealth(router: Router): void {
+	router.get('/', (_req, res) => {
+		respond(res, 200, { status: 'ok', extension: 'pseo-automation', version: manifest.version, endpoints: ENDPOINTS });
+	});
+}

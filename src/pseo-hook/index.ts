@@ -1,0 +1,63 @@
+import { defineHook } from '@directus/extensions-sdk';
+import type { Accountability, Query } from '@directus/types';
+import type { Application } from 'express';
+import { guardWrite, OWNER_FIELDS, restrictQuery, WRITABLE_FIELDS, type OwnedCollection } from '../access/ownership-guard.ts';
+import { directusErrorEnvelope } from '../http/error-envelope.ts';
+import { applyBalanceEdits, recordInitialBalance } from '../ledger/balance-grants.ts';
+import { ensureIndexes, installSchema } from '../schema/install-schema.ts';
+import { provisionUserPolicy } from '../schema/user-policy.ts';
+import { retryOnRace } from '../shared/retry-on-race.ts';
+import type { ServiceContext } from '../shared/services.ts';
+import { useConfig } from '../config/config.ts';
+
+/** The runtime: start-up provisioning, the error envelope, balance grants, and (later) the job runtime. */
+export default defineHook(({ init, filter, action }, context) => {
+	const ctx = context as unknown as ServiceContext;
+	const { logger, database } = ctx;
+
+	// A bad setting stops start-up with a message naming the variable, not later in a request.
+	init('app.before', async () => {
+		useConfig(ctx.env);
+		const report = await retryOnRace(() => installSchema(ctx), logger, 'schema install');
+		await ensureIndexes(database);
+		const policy = await retryOnRace(() => provisionUserPolicy(ctx), logger, 'policy provisioning');
+		logger.info(
+			{ created: report.created.length, refreshed: report.refreshed.length, policyChanged: policy.changed },
+			'pseo-automation: schema and "pSEO user" policy are in place',
+		);
+	});
+
+	init('middlewares.before', (meta) => {
+		const { app } = meta as { app: Application };
+		app.use(directusErrorEnvelope('/pseo-endpoints'));
+	});
+
+	for (const collection of Object.keys(OWNER_FIELDS) as OwnedCollection[]) {
+		filter(`${collection}.items.query`, (query, _meta, eventContext) =>
+			restrictQuery(collection, query as Query, accountabilityOf(eventContext)),
+		);
+		if (!WRITABLE_FIELDS[collection]) continue;
+		filter(`${collection}.items.create`, (payload, _meta, eventContext) =>
+			guardWrite(database, collection, payload as Record<string, unknown>, null, accountabilityOf(eventContext)),
+		);
+		filter(`${collection}.items.update`, (payload, meta, eventContext) =>
+			guardWrite(database, collection, payload as Record<string, unknown>, (meta as { keys: string[] }).keys, accountabilityOf(eventContext)),
+		);
+	}
+
+	filter('users.update', async (payload, meta, eventContext) => {
+		const { keys } = meta as { keys: string[] };
+		const accountability = accountabilityOf(eventContext);
+		return applyBalanceEdits(database, payload as Record<string, unknown>, keys, accountability);
+	});
+
+	action('users.create', async (meta, eventContext) => {
+		const { key, payload } = meta as { key: string; payload: Record<string, unknown> };
+		const accountability = accountabilityOf(eventContext);
+		await recordInitialBalance(database, key, payload, accountability);
+	});
+});
+
+function accountabilityOf(eventContext: unknown): Accountability | null {
+	return (eventContext as { accountability?: Accountability | null }).accountability ?? null;
+}

@@ -1,0 +1,90 @@
+import type { Knex } from 'knex';
+import snapshot from '../../snapshots/pseo-schema.json' with { type: 'json' };
+import type { ServiceContext } from '../shared/services.ts';
+import { vendorOf } from '../shared/database.ts';
+
+interface DiffEntry {
+	collection: string;
+	field?: string;
+	diff: { kind: string; path?: (string | number)[] }[];
+}
+
+interface SnapshotDiff {
+	collections: DiffEntry[];
+	fields: DiffEntry[];
+	systemFields?: DiffEntry[];
+	relations: DiffEntry[];
+}
+
+export interface InstallReport {
+	created: string[];
+	refreshed: string[];
+	skipped: string[];
+}
+
+/**
+ * Applies snapshots/pseo-schema.json to the running Directus, additively: it creates missing collections,
+ * fields and relations and refreshes their presentation (meta), but never deletes anything and never alters
+ * an existing column, so it is safe on a customer's database with other collections, on any vendor, and on
+ * every start. Column-level differences (a vendor's data_type spelling, say) are reported, not applied.
+ */
+export async function installSchema(context: ServiceContext): Promise<InstallReport> {
+	const { services, database, logger } = context;
+	// Installing a schema needs admin rights; no user is involved at start-up (see system-context.ts).
+	const service = new services.SchemaService({ knex: database, accountability: { admin: true, role: null, user: null } });
+	const current = await service.snapshot();
+	const diff = (await service.diff(snapshot, { currentSnapshot: current, force: true, mode: 'merge' })) as SnapshotDiff | null;
+	const report: InstallReport = { created: [], refreshed: [], skipped: [] };
+	if (!diff) return report;
+
+	// New entities are created whole; for existing ones only presentation (meta) changes are kept.
+	const additive = (entries: DiffEntry[]): DiffEntry[] =>
+		entries.flatMap((entry) => {
+			const name = entry.field ? `${entry.collection}.${entry.field}` : entry.collection;
+			const first = entry.diff[0];
+			if (first?.kind === 'N' && !first.path) {
+				report.created.push(name);
+				return [entry];
+			}
+			const meta = entry.diff.filter((change) => change.path?.[0] === 'meta');
+			if (meta.length < entry.diff.length) report.skipped.push(name);
+			if (meta.length === 0) return [];
+			report.refreshed.push(name);
+			return [{ ...entry, diff: meta }];
+		});
+	const filtered: SnapshotDiff = {
+		collections: additive(diff.collections),
+		fields: additive(diff.fields),
+		systemFields: [],
+		relations: additive(diff.relations),
+	};
+	if (filtered.collections.length + filtered.fields.length + filtered.relations.length > 0) {
+		const hash = service.getHashedSnapshot(current).hash;
+		await service.apply({ hash, diff: filtered });
+	}
+	if (report.skipped.length > 0) {
+		logger.debug({ skipped: report.skipped }, 'pseo schema: column-level differences left as they are');
+	}
+	return report;
+}
+
+/**
+ * Indexes a Directus snapshot cannot express. The unique (pseo_id, route) key makes storing a generated page
+ * idempotent: a resumed or retried job can never write a second post for a route.
+ */
+export async function ensureIndexes(knex: Knex): Promise<void> {
+	const statements = [
+		'CREATE UNIQUE INDEX IF NOT EXISTS pseo_posts_pseo_route_unique ON pseo_posts (pseo_id, route)',
+		'CREATE INDEX IF NOT EXISTS pseo_generations_status_lease ON pseo_generations (status, lease_expires_at)',
+	];
+	if (vendorOf(knex) === 'mysql') {
+		// MySQL has no CREATE INDEX IF NOT EXISTS; a duplicate-key-name error means the index is there.
+		for (const sql of statements) {
+			await knex.raw(sql.replace(' IF NOT EXISTS', '')).catch((error: { errno?: number }) => {
+				if (error.errno !== 1061) throw error;
+			});
+		}
+		return;
+	}
+	for (const sql of statements) await knex.raw(sql);
+}

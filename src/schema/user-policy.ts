@@ -1,0 +1,158 @@
+import type { ServiceContext } from '../shared/services.ts';
+import { systemServiceOptions } from '../shared/system-context.ts';
+
+/** Fixed ids, so that every instance and every start refers to the same policies and roles. */
+export const USER_POLICY_ID = '5e0a7c1e-7d1b-4f4e-9a61-3b3f2d9c0a01';
+export const APP_POLICY_ID = '5e0a7c1e-7d1b-4f4e-9a61-3b3f2d9c0a03';
+export const USER_ROLE_ID = '5e0a7c1e-7d1b-4f4e-9a61-3b3f2d9c0a02';
+export const API_ROLE_ID = '5e0a7c1e-7d1b-4f4e-9a61-3b3f2d9c0a04';
+
+interface PermissionSpec {
+	collection: string;
+	action: 'create' | 'read' | 'update' | 'delete';
+	permissions: Record<string, unknown>;
+	validation: Record<string, unknown>;
+	presets: Record<string, unknown>;
+	fields: string[];
+}
+
+/*
+ * Directus 12's Core licence refuses item-level permission rules (filters such as `$CURRENT_USER`, field lists),
+ * so the policy grants whole collections and the extension itself narrows every read and write of a non-admin
+ * to their own rows (ownership-guard.ts). That works the same under every licence, through the app, REST and
+ * GraphQL alike.
+ *
+ * What a pSEO user may do: read their websites, jobs, posts, plans and ledger; register and edit their websites;
+ * edit the copy of their generated posts. Jobs, plans, balances and the ledger are written only by the extension,
+ * which charges for them, so there is no create or update on those and none on directus_users.
+ */
+export const USER_PERMISSIONS: PermissionSpec[] = [
+	perm('pseo', 'read'),
+	perm('pseo', 'create'),
+	perm('pseo', 'update'),
+	perm('pseo_generations', 'read'),
+	perm('pseo_posts', 'read'),
+	perm('pseo_posts', 'update'),
+	perm('pseo_main_json', 'read'),
+	perm('pseo_token_ledger', 'read'),
+];
+
+function perm(collection: string, action: PermissionSpec['action']): PermissionSpec {
+	return { collection, action, permissions: {}, validation: {}, presets: {}, fields: ['*'] };
+}
+
+/**
+ * Creates or refreshes the "pSEO user" policy, its permissions and a "pSEO User" role that carries it. Safe to
+ * run on every start and on several instances at once: ids are fixed, and permissions are rewritten only
+ * when they differ from USER_PERMISSIONS.
+ */
+export async function provisionUserPolicy(context: ServiceContext): Promise<{ changed: boolean }> {
+	const { services, database } = context;
+	let changed = false;
+	await database.transaction(async (trx) => {
+		const schema = await context.getSchema({ database: trx });
+		const options = systemServiceOptions(schema, trx);
+		const policies = new services.PoliciesService(options);
+		const roles = new services.RolesService(options);
+		const access = new services.AccessService(options);
+		const permissionsService = new services.PermissionsService(options);
+
+		const ensure = async (table: string, id: string, create: () => Promise<unknown>) => {
+			if ((await trx(table).where('id', id).first('id')) !== undefined) return;
+			await create();
+			changed = true;
+		};
+		await ensure('directus_policies', USER_POLICY_ID, () =>
+			policies.createOne({
+				id: USER_POLICY_ID,
+				name: 'pSEO user',
+				icon: 'travel_explore',
+				description: 'Own pSEO websites, jobs, posts, plans and token ledger, through the API. Managed by pseo-automation.',
+				app_access: false,
+				admin_access: false,
+			}),
+		);
+		await ensure('directus_policies', APP_POLICY_ID, () =>
+			policies.createOne({
+				id: APP_POLICY_ID,
+				name: 'pSEO app access',
+				icon: 'dashboard',
+				description: 'Lets pSEO users browse their records in the Directus app. Managed by pseo-automation.',
+				app_access: true,
+				admin_access: false,
+			}),
+		);
+		await ensure('directus_roles', USER_ROLE_ID, () =>
+			roles.createOne({
+				id: USER_ROLE_ID,
+				name: 'pSEO User',
+				icon: 'travel_explore',
+				description: 'Content editors: the pSEO endpoints and the Directus app, on their own records.',
+			}),
+		);
+		await ensure('directus_roles', API_ROLE_ID, () =>
+			roles.createOne({
+				id: API_ROLE_ID,
+				name: 'pSEO API Client',
+				icon: 'api',
+				description: 'API clients: the pSEO endpoints with a token, no app login (and no app seat).',
+			}),
+		);
+		for (const [role, policy] of [
+			[USER_ROLE_ID, USER_POLICY_ID],
+			[USER_ROLE_ID, APP_POLICY_ID],
+			[API_ROLE_ID, USER_POLICY_ID],
+		] as const) {
+			if (!(await trx('directus_access').where({ role, policy }).first('id'))) {
+				await access.createOne({ role, policy });
+				changed = true;
+			}
+		}
+
+		const existing = (await trx('directus_permissions')
+			.where('policy', USER_POLICY_ID)
+			.select('collection', 'action', 'permissions', 'validation', 'presets', 'fields')) as Record<string, unknown>[];
+		if (!samePermissions(existing, USER_PERMISSIONS)) {
+			await trx('directus_permissions').where('policy', USER_POLICY_ID).delete();
+			await permissionsService.createMany(USER_PERMISSIONS.map((spec) => ({ ...spec, policy: USER_POLICY_ID })));
+			changed = true;
+		}
+	});
+	return { changed };
+}
+
+function canonical(row: Record<string, unknown>): string {
+	const parse = (value: unknown) => {
+		const parsed = typeof value === 'string' ? safeJson(value) : value;
+		const empty = parsed === null || parsed === undefined || (typeof parsed === 'object' && Object.keys(parsed).length === 0);
+		return empty ? null : parsed;
+	};
+	const fields = Array.isArray(row['fields'])
+		? (row['fields'] as string[])
+		: typeof row['fields'] === 'string'
+			? (row['fields'] as string).split(',')
+			: [];
+	return JSON.stringify([
+		row['collection'],
+		row['action'],
+		parse(row['permissions']),
+		parse(row['validation']),
+		parse(row['presets']),
+		[...fields].sort(),
+	]);
+}
+
+function safeJson(value: string): unknown {
+	try {
+		return JSON.parse(value);
+	} catch {
+		return value;
+	}
+}
+
+function samePermissions(existing: Record<string, unknown>[], desired: PermissionSpec[]): boolean {
+	if (existing.length !== desired.length) return false;
+	const a = existing.map(canonical).sort();
+	const b = desired.map((spec) => canonical(spec as unknown as Record<string, unknown>)).sort();
+	return a.every((value, index) => value === b[index]);
+}
