@@ -1,0 +1,46 @@
+/** The request log's entry type and the counting helpers tests use for exactly-once checks. */
+
+/** One request to the `/v1` API, in arrival order. */
+export interface RequestLogEntry {
+	/** 1-based arrival number. */
+	seq: number;
+	method: string;
+	/** Path without the query string, such as `/v1/chat/completions`. */
+	path: string;
+	/** Arrival time, ms since the epoch. */
+	time: number;
+	/** Status sent, or null while the answer is pending (or never came, as with `hangChat`). */
+	status: number | null;
+	/** Chat completions: the `task` and `route` of the prompt context, and the json_schema name. */
+	task?: string | null;
+	route?: string | null;
+	schemaName?: string | null;
+	/** Batch creation: the custom_ids and the prompt-context routes of the input lines, in file order. */
+	customIds?: string[];
+	routes?: (string | null)[];
+	/** Batch routes: the batch id (set on create once known). Batch metadata on create. */
+	batchId?: string;
+	metadata?: Record<string, string> | null;
+	/** File routes: the file id. */
+	fileId?: string;
+}
+
+const CHAT_PATH = '/v1/chat/completions';
+const BATCHES_PATH = '/v1/batches';
+
+/** Chat-completion requests received (every attempt, whatever its answer), optionally only for one route. */
+export function countChat(entries: readonly RequestLogEntry[], route?: string): number {
+	return entries.filter((entry) => entry.method === 'POST' && entry.path === CHAT_PATH && (route === undefined || entry.route === route)).length;
+}
+
+/** Batches created successfully (`POST /v1/batches` answered 200). */
+export function countBatchesCreated(entries: readonly RequestLogEntry[]): number {
+	return entries.filter((entry) => entry.method === 'POST' && entry.path === BATCHES_PATH && entry.status === 200).length;
+}
+
+/** How many times a route was submitted in successfully created batches. */
+export function countBatchedRoute(entries: readonly RequestLogEntry[], route: string): number {
+	return entries
+		.filter((entry) => entry.method === 'POST' && entry.path === BATCHES_PATH && entry.status === 200)
+		.reduce((sum, entry) => sum + (entry.routes ?? []).filter((item) => item === route).length, 0);
+}

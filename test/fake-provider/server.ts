@@ -1,0 +1,381 @@
+/**
+ * An OpenAI-compatible HTTP server for tests and benchmarks: chat completions that honour json_schema, files,
+ * batches with a status progression, fault injection, a request log, and admin routes under `/_fake/` so another
+ * process can drive it.
+ */
+import { createServer } from 'node:http';
+import type { IncomingMessage, Server, ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { BatchStore } from './batches.ts';
+import { answerChat, apiError, newId, parseChatRequest } from './chat.ts';
+import type { ChatState } from './chat.ts';
+import { configToJson, defaultConfig, mergeConfig } from './config.ts';
+import type { FakeConfig, FakeConfigPatch } from './config.ts';
+import { FileStore } from './files.ts';
+import { HttpError, readBody, readJson, sendChunks, sendError, sendJson } from './http.ts';
+import { countBatchedRoute, countBatchesCreated, countChat } from './request-log.ts';
+import type { RequestLogEntry } from './request-log.ts';
+
+export type { FakeConfig, FakeConfigPatch } from './config.ts';
+export type { RequestLogEntry } from './request-log.ts';
+export type { Responder, ResponderInput } from './responders.ts';
+
+export interface FakeProviderOptions {
+	/** Port to listen on; 0 picks a free one. Default 0. */
+	port?: number;
+	/** Address to listen on. Default '127.0.0.1'. */
+	host?: string;
+}
+
+export interface FakeProvider {
+	/** Base URL for the SDK's `baseURL`, ending in `/v1`. */
+	readonly url: string;
+	/** The live request log of the `/v1` API, oldest first (cleared in place by `reset`). */
+	readonly requests: RequestLogEntry[];
+	/** The current knobs. */
+	readonly config: Readonly<FakeConfig>;
+	/** Applies a partial config; each given field replaces the old one. Throws TypeError on a bad value. */
+	configure(patch: FakeConfigPatch): void;
+	/** Back to defaults: config, log, files, batches and attempt counters. */
+	reset(): void;
+	/** Lets every batch held by `holdBatches` move on at its next retrieve. */
+	releaseBatches(): void;
+	close(): Promise<void>;
+	/** Chat-completion requests received, optionally for one route. */
+	countChat(route?: string): number;
+	/** Batches created successfully. */
+	countBatchesCreated(): number;
+	/** Times a route was submitted in created batches. */
+	countBatchedRoute(route: string): number;
+}
+
+interface RouteContext {
+	req: IncomingMessage;
+	res: ServerResponse;
+	params: string[];
+	query: URLSearchParams;
+	entry: RequestLogEntry | null;
+}
+
+type Handler = (context: RouteContext) => Promise<void> | void;
+
+interface Route {
+	method: string;
+	pattern: RegExp;
+	handler: Handler;
+}
+
+const ID = '([A-Za-z0-9_-]+)';
+
+function notFound(method: string, path: string): HttpError {
+	return new HttpError(404, apiError(`Invalid URL (${method} ${path})`));
+}
+
+function isAuthorized(req: IncomingMessage): boolean {
+	const header = req.headers.authorization ?? '';
+	return /^Bearer\s+\S+/i.test(header);
+}
+
+/** Waits `ms`, or less if the client goes away first; true when the client is still there. */
+function wait(res: ServerResponse, ms: number): Promise<boolean> {
+	return new Promise((resolve) => {
+		const done = (): void => {
+			clearTimeout(timer);
+			res.off('close', done);
+			resolve(!res.destroyed);
+		};
+		const timer = setTimeout(done, ms);
+		res.on('close', done);
+	});
+}
+
+class FakeProviderServer implements FakeProvider {
+	#server: Server;
+	#url = '';
+	#config: FakeConfig = defaultConfig();
+	#log: RequestLogEntry[] = [];
+	#attempts = new Map<string, number>();
+	#files = new FileStore();
+	#batches: BatchStore;
+	#routes: Route[];
+
+	constructor() {
+		this.#batches = new BatchStore({
+			files: this.#files,
+			config: () => this.#config,
+			answer: (request, customId) => answerChat(request, this.#chatState(), customId),
+		});
+		this.#routes = [
+			{ method: 'POST', pattern: /^\/v1\/chat\/completions$/, handler: (c) => this.#chat(c) },
+			{ method: 'POST', pattern: /^\/v1\/files$/, handler: (c) => this.#uploadFile(c) },
+			{ method: 'GET', pattern: /^\/v1\/files$/, handler: ({ res }) => sendJson(res, 200, { object: 'list', data: this.#files.list(), has_more: false }) },
+			{ method: 'GET', pattern: new RegExp(`^/v1/files/${ID}$`), handler: (c) => this.#getFile(c) },
+			{ method: 'DELETE', pattern: new RegExp(`^/v1/files/${ID}$`), handler: (c) => this.#deleteFile(c) },
+			{ method: 'GET', pattern: new RegExp(`^/v1/files/${ID}/content$`), handler: (c) => this.#fileContent(c) },
+			{ method: 'POST', pattern: /^\/v1\/batches$/, handler: (c) => this.#createBatch(c) },
+			{ method: 'GET', pattern: /^\/v1\/batches$/, handler: (c) => this.#listBatches(c) },
+			{ method: 'GET', pattern: new RegExp(`^/v1/batches/${ID}$`), handler: (c) => this.#retrieveBatch(c) },
+			{ method: 'POST', pattern: new RegExp(`^/v1/batches/${ID}/cancel$`), handler: (c) => this.#cancelBatch(c) },
+			{ method: 'GET', pattern: /^\/_fake\/requests$/, handler: ({ res }) => sendJson(res, 200, this.#log) },
+			{ method: 'GET', pattern: /^\/_fake\/config$/, handler: ({ res }) => sendJson(res, 200, configToJson(this.#config)) },
+			{ method: 'POST', pattern: /^\/_fake\/config$/, handler: (c) => this.#adminConfigure(c) },
+			{
+				method: 'POST',
+				pattern: /^\/_fake\/reset$/,
+				handler: ({ res }) => {
+					this.reset();
+					sendJson(res, 200, { ok: true });
+				},
+			},
+			{
+				method: 'POST',
+				pattern: /^\/_fake\/release-batches$/,
+				handler: ({ res }) => sendJson(res, 200, { ok: true, released: this.#batches.release() }),
+			},
+		];
+		this.#server = createServer((req, res) => {
+			void this.#handle(req, res);
+		});
+		// Hung and slow answers are the point here, so Node's own request timeout must not cut them.
+		this.#server.requestTimeout = 0;
+		this.#server.headersTimeout = 0;
+	}
+
+	get url(): string {
+		return this.#url;
+	}
+
+	get requests(): RequestLogEntry[] {
+		return this.#log;
+	}
+
+	get config(): Readonly<FakeConfig> {
+		return this.#config;
+	}
+
+	async listen(port: number, host: string): Promise<void> {
+		await new Promise<void>((resolve, reject) => {
+			this.#server.once('error', reject);
+			this.#server.listen(port, host, () => {
+				this.#server.off('error', reject);
+				resolve();
+			});
+		});
+		const address = this.#server.address() as AddressInfo;
+		const shownHost = address.address.includes(':') ? `[${address.address}]` : address.address;
+		this.#url = `http://${shownHost}:${address.port}/v1`;
+	}
+
+	configure(patch: FakeConfigPatch): void {
+		this.#config = mergeConfig(this.#config, patch);
+	}
+
+	reset(): void {
+		this.#config = defaultConfig();
+		this.#log.length = 0;
+		this.#attempts.clear();
+		this.#files.clear();
+		this.#batches.clear();
+	}
+
+	releaseBatches(): void {
+		this.#batches.release();
+	}
+
+	async close(): Promise<void> {
+		await new Promise<void>((resolve) => {
+			this.#server.close(() => resolve());
+			this.#server.closeAllConnections();
+		});
+	}
+
+	countChat(route?: string): number {
+		return countChat(this.#log, route);
+	}
+
+	countBatchesCreated(): number {
+		return countBatchesCreated(this.#log);
+	}
+
+	countBatchedRoute(route: string): number {
+		return countBatchedRoute(this.#log, route);
+	}
+
+	#chatState(): ChatState {
+		return { config: this.#config, attempts: this.#attempts };
+	}
+
+	async #handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+		const url = new URL(req.url ?? '/', 'http://localhost');
+		const path = url.pathname.replace(/\/+$/, '') || '/';
+		const method = req.method ?? 'GET';
+		const isApi = path.startsWith('/v1/');
+		const entry: RequestLogEntry | null = isApi ? { seq: this.#log.length + 1, method, path, time: Date.now(), status: null } : null;
+		if (entry) this.#log.push(entry);
+		try {
+			let route: Route | undefined;
+			let params: string[] = [];
+			for (const candidate of this.#routes) {
+				const match = candidate.method === method ? candidate.pattern.exec(path) : null;
+				if (match) {
+					route = candidate;
+					params = match.slice(1);
+					break;
+				}
+			}
+			if (!route) throw notFound(method, path);
+			if (isApi && !isAuthorized(req)) {
+				throw new HttpError(
+					401,
+					apiError('You didn\'t provide an API key. You need to provide your API key in an Authorization header using Bearer auth.', 'invalid_request_error', 'invalid_api_key'),
+				);
+			}
+			await route.handler({ req, res, params, query: url.searchParams, entry });
+		} catch (error) {
+			if (res.headersSent) {
+				res.destroy();
+			} else if (error instanceof HttpError) {
+				sendError(res, error.status, error.error, error.headers);
+			} else {
+				sendError(res, 500, apiError(error instanceof Error ? error.message : String(error), 'server_error'));
+			}
+		}
+		if (entry && res.headersSent) entry.status = res.statusCode;
+	}
+
+	async #chat({ req, res, entry }: RouteContext): Promise<void> {
+		const parsed = parseChatRequest(await readJson(req));
+		if (entry && parsed.ok) Object.assign(entry, { task: parsed.request.task, route: parsed.request.route, schemaName: parsed.request.schemaName });
+		const config = this.#config;
+		if (config.hangChat) {
+			await new Promise((resolve) => res.on('close', resolve));
+			return;
+		}
+		if (config.rateLimit && config.rateLimit.count > 0) {
+			config.rateLimit.count--;
+			throw new HttpError(429, apiError('Rate limit reached for requests. Please try again later.', 'requests', 'rate_limit_exceeded'), {
+				'retry-after': String(config.rateLimit.retryAfterS),
+				'x-ratelimit-remaining-requests': '0',
+			});
+		}
+		if (config.serverErrors && config.serverErrors.count > 0) {
+			config.serverErrors.count--;
+			throw new HttpError(config.serverErrors.status, apiError('The server had an error while processing your request. Sorry about that!', 'server_error'));
+		}
+		if (!parsed.ok) throw new HttpError(parsed.status, parsed.error);
+		if (config.latencyMs > 0 && !(await wait(res, config.latencyMs))) return;
+		const outcome = answerChat(parsed.request, this.#chatState());
+		if (!outcome.ok) throw new HttpError(outcome.status, outcome.error);
+		sendJson(res, 200, outcome.body, { 'x-request-id': newId('req_'), 'openai-processing-ms': String(config.latencyMs) });
+	}
+
+	async #uploadFile({ req, res, entry }: RouteContext): Promise<void> {
+		const contentType = req.headers['content-type'] ?? '';
+		if (!contentType.startsWith('multipart/form-data')) {
+			throw new HttpError(400, apiError('Files must be uploaded as multipart/form-data.'));
+		}
+		let form: FormData;
+		try {
+			form = await new Response(await readBody(req), { headers: { 'content-type': contentType } }).formData();
+		} catch {
+			throw new HttpError(400, apiError('Could not parse the multipart body.'));
+		}
+		const file = form.get('file');
+		const purpose = form.get('purpose');
+		if (typeof purpose !== 'string' || purpose === '') throw new HttpError(400, apiError("Missing required parameter: 'purpose'.", 'invalid_request_error', null, 'purpose'));
+		if (file === null || typeof file === 'string') throw new HttpError(400, apiError("Missing required parameter: 'file'.", 'invalid_request_error', null, 'file'));
+		const filename = (file as File).name || 'upload';
+		if (purpose === 'batch' && !filename.endsWith('.jsonl')) {
+			throw new HttpError(400, apiError(`Invalid file format for Batch API. Must be .jsonl, got ${filename}.`, 'invalid_request_error', null, 'file'));
+		}
+		const content = Buffer.from(await file.arrayBuffer());
+		const meta = this.#files.add({ filename, purpose, chunks: [content] });
+		if (entry) entry.fileId = meta.id;
+		sendJson(res, 200, meta);
+	}
+
+	#file(id: string | undefined, entry: RequestLogEntry | null) {
+		const file = id ? this.#files.get(id) : undefined;
+		if (entry && id) entry.fileId = id;
+		if (!file) throw new HttpError(404, apiError(`No such File object: ${id}`, 'invalid_request_error', null, 'id'));
+		return file;
+	}
+
+	#getFile({ res, params, entry }: RouteContext): void {
+		sendJson(res, 200, this.#file(params[0], entry).meta);
+	}
+
+	#deleteFile({ res, params, entry }: RouteContext): void {
+		const { meta } = this.#file(params[0], entry);
+		this.#files.delete(meta.id);
+		sendJson(res, 200, { id: meta.id, object: 'file', deleted: true });
+	}
+
+	async #fileContent({ res, params, entry }: RouteContext): Promise<void> {
+		await sendChunks(res, this.#file(params[0], entry).chunks, 'application/octet-stream');
+	}
+
+	async #createBatch({ req, res, entry }: RouteContext): Promise<void> {
+		const result = this.#batches.create(await readJson(req));
+		if (!result.ok) throw new HttpError(result.status, result.error);
+		if (entry) {
+			Object.assign(entry, {
+				batchId: result.batch.id,
+				metadata: result.batch.metadata,
+				customIds: (result.lines ?? []).map((line) => line.customId),
+				routes: (result.lines ?? []).map((line) => line.request?.route ?? null),
+			});
+		}
+		sendJson(res, 200, result.batch);
+	}
+
+	#listBatches({ res, query }: RouteContext): void {
+		const rawLimit = query.get('limit');
+		const limit = rawLimit === null ? 20 : Number(rawLimit);
+		if (!Number.isInteger(limit) || limit < 1 || limit > 100) {
+			throw new HttpError(400, apiError(`Invalid 'limit': ${rawLimit}. Expected an integer from 1 to 100.`, 'invalid_request_error', null, 'limit'));
+		}
+		const { data, has_more } = this.#batches.list(query.get('after'), limit);
+		sendJson(res, 200, { object: 'list', data, first_id: data[0]?.id ?? null, last_id: data.at(-1)?.id ?? null, has_more });
+	}
+
+	async #retrieveBatch({ res, params, entry }: RouteContext): Promise<void> {
+		if (entry && params[0]) entry.batchId = params[0];
+		const result = await this.#batches.retrieve(params[0] ?? '');
+		if (!result.ok) throw new HttpError(result.status, result.error);
+		sendJson(res, 200, result.batch);
+	}
+
+	async #cancelBatch({ res, params, entry }: RouteContext): Promise<void> {
+		if (entry && params[0]) entry.batchId = params[0];
+		const result = await this.#batches.cancel(params[0] ?? '');
+		if (!result.ok) throw new HttpError(result.status, result.error);
+		sendJson(res, 200, result.batch);
+	}
+
+	async #adminConfigure({ req, res }: RouteContext): Promise<void> {
+		const patch = await readJson(req);
+		if (typeof patch === 'object' && patch !== null && 'responders' in patch) {
+			throw new HttpError(400, apiError('responders can only be configured in-process.', 'invalid_request_error', null, 'responders'));
+		}
+		try {
+			this.configure(patch as FakeConfigPatch);
+		} catch (error) {
+			if (error instanceof TypeError) throw new HttpError(400, apiError(error.message));
+			throw error;
+		}
+		sendJson(res, 200, { ok: true, config: configToJson(this.#config) });
+	}
+}
+
+/** Starts a fake OpenAI-compatible provider on loopback and resolves once it listens. */
+export async function startFakeProvider(options: FakeProviderOptions = {}): Promise<FakeProvider> {
+	const { port = 0, host = '127.0.0.1' } = options;
+	if (!Number.isInteger(port) || port < 0 || port > 65535) {
+		throw new TypeError(`port must be an integer from 0 to 65535, got ${JSON.stringify(port)}`);
+	}
+	if (typeof host !== 'string' || host === '') throw new TypeError(`host must be a non-empty string, got ${JSON.stringify(host)}`);
+	const server = new FakeProviderServer();
+	await server.listen(port, host);
+	return server;
+}
