@@ -22,7 +22,7 @@ export default defineHook(({ init, filter, action }, context) => {
 		await ensureIndexes(database);
 		const policy = await retryOnRace(() => provisionUserPolicy(ctx), logger, 'policy provisioning');
 		logger.info(
-			{ created: report.created.length, refreshed: report.refreshed.length, policyChanged: policy.changed },
+			{ created: report.created.length, refreshed: report.refreshed, skipped: report.skipped.length, policyChanged: policy.changed },
 			'pseo-automation: schema and "pSEO user" policy are in place',
 		);
 	});

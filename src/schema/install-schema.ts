@@ -46,7 +46,10 @@ export async function installSchema(context: ServiceContext): Promise<InstallRep
 				report.created.push(name);
 				return [entry];
 			}
-			const meta = entry.diff.filter((change) => change.path?.[0] === 'meta');
+			// Only edits of existing meta keys: Directus's applyDiff reads an entry whose first change is a deletion
+			// (even of a nested meta key) as "delete this collection/field/relation", and one whose first change
+			// is an addition as "create it".
+			const meta = entry.diff.filter((change) => change.path?.[0] === 'meta' && (change.kind === 'E' || change.kind === 'A'));
 			if (meta.length < entry.diff.length) report.skipped.push(name);
 			if (meta.length === 0) return [];
 			report.refreshed.push(name);
