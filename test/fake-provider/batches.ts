@@ -395,6 +395,8 @@ export class BatchStore {
 			output_tokens_details: { reasoning_tokens: 0 },
 			total_tokens: inputTokens + outputTokens,
 		};
+		// The answers are in the files now; the parsed requests are no longer needed.
+		record.lines = [];
 		meta.status = final;
 		if (final === 'completed') meta.completed_at = now;
 		else if (final === 'expired') meta.expired_at = now;

@@ -198,12 +198,12 @@ function checkObject(schema: SchemaObject, value: Record<string, unknown>, root:
 
 const PATTERN_CANDIDATES = ['example', '/example', '/example/page', 'example-1', 'en-US', 'en', 'EXAMPLE', 'a', '1', 'a1', ''];
 
-/** Fits a string to the length bounds and, where it can, to the pattern of its schema. */
-function fitString(schema: SchemaObject, draft: string): string {
+/** Fits a string to the length bounds and, when asked and where it can, to the pattern of its schema. */
+function fitString(schema: SchemaObject, draft: string, matchPattern: boolean): string {
 	let text = draft;
 	const min = typeof schema.minLength === 'number' ? schema.minLength : 0;
 	const max = typeof schema.maxLength === 'number' ? schema.maxLength : Infinity;
-	if (typeof schema.pattern === 'string') {
+	if (matchPattern && typeof schema.pattern === 'string') {
 		const pattern = new RegExp(schema.pattern, 'u');
 		if (!pattern.test(text)) text = PATTERN_CANDIDATES.find((candidate) => pattern.test(candidate)) ?? text;
 	}
@@ -242,7 +242,7 @@ function generateString(schema: SchemaObject, hint: string): string {
 		case 'uuid':
 			return '00000000-0000-4000-8000-000000000000';
 		default:
-			return fitString(schema, hint ? `Example ${hint.replace(/[_-]+/g, ' ')}` : 'Example text');
+			return fitString(schema, hint ? `Example ${hint.replace(/[_-]+/g, ' ')}` : 'Example text', true);
 	}
 }
 
@@ -319,7 +319,8 @@ export function generateFromSchema(schema: JsonSchema, root: JsonSchema = schema
 /**
  * Bends `draft` into a value that satisfies `schema`: keeps what already fits, fills missing properties and items
  * with generated values, drops properties the schema forbids, clamps numbers, trims or pads strings, and maps
- * values outside an enum to its first option. A string that breaks a `pattern` is kept when no candidate fits.
+ * values outside an enum to its first option. A draft string that breaks a `pattern` is kept, so that deliberately
+ * bad content (such as invalid plan routes) survives.
  */
 export function conformToSchema(schema: JsonSchema, draft: unknown, root: JsonSchema = schema, hint = '', depth = 0): unknown {
 	if (validateJsonSchema(schema, draft, root).length === 0) return draft;
@@ -341,7 +342,7 @@ export function conformToSchema(schema: JsonSchema, draft: unknown, root: JsonSc
 	const types = typesOf(node);
 	const matching = types ? types.find((type) => typeMatches(type, draft) || (type === 'integer' && typeof draft === 'number')) : undefined;
 	if (types && matching === undefined) return generateFromSchema(node, root, hint, depth);
-	if (typeof draft === 'string') return fitString(node, draft);
+	if (typeof draft === 'string') return fitString(node, draft, false);
 	if (typeof draft === 'number') return fitNumber(node, draft, matching === 'integer');
 	if (Array.isArray(draft)) {
 		const itemSchema = (node.items as JsonSchema | undefined) ?? {};

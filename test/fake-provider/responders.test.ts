@@ -1,0 +1,94 @@
+import { describe, expect, it } from 'vitest';
+import { defaultConfig } from './config.ts';
+import type { FakeConfig } from './config.ts';
+import { metaDescription, pageResponder, planClustersResponder, planPagesResponder, slugify } from './responders.ts';
+import type { ResponderInput } from './responders.ts';
+
+function input(context: Record<string, unknown>, config: Partial<FakeConfig> = {}): ResponderInput {
+	return { task: String(context.task), context, schemaName: null, schema: null, messages: [], model: 'm', config: { ...defaultConfig(), ...config } };
+}
+
+interface PlanPage {
+	route: string;
+	title: string;
+	priority: number;
+}
+
+describe('metaDescription', () => {
+	it.each(['A', 'Plumbing in Leeds', 'x'.repeat(40), 'An extraordinarily long page title that alone nearly fills the whole meta description budget'])(
+		'stays within 120 to 160 characters for %s',
+		(title) => {
+			const text = metaDescription(title, title.toLowerCase());
+			expect(text.length).toBeGreaterThanOrEqual(120);
+			expect(text.length).toBeLessThanOrEqual(160);
+		},
+	);
+});
+
+describe('slugify', () => {
+	it('lower-cases, strips accents and joins words with hyphens', () => {
+		expect(slugify("Beginner's Guide to Café Pricing (2025)")).toBe('beginner-s-guide-to-cafe-pricing-2025');
+	});
+});
+
+describe('pageResponder', () => {
+	it('links the body and internal_links to two sibling routes, never to its own route', () => {
+		const siblings = [
+			{ route: '/a', title: 'A' },
+			{ route: '/b', title: 'B' },
+			{ route: '/self', title: 'Self' },
+			{ route: '/c', title: 'C' },
+		];
+		const page = pageResponder(input({ task: 'page', route: '/self', title: 'Self', language: 'en', sibling_routes: siblings })) as {
+			internal_links: { anchor: string; route: string }[];
+			body_markdown: string;
+			faq: unknown[];
+		};
+		expect(page.internal_links).toHaveLength(2);
+		const routes = page.internal_links.map((link) => link.route);
+		expect(new Set(routes).size).toBe(2);
+		for (const route of routes) {
+			expect(['/a', '/b', '/c']).toContain(route);
+			expect(page.body_markdown).toContain(`](${route})`);
+		}
+		expect(page.faq.length).toBeGreaterThan(0);
+	});
+});
+
+describe('planClustersResponder', () => {
+	it('returns cluster_count clusters whose page counts sum to total_pages', () => {
+		const { clusters } = planClustersResponder(input({ task: 'plan_clusters', cluster_count: 4, total_pages: 23 })) as {
+			clusters: { slug: string; page_count: number }[];
+		};
+		expect(clusters).toHaveLength(4);
+		expect(clusters.reduce((sum, cluster) => sum + cluster.page_count, 0)).toBe(23);
+		expect(new Set(clusters.map((cluster) => cluster.slug)).size).toBe(4);
+	});
+});
+
+describe('planPagesResponder', () => {
+	const context = { task: 'plan_pages', cluster: { name: 'Pricing', slug: 'pricing' }, page_count: 10, language: 'en' };
+
+	it('returns page_count unique routes under the cluster slug, none of them in avoid_routes', () => {
+		const avoid = ['/pricing/complete-guide-to-pricing', '/pricing/cost-of-pricing'];
+		const { pages } = planPagesResponder(input({ ...context, avoid_routes: avoid })) as { pages: PlanPage[] };
+		expect(pages).toHaveLength(10);
+		const routes = pages.map((page) => page.route);
+		expect(new Set(routes).size).toBe(10);
+		for (const route of routes) expect(route).toMatch(/^\/pricing\/[a-z0-9-]+$/);
+		for (const route of avoid) expect(routes).not.toContain(route);
+		expect(pages[0]?.priority).toBeGreaterThan(pages[9]?.priority ?? 1);
+	});
+
+	it('applies planIncludeRoutes, planInvalidRate and planDuplicateRate', () => {
+		const { pages } = planPagesResponder(
+			input(context, { planIncludeRoutes: ['/existing'], planInvalidRate: 0.2, planDuplicateRate: 0.2 }),
+		) as { pages: PlanPage[] };
+		const routes = pages.map((page) => page.route);
+		expect(routes).toHaveLength(10);
+		expect(routes[0]).toBe('/existing');
+		const invalid = routes.filter((route) => !route.startsWith('/') || route !== route.toLowerCase());
+		expect(invalid).toHaveLength(2);
+		expect(routes.length - new Set(routes).size).toBe(2);
+	});
+});
