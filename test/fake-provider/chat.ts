@@ -100,6 +100,7 @@ export function parseChatRequest(body: unknown): { ok: true; request: ChatReques
 	if (!body.messages.every((message) => isRecord(message) && typeof message.role === 'string')) {
 		return invalid("Every entry of 'messages' needs a 'role'.", 'messages');
 	}
+	if (body.stream === true) return invalid('Streaming is not supported by this server; send stream: false.', 'stream');
 	const messages = body.messages as WireMessage[];
 	let format: ChatRequest['format'] = 'text';
 	let schemaName: string | null = null;

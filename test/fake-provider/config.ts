@@ -43,9 +43,9 @@ export interface FakeConfig {
 	batchOutputOrder: 'input' | 'reversed';
 	/** Chat calls never answer (until the client gives up or the server closes). Default false. */
 	hangChat: boolean;
-	/** Chat calls whose prompt context has this `task` answer this status. Default {}. */
+	/** Calls whose prompt context has this `task` answer this status (in chat, and as batch lines). Default {}. */
 	chatErrorsForTask: Record<string, TaskError>;
-	/** Plan calls (`plan_clusters`, `plan_pages`) answer 500. Default false. */
+	/** Plan calls (`plan_clusters`, `plan_pages`) answer 500 (in chat, and as batch lines). Default false. */
 	planFail: boolean;
 	/** Share of plan pages that repeat an earlier route. Default 0. */
 	planDuplicateRate: number;

@@ -251,6 +251,10 @@ describe('POST /v1/chat/completions', () => {
 		expect(error.message).toContain('additionalProperties must be false');
 	});
 
+	it('rejects stream: true with 400 rather than answering a non-stream body', async () => {
+		await expectApiError(client.chat.completions.create({ model: 'm', messages: messagesFor({ task: 'page' }), stream: true }), 400);
+	});
+
 	it('answers 401 in the OpenAI error shape without a bearer token', async () => {
 		const response = await fetch(`${fake.url}/chat/completions`, { method: 'POST', body: '{}', headers: { 'content-type': 'application/json' } });
 		expect(response.status).toBe(401);
@@ -322,6 +326,14 @@ describe('chat faults', () => {
 		await expectApiError(page('/flaky'), 500);
 		await expectApiError(page('/flaky'), 500);
 		expect(validateJsonSchema(PAGE_SCHEMA, contentOf(await page('/flaky')))).toEqual([]);
+	});
+
+	it('reconfiguring failRoutes restarts the count of failed attempts', async () => {
+		fake.configure({ failRoutes: { '/flaky': 'error' }, failRoutesTimes: 1 });
+		await expectApiError(page('/flaky'), 500);
+		fake.configure({ failRoutes: { '/flaky': 'error' } });
+		await expectApiError(page('/flaky'), 500);
+		await expect(page('/flaky')).resolves.toBeDefined();
 	});
 
 	it('hangChat never answers, so the client times out', async () => {

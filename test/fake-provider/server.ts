@@ -18,6 +18,7 @@ import type { RequestLogEntry } from './request-log.ts';
 
 export type { FakeConfig, FakeConfigPatch } from './config.ts';
 export type { RequestLogEntry } from './request-log.ts';
+export { countBatchedRoute, countBatchesCreated, countChat } from './request-log.ts';
 export type { Responder, ResponderInput } from './responders.ts';
 
 export interface FakeProviderOptions {
@@ -168,6 +169,8 @@ class FakeProviderServer implements FakeProvider {
 
 	configure(patch: FakeConfigPatch): void {
 		this.#config = mergeConfig(this.#config, patch);
+		// "Fail the first N attempts" counts from the moment the failing routes are (re)configured.
+		if ('failRoutes' in patch || 'failRoutesTimes' in patch) this.#attempts.clear();
 	}
 
 	reset(): void {
