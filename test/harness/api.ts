@@ -1,0 +1,119 @@
+import { randomBytes } from 'node:crypto';
+import type { DirectusInstance } from './directus.ts';
+
+export interface ApiResponse<T = any> {
+	status: number;
+	body: T;
+	headers: Headers;
+}
+
+/** One HTTP call; `body` as an object is sent as JSON, as a string it is sent verbatim. */
+export async function call<T = any>(
+	base: string | DirectusInstance,
+	method: string,
+	path: string,
+	options: { token?: string | null; body?: unknown; headers?: Record<string, string> } = {},
+): Promise<ApiResponse<T>> {
+	const url = `${typeof base === 'string' ? base : base.url}${path}`;
+	const headers: Record<string, string> = { ...options.headers };
+	if (options.token) headers['authorization'] = `Bearer ${options.token}`;
+	let body: string | undefined;
+	if (options.body !== undefined) {
+		headers['content-type'] ??= 'application/json';
+		body = typeof options.body === 'string' ? options.body : JSON.stringify(options.body);
+	}
+	const res = await fetch(url, { method, headers, body });
+	const text = await res.text();
+	let parsed: unknown = text;
+	try {
+		parsed = text ? JSON.parse(text) : null;
+	} catch {
+		// not JSON; keep the text
+	}
+	return { status: res.status, body: parsed as T, headers: res.headers };
+}
+
+export const PSEO_USER_ROLE = '5e0a7c1e-7d1b-4f4e-9a61-3b3f2d9c0a02';
+export const PSEO_API_ROLE = '5e0a7c1e-7d1b-4f4e-9a61-3b3f2d9c0a04';
+
+export interface TestUser {
+	id: string;
+	email: string;
+	password: string;
+	token: string;
+}
+
+/**
+ * Creates a user through Directus's own API, with a static token and a starting balance. API clients take the
+ * "pSEO API Client" role (no app seat; Directus Core allows three seats).
+ */
+export async function createUser(
+	instance: DirectusInstance,
+	options: { balance?: number; role?: string; admin?: boolean } = {},
+): Promise<TestUser> {
+	const suffix = randomBytes(5).toString('hex');
+	const user = {
+		email: `user-${suffix}@example.com`,
+		password: `pw-${suffix}`,
+		token: `token-${suffix}-${randomBytes(8).toString('hex')}`,
+	};
+	const res = await call(instance, 'POST', '/users', {
+		token: instance.adminToken,
+		body: {
+			...user,
+			role: options.role ?? PSEO_API_ROLE,
+			status: 'active',
+			pseo_token_balance: options.balance ?? 0,
+		},
+	});
+	if (res.status !== 200) throw new Error(`createUser failed: ${res.status} ${JSON.stringify(res.body)}`);
+	return { id: res.body.data.id, ...user };
+}
+
+/** Registers a website for `user` through the extension. */
+export async function createWebsite(
+	instance: DirectusInstance,
+	user: TestUser,
+	body: Record<string, unknown> = {},
+): Promise<{ id: number }> {
+	const res = await call(instance, 'POST', '/pseo-endpoints/pseo', {
+		token: user.token,
+		body: { website_url: 'https://example.com', master_prompt: 'Write helpful pages.', ...body },
+	});
+	if (res.status !== 201) throw new Error(`createWebsite failed: ${res.status} ${JSON.stringify(res.body)}`);
+	return res.body.data;
+}
+
+/** A user's balance, read by the admin. */
+export async function balanceOf(instance: DirectusInstance, userId: string): Promise<number> {
+	const res = await call(instance, 'GET', `/users/${userId}?fields=pseo_token_balance`, { token: instance.adminToken });
+	return Number(res.body.data.pseo_token_balance);
+}
+
+/** Rows of a collection, read by the admin through the items API. */
+export async function adminItems<T = any>(
+	instance: DirectusInstance,
+	collection: string,
+	query = '',
+): Promise<T[]> {
+	const res = await call(instance, 'GET', `/items/${collection}?limit=-1${query ? `&${query}` : ''}`, {
+		token: instance.adminToken,
+	});
+	if (res.status !== 200) throw new Error(`read ${collection} failed: ${res.status} ${JSON.stringify(res.body)}`);
+	return res.body.data;
+}
+
+/** Asserts the interface's error envelope (section 7) and returns it. */
+export function expectEnvelope(res: ApiResponse, status: number): { success: false; error: string; timestamp: string } {
+	if (res.status !== status) {
+		throw new Error(`expected ${status}, got ${res.status}: ${JSON.stringify(res.body)}`);
+	}
+	const body = res.body;
+	if (!body || body.success !== false || typeof body.error !== 'string' || body.error.length === 0) {
+		throw new Error(`not an error envelope: ${JSON.stringify(body)}`);
+	}
+	if (typeof body.timestamp !== 'string' || !/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/.test(body.timestamp)) {
+		throw new Error(`bad timestamp in ${JSON.stringify(body)}`);
+	}
+	return body;
+}

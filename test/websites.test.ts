@@ -1,0 +1,209 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { adminItems, balanceOf, call, createUser, createWebsite, expectEnvelope, PSEO_USER_ROLE, type TestUser } from './harness/api.ts';
+import { startDirectus, type DirectusInstance } from './harness/directus.ts';
+import { LEGS, legAvailable } from './harness/legs.ts';
+
+describe.each(LEGS)('foundation on %s', (leg) => {
+	describe.skipIf(!legAvailable(leg))(`${leg}`, () => {
+		let directus: DirectusInstance;
+		let alice: TestUser;
+		let bob: TestUser;
+
+		beforeAll(async () => {
+			directus = await startDirectus({ leg });
+			alice = await createUser(directus, { balance: 100 });
+			bob = await createUser(directus, { balance: 0 });
+		});
+		afterAll(async () => {
+			await directus?.dispose();
+		});
+
+		it('4.1 health answers without authentication with the documented body', async () => {
+			const res = await call(directus, 'GET', '/pseo-endpoints/');
+			expect(res.status).toBe(200);
+			expect(res.body).toMatchObject({ success: true, status: 'ok', extension: 'pseo-automation' });
+			expect(res.body.version).toMatch(/^\d+\.\d+\.\d+/);
+			expect(res.body.timestamp).toMatch(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/);
+			expect(res.body.endpoints).toEqual([
+				'GET /',
+				'POST /pseo',
+				'POST /trigger/on-demand-generation',
+				'POST /trigger/bulk-generation',
+				'GET /generations/:id',
+				'GET /generations?pseo_id=X',
+				'POST /generate/main-json',
+				'GET /fetch-sitemap?pseo_id=X',
+			]);
+		});
+
+		it('4.2 an admin logs in and gets Directus tokens', async () => {
+			const res = await call(directus, 'POST', '/auth/login', {
+				body: { email: 'admin@example.com', password: 'test-admin-password' },
+			});
+			expect(res.status).toBe(200);
+			expect(typeof res.body.data.access_token).toBe('string');
+			expect(typeof res.body.data.refresh_token).toBe('string');
+			expect(typeof res.body.data.expires).toBe('number');
+		});
+
+		it('4.3 creates a website with the documented 201 body, owned by the caller', async () => {
+			const res = await call(directus, 'POST', '/pseo-endpoints/pseo', {
+				token: alice.token,
+				body: { website_url: 'https://shop.example.com/', master_prompt: 'Friendly, expert tone.' },
+			});
+			expect(res.status).toBe(201);
+			expect(res.body.success).toBe(true);
+			expect(typeof res.body.message).toBe('string');
+			expect(res.body.data).toEqual({
+				id: expect.any(Number),
+				website_url: 'https://shop.example.com/',
+				website_software: 'wordpress',
+				backend_user_id: alice.id,
+				post_counts_total: 0,
+			});
+		});
+
+		it('4.3 keeps an explicit website_software', async () => {
+			const res = await call(directus, 'POST', '/pseo-endpoints/pseo', {
+				token: alice.token,
+				body: { website_url: 'http://example.org', master_prompt: 'x', website_software: 'shopify' },
+			});
+			expect(res.status).toBe(201);
+			expect(res.body.data.website_software).toBe('shopify');
+		});
+
+		it.each([
+			['missing website_url', { master_prompt: 'x' }],
+			['relative website_url', { website_url: '/about', master_prompt: 'x' }],
+			['non-http website_url', { website_url: 'ftp://example.com', master_prompt: 'x' }],
+			['javascript website_url', { website_url: 'javascript:alert(1)', master_prompt: 'x' }],
+			['numeric website_url', { website_url: 42, master_prompt: 'x' }],
+			['missing master_prompt', { website_url: 'https://example.com' }],
+			['empty master_prompt', { website_url: 'https://example.com', master_prompt: '   ' }],
+			['array master_prompt', { website_url: 'https://example.com', master_prompt: ['x'] }],
+			['numeric website_software', { website_url: 'https://example.com', master_prompt: 'x', website_software: 3 }],
+			['unknown field', { website_url: 'https://example.com', master_prompt: 'x', post_counts_total: 9 }],
+		])('4.3 rejects %s with 400 in the error envelope', async (_name, body) => {
+			const before = await adminItems(directus, 'pseo');
+			const res = await call(directus, 'POST', '/pseo-endpoints/pseo', { token: alice.token, body });
+			expectEnvelope(res, 400);
+			expect(await adminItems(directus, 'pseo')).toHaveLength(before.length);
+		});
+
+		it.each([
+			['malformed JSON', '{"website_url": '],
+			['a JSON array', '[1,2]'],
+			['a JSON string', '"hello"'],
+		])('4.3 rejects %s with 400', async (_name, raw) => {
+			expectEnvelope(await call(directus, 'POST', '/pseo-endpoints/pseo', { token: alice.token, body: raw }), 400);
+		});
+
+		it('5 an anonymous caller gets 401 in the envelope', async () => {
+			const res = await call(directus, 'POST', '/pseo-endpoints/pseo', { body: { website_url: 'https://a.b', master_prompt: 'x' } });
+			expectEnvelope(res, 401);
+		});
+
+		it('5 an invalid static token and a forged JWT get 401 in the envelope, not Directus errors', async () => {
+			for (const token of ['not-a-real-token', 'eyJhbGciOiJIUzI1NiJ9.eyJpZCI6IngifQ.c2lnbmF0dXJl']) {
+				const res = await call(directus, 'POST', '/pseo-endpoints/pseo', { token, body: {} });
+				const body = expectEnvelope(res, 401);
+				expect(body).not.toHaveProperty('errors');
+			}
+			expectEnvelope(await call(directus, 'GET', '/pseo-endpoints/generations?pseo_id=1', { token: 'bad' }), 401);
+		});
+
+		it('5 a login JWT works as a Bearer token', async () => {
+			const login = await call(directus, 'POST', '/auth/login', { body: { email: alice.email, password: alice.password } });
+			expect(login.status).toBe(200);
+			const res = await call(directus, 'POST', '/pseo-endpoints/pseo', {
+				token: login.body.data.access_token,
+				body: { website_url: 'https://jwt.example.com', master_prompt: 'x' },
+			});
+			expect(res.status).toBe(201);
+			expect(res.body.data.backend_user_id).toBe(alice.id);
+		});
+
+		it('7 an unknown path under the endpoint is a 404 in the envelope', async () => {
+			expectEnvelope(await call(directus, 'GET', '/pseo-endpoints/does-not-exist', { token: alice.token }), 404);
+		});
+
+		it('3 a non-admin sees only their own websites through the items API', async () => {
+			const mine = await createWebsite(directus, bob, { website_url: 'https://bob.example.com' });
+			const asBob = await call(directus, 'GET', '/items/pseo?limit=-1', { token: bob.token });
+			expect(asBob.status).toBe(200);
+			expect(asBob.body.data.map((row: { id: number }) => row.id)).toEqual([mine.id]);
+			const aliceRows = await call(directus, 'GET', '/items/pseo?limit=-1', { token: alice.token });
+			expect(aliceRows.body.data.every((row: { backend_user_id: string }) => row.backend_user_id === alice.id)).toBe(true);
+			expect(aliceRows.body.data.length).toBeGreaterThanOrEqual(2);
+			// Another user's row by id is hidden, and filters cannot widen the view.
+			expect((await call(directus, 'GET', `/items/pseo/${mine.id}`, { token: alice.token })).status).toBe(403);
+			const widened = await call(directus, 'GET', `/items/pseo?filter[id][_eq]=${mine.id}`, { token: alice.token });
+			expect(widened.body.data).toEqual([]);
+		});
+
+		it('3 a non-admin cannot edit another user\'s website, nor the owner or counters of their own', async () => {
+			const bobs = await createWebsite(directus, bob, { website_url: 'https://bob2.example.com' });
+			const alices = await createWebsite(directus, alice);
+			expect((await call(directus, 'PATCH', `/items/pseo/${bobs.id}`, { token: alice.token, body: { master_prompt: 'hijack' } })).status).toBe(403);
+			expect((await call(directus, 'PATCH', `/items/pseo/${alices.id}`, { token: alice.token, body: { post_counts_total: 999 } })).status).toBe(403);
+			expect((await call(directus, 'PATCH', `/items/pseo/${alices.id}`, { token: alice.token, body: { backend_user_id: bob.id } })).status).toBe(403);
+			const ok = await call(directus, 'PATCH', `/items/pseo/${alices.id}`, { token: alice.token, body: { master_prompt: 'Updated.' } });
+			expect(ok.status).toBe(200);
+			const [row] = await adminItems(directus, 'pseo', `filter[id][_eq]=${bobs.id}`);
+			expect(row.master_prompt).toBe('Write helpful pages.');
+		});
+
+		it('3 a non-admin cannot create jobs, plans or ledger rows, nor edit their balance', async () => {
+			const website = await createWebsite(directus, alice);
+			for (const [collection, body] of [
+				['pseo_generations', { pseo_id: website.id, status: 'pending', requested_count: 1 }],
+				['pseo_main_json', { pseo_id: website.id }],
+				['pseo_token_ledger', { user_id: alice.id, amount: 1000, reason: 'grant' }],
+			] as const) {
+				expect((await call(directus, 'POST', `/items/${collection}`, { token: alice.token, body })).status).toBe(403);
+			}
+			const before = await balanceOf(directus, alice.id);
+			const res = await call(directus, 'PATCH', '/users/me', { token: alice.token, body: { pseo_token_balance: 1_000_000 } });
+			expect(res.status).toBeGreaterThanOrEqual(400);
+			expect(await balanceOf(directus, alice.id)).toBe(before);
+		});
+
+		it('3 an admin grant is recorded in the ledger as the difference', async () => {
+			const carol = await createUser(directus, { balance: 30 });
+			const res = await call(directus, 'PATCH', `/users/${carol.id}`, { token: directus.adminToken, body: { pseo_token_balance: 75 } });
+			expect(res.status).toBe(200);
+			expect(await balanceOf(directus, carol.id)).toBe(75);
+			const ledger = await adminItems(directus, 'pseo_token_ledger', `filter[user_id][_eq]=${carol.id}&sort=id`);
+			expect(ledger.map((row) => [row.reason, row.amount, row.balance_after])).toEqual([
+				['grant', 30, 30],
+				['grant', 45, 75],
+			]);
+			const lower = await call(directus, 'PATCH', `/users/${carol.id}`, { token: directus.adminToken, body: { pseo_token_balance: 5 } });
+			expect(lower.status).toBe(200);
+			const after = await adminItems(directus, 'pseo_token_ledger', `filter[user_id][_eq]=${carol.id}&sort=id`);
+			expect(after.at(-1)).toMatchObject({ reason: 'grant', amount: -70, balance_after: 5 });
+			const negative = await call(directus, 'PATCH', `/users/${carol.id}`, { token: directus.adminToken, body: { pseo_token_balance: -1 } });
+			expect(negative.status).toBe(400);
+			expect(await balanceOf(directus, carol.id)).toBe(5);
+		});
+
+		it('3 app users get the pSEO User role with app access', async () => {
+			const editor = await createUser(directus, { role: PSEO_USER_ROLE });
+			const login = await call(directus, 'POST', '/auth/login', { body: { email: editor.email, password: editor.password } });
+			expect(login.status).toBe(200);
+			const collections = await call(directus, 'GET', '/collections', { token: editor.token });
+			const names = collections.body.data.map((c: { collection: string }) => c.collection);
+			expect(names).toEqual(expect.arrayContaining(['pseo', 'pseo_generations', 'pseo_posts', 'pseo_main_json', 'pseo_token_ledger']));
+		});
+
+		it('1 a restart on the same database keeps every record and changes no schema', async () => {
+			const website = await createWebsite(directus, alice, { website_url: 'https://restart.example.com' });
+			expect(await directus.stop()).toBe(0);
+			await directus.restart();
+			const [row] = await adminItems(directus, 'pseo', `filter[id][_eq]=${website.id}`);
+			expect(row.website_url).toBe('https://restart.example.com');
+			const fields = await call(directus, 'GET', '/fields/pseo_posts', { token: directus.adminToken });
+			expect(fields.body.data.map((f: { field: string }) => f.field)).toContain('body');
+		});
+	});
+});
