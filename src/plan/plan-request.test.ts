@@ -1,0 +1,140 @@
+import { describe, expect, it } from 'vitest';
+import { InvalidPayloadError } from '../errors/index.ts';
+import { codePointLength, parsePlanRequest } from './plan-request.ts';
+
+const DESCRIPTION = 'We repair and service gas boilers in Istanbul for households and small offices; we want more bookings. '.repeat(2);
+
+function body(overrides: Record<string, unknown> = {}): Record<string, unknown> {
+	return { pseo_id: 7, language_code: 'en-US', description: DESCRIPTION, ...overrides };
+}
+
+/** The 400's message, failing the test when the call does not throw an InvalidPayloadError. */
+function reasonOf(input: unknown): string {
+	try {
+		parsePlanRequest(input);
+	} catch (error) {
+		expect(error).toBeInstanceOf(InvalidPayloadError);
+		expect((error as { status: number }).status).toBe(400);
+		return (error as Error).message;
+	}
+	throw new Error('parsePlanRequest accepted the body');
+}
+
+describe('parsePlanRequest', () => {
+	it('4.8 returns the parsed fields of a valid body', () => {
+		expect(parsePlanRequest(body())).toEqual({ pseoId: 7, languageCode: 'en-US', description: DESCRIPTION.trim() });
+	});
+
+	it.each([[null], ['text'], [[1, 2]], [42]])('4.8 rejects a body that is not an object: %j', (input) => {
+		expect(reasonOf(input)).toMatch(/JSON object/);
+	});
+
+	it('4.8 rejects unknown fields, naming them', () => {
+		expect(reasonOf(body({ pages: 10 }))).toMatch(/Unknown field\(s\): pages/);
+	});
+
+	describe('pseo_id', () => {
+		it('is required', () => {
+			expect(reasonOf(body({ pseo_id: undefined }))).toMatch(/"pseo_id" is required/);
+		});
+
+		it.each([['7'], [true], [[7]], [{ id: 7 }]])('must be a JSON number, not %j', (value) => {
+			expect(reasonOf(body({ pseo_id: value }))).toMatch(/"pseo_id" must be a number/);
+		});
+
+		it.each([[0], [-3], [1.5], [Number.NaN], [Number.MAX_SAFE_INTEGER + 1]])('must be a positive safe integer, not %j', (value) => {
+			expect(reasonOf(body({ pseo_id: value }))).toMatch(/"pseo_id" must be a positive integer/);
+		});
+	});
+
+	describe('language_code', () => {
+		it.each([
+			['en-US', 'en-US'],
+			['tr-TR', 'tr-TR'],
+			['de-DE', 'de-DE'],
+			['en-us', 'en-US'],
+			['EN_us', 'en-US'],
+			[' tr-tr ', 'tr-TR'],
+			['tr', 'tr'],
+			['zh-hant-tw', 'zh-Hant-TW'],
+			['es-419', 'es-419'],
+			['sr-Latn-RS', 'sr-Latn-RS'],
+			['iw-IL', 'he-IL'],
+		])('accepts %j as %j', (value, expected) => {
+			expect(parsePlanRequest(body({ language_code: value })).languageCode).toBe(expected);
+		});
+
+		it.each([
+			['english'],
+			['English (US)'],
+			['en US'],
+			['en-'],
+			[''],
+			['xx-XX'],
+			['und'],
+			['en-ZZ'],
+			['en-AA'],
+			['de-DE-1996'],
+			['en-US-u-ca-buddhist'],
+			['x-private'],
+			['e'],
+		])('rejects %j', (value) => {
+			expect(reasonOf(body({ language_code: value }))).toMatch(/"language_code" must be a locale such as en-US/);
+		});
+
+		it('rejects a non-string and a missing value with their own message', () => {
+			expect(reasonOf(body({ language_code: 1033 }))).toMatch(/"language_code" must be a string, received a number/);
+			expect(reasonOf(body({ language_code: null }))).toMatch(/"language_code" is required/);
+		});
+	});
+
+	describe('description', () => {
+		it.each([
+			['ASCII', 'a'],
+			['Turkish', 'ş'],
+			['emoji (2 UTF-16 units each)', '😀'],
+			['CJK', '漢'],
+		])('4.8 counts %s characters as code points at the 149/150/1000/1001 edges', (_name, char) => {
+			expect(reasonOf(body({ description: char.repeat(149) }))).toMatch(/150 to 1000 characters .* received 149/);
+			expect(parsePlanRequest(body({ description: char.repeat(150) })).description).toBe(char.repeat(150));
+			expect(parsePlanRequest(body({ description: char.repeat(1000) })).description).toBe(char.repeat(1000));
+			expect(reasonOf(body({ description: char.repeat(1001) }))).toMatch(/received 1001/);
+		});
+
+		it('accepts 150 emoji although they are 300 UTF-16 units, and refuses 501 emoji of 1002 units', () => {
+			const emoji150 = '🚀'.repeat(150);
+			expect(emoji150.length).toBe(300);
+			expect(parsePlanRequest(body({ description: emoji150 })).description).toBe(emoji150);
+			expect(reasonOf(body({ description: 'x'.repeat(500) + '🚀'.repeat(501) }))).toMatch(/received 1001/);
+		});
+
+		it('does not count surrounding whitespace', () => {
+			expect(reasonOf(body({ description: `   ${'a'.repeat(149)}\n\n ` }))).toMatch(/received 149/);
+			expect(parsePlanRequest(body({ description: `  ${'a'.repeat(150)}  ` })).description).toBe('a'.repeat(150));
+		});
+
+		it('counts a decomposed Turkish ş (s + combining cedilla) as one character', () => {
+			const decomposed = 's\u0327'.repeat(150);
+			expect(codePointLength(decomposed)).toBe(300);
+			const parsed = parsePlanRequest(body({ description: decomposed })).description;
+			expect(parsed).toBe('ş'.repeat(150));
+			expect(reasonOf(body({ description: 's\u0327'.repeat(149) }))).toMatch(/received 149/);
+		});
+
+		it('rejects wrong types, a missing value and NUL characters', () => {
+			expect(reasonOf(body({ description: 12 }))).toMatch(/"description" must be a string, received a number/);
+			expect(reasonOf(body({ description: ['a'] }))).toMatch(/received an array/);
+			expect(reasonOf(body({ description: undefined }))).toMatch(/"description" is required/);
+			expect(reasonOf(body({ description: `${'a'.repeat(200)}\u0000` }))).toMatch(/NUL/);
+		});
+	});
+});
+
+describe('codePointLength', () => {
+	it('counts code points, not UTF-16 units', () => {
+		expect(codePointLength('')).toBe(0);
+		expect(codePointLength('abc')).toBe(3);
+		expect(codePointLength('😀😀')).toBe(2);
+		expect(codePointLength('İstanbul')).toBe(8);
+	});
+});
