@@ -25,3 +25,53 @@ export interface JsonCompletionRequest {
 export interface JsonProvider {
 	completeJson<T = unknown>(request: JsonCompletionRequest): Promise<T>;
 }
+
+/** Batch statuses of the OpenAI Batch API; other servers' values are passed through as they come. */
+export type BatchStatus =
+	| 'validating'
+	| 'failed'
+	| 'in_progress'
+	| 'finalizing'
+	| 'completed'
+	| 'expired'
+	| 'cancelling'
+	| 'cancelled';
+
+/** One input-validation error of a failed batch. */
+export interface BatchError {
+	code: string | null;
+	message: string;
+	line: number | null;
+}
+
+/** A provider batch, reduced to what the job engine needs. */
+export interface BatchInfo {
+	id: string;
+	status: BatchStatus;
+	outputFileId: string | null;
+	errorFileId: string | null;
+	requestCounts: { total: number; completed: number; failed: number };
+	metadata: Record<string, string>;
+	/** Why a `failed` batch was rejected (input validation errors, at most 10, messages short and redacted); else empty. */
+	errors: BatchError[];
+	/** Unix seconds, when the provider says. */
+	createdAt: number | null;
+}
+
+/** Batch API operations (`/v1/files` + `/v1/batches`) of an OpenAI-compatible provider. */
+export interface BatchProvider {
+	/** One JSONL line for `/v1/chat/completions` with the same body as a direct {@link JsonProvider.completeJson} call. */
+	buildBatchLine(customId: string, request: JsonCompletionRequest): string;
+	/** Uploads JSONL lines with `purpose: 'batch'`; resolves to the file id. Not retried except on 429. */
+	uploadBatchFile(lines: string[] | AsyncIterable<string>, filename: string): Promise<string>;
+	/** Creates a 24h chat-completions batch tagged with `metadata`. Not retried except on 429. */
+	createBatch(inputFileId: string, metadata: Record<string, string>): Promise<BatchInfo>;
+	/** The newest batch whose `metadata[key] === value`, looking at a bounded number of recent batches. */
+	findBatchByMetadata(key: string, value: string): Promise<BatchInfo | null>;
+	retrieveBatch(id: string): Promise<BatchInfo>;
+	/** The non-empty lines of a file, streamed: memory stays bounded by the longest line. */
+	streamFileLines(fileId: string): AsyncIterable<string>;
+}
+
+/** An OpenAI-compatible provider with chat completions and the Batch API. */
+export interface OpenAiProvider extends JsonProvider, BatchProvider {}

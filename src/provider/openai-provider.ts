@@ -1,0 +1,369 @@
+import OpenAI, { toFile } from 'openai';
+import type { Logger } from '../shared/logger.ts';
+import { assertBackoff, backoffDelay, DEFAULT_BACKOFF, defaultSleep, retryAfterMs } from './backoff.ts';
+import type { BackoffOptions, Sleep } from './backoff.ts';
+import { readLines } from './line-reader.ts';
+import { ProviderCallError } from './provider-call-error.ts';
+import { classifyError, redact, toCallError } from './provider-failure.ts';
+import type { ProviderFailure } from './provider-failure.ts';
+import { readCompletionContent } from './read-completion.ts';
+import type { BatchInfo, BatchStatus, JsonCompletionRequest, OpenAiProvider } from './types.ts';
+
+export interface OpenAiProviderOptions {
+	/** `OPENAI_API_KEY`. Without it every call fails at once with `OPENAI_API_KEY is not set`, before any network use. */
+	apiKey: string | undefined;
+	/** Any OpenAI-compatible base URL. Default: the SDK's (`OPENAI_BASE_URL`, else the OpenAI API). */
+	baseURL?: string;
+	/** Chat model for every request. */
+	model: string;
+	/** Time limit of one HTTP attempt, in milliseconds. Default 120000. */
+	timeoutMs?: number;
+	/** Attempts per call, the first included. Default 4. */
+	maxAttempts?: number;
+	/** Exponential backoff between attempts. Default `{ baseMs: 1000, maxMs: 30000 }`. */
+	backoff?: BackoffOptions;
+	/** Ceiling for a wait the provider asks for with `retry-after(-ms)`. Default 60000. */
+	maxRetryAfterMs?: number;
+	/** How many recent batches `findBatchByMetadata` looks at, newest first. Default 1000. */
+	maxBatchScan?: number;
+	logger: Logger;
+	/** Waits between attempts; tests pass a fast one. Default: a timer that an abort signal cuts short. */
+	sleep?: Sleep;
+}
+
+type Attempt<T> = { ok: true; value: T } | { ok: false; failure: ProviderFailure };
+
+interface RetryContext {
+	op: string;
+	signal?: AbortSignal | undefined;
+	logContext?: Record<string, unknown> | undefined;
+	/**
+	 * Narrows which failures may be retried. Creating calls use it: the SDK sends no idempotency key, so a
+	 * request that may have reached the server is not repeated.
+	 */
+	mayRetry?: (failure: ProviderFailure) => boolean;
+}
+
+const SCHEMA_NAME = /^[a-zA-Z0-9_-]{1,64}$/;
+const CHAT_ENDPOINT = '/v1/chat/completions';
+const LIST_PAGE_SIZE = 100;
+const MISSING_KEY: ProviderFailure = { reason: 'missing_api_key', retryable: false };
+
+/**
+ * An OpenAI-compatible provider on the official SDK with the SDK's own retries switched off (`maxRetries: 0`),
+ * so that this module's bounded retry policy is the only one. Chat calls retry 429 (honouring `retry-after`),
+ * 408/409/5xx, connection errors, timeouts, malformed or refused output, truncation and outputs the request's
+ * `validate` rejects; anything else fails at once with a {@link ProviderCallError}.
+ */
+export function createOpenAiProvider(options: OpenAiProviderOptions): OpenAiProvider {
+	const settings = checkOptions(options);
+	const { logger, model, maxAttempts, backoff, sleep, maxRetryAfterMs, maxBatchScan } = settings;
+	const client =
+		settings.apiKey === undefined
+			? null
+			: new OpenAI({
+					apiKey: settings.apiKey,
+					...(settings.baseURL !== undefined ? { baseURL: settings.baseURL } : {}),
+					timeout: settings.timeoutMs,
+					maxRetries: 0,
+					// The SDK would otherwise write to the console; our own log lines carry the context.
+					logLevel: 'off',
+				});
+	const secrets = [settings.apiKey];
+
+	function requireClient(): OpenAI {
+		if (!client) throw toCallError(MISSING_KEY, 1);
+		return client;
+	}
+
+	async function withRetries<T>(context: RetryContext, attempt: () => Promise<Attempt<T>>): Promise<T> {
+		const { op, signal, logContext } = context;
+		for (let number = 1; ; number++) {
+			if (signal?.aborted) throw toCallError({ reason: 'aborted', retryable: false }, number - 1 || 1);
+			let outcome: Attempt<T>;
+			try {
+				outcome = await attempt();
+			} catch (error) {
+				if (error instanceof ProviderCallError) throw error;
+				const failure = classifyError(error, secrets);
+				if (failure.reason === 'rate_limited' || failure.reason === 'server_error') {
+					const headers = (error as { headers?: Headers }).headers;
+					const wait = retryAfterMs(headers, maxRetryAfterMs);
+					if (wait !== null) failure.retryAfterMs = wait;
+				}
+				// A timeout or reset seen after the caller aborted is the abort, not a provider fault.
+				outcome = { ok: false, failure: signal?.aborted ? { reason: 'aborted', retryable: false } : failure };
+			}
+			if (outcome.ok) return outcome.value;
+			const { failure } = outcome;
+			const retry = failure.retryable && (context.mayRetry?.(failure) ?? true) && number < maxAttempts;
+			const fields = { ...logContext, op, attempt: number, maxAttempts, reason: failure.reason, status: failure.status, detail: failure.detail };
+			if (!retry) {
+				logger.warn(fields, 'pseo-automation: provider call failed');
+				throw toCallError(failure, number);
+			}
+			const delayMs = failure.retryAfterMs ?? backoffDelay(number, backoff);
+			logger.warn({ ...fields, delayMs }, 'pseo-automation: provider call failed; retrying');
+			try {
+				await sleep(delayMs, signal);
+			} catch {
+				throw toCallError({ reason: 'aborted', retryable: false }, number);
+			}
+		}
+	}
+
+	function chatBody(request: JsonCompletionRequest) {
+		checkRequest(request);
+		return {
+			model,
+			messages: request.messages.map(({ role, content }) => ({ role, content })),
+			response_format: {
+				type: 'json_schema' as const,
+				json_schema: { name: request.schemaName, schema: request.schema, strict: true },
+			},
+		};
+	}
+
+	function batchInfo(batch: OpenAI.Batches.Batch): BatchInfo {
+		const counts = batch.request_counts;
+		const errors = batch.errors?.data ?? [];
+		return {
+			id: batch.id,
+			status: batch.status as BatchStatus,
+			outputFileId: batch.output_file_id ?? null,
+			errorFileId: batch.error_file_id ?? null,
+			requestCounts: { total: counts?.total ?? 0, completed: counts?.completed ?? 0, failed: counts?.failed ?? 0 },
+			metadata: { ...(batch.metadata ?? {}) },
+			errors: errors.slice(0, 10).map((error) => ({
+				code: error.code ?? null,
+				message: redact(error.message ?? 'invalid batch input', secrets),
+				line: typeof error.line === 'number' ? error.line : null,
+			})),
+			createdAt: typeof batch.created_at === 'number' ? batch.created_at : null,
+		};
+	}
+
+	const onlyRateLimits = (failure: ProviderFailure) => failure.reason === 'rate_limited';
+
+	return {
+		async completeJson<T = unknown>(request: JsonCompletionRequest): Promise<T> {
+			const body = chatBody(request);
+			const api = requireClient();
+			return withRetries<T>({ op: 'chat', signal: request.signal, logContext: request.logContext }, async () => {
+				const completion = await api.chat.completions.create(body, {
+					...(request.signal ? { signal: request.signal } : {}),
+				});
+				const content = readCompletionContent(completion);
+				if (!content.ok) return content;
+				const problem = request.validate?.(content.value) ?? null;
+				if (problem !== null) {
+					return { ok: false, failure: { reason: 'invalid_output', retryable: true, detail: redact(problem, secrets) } };
+				}
+				return { ok: true, value: content.value as T };
+			});
+		},
+
+		buildBatchLine(customId: string, request: JsonCompletionRequest): string {
+			if (typeof customId !== 'string' || customId === '') {
+				throw new TypeError(`Expected \`customId\` to be a non-empty string, got \`${String(customId)}\` (${typeof customId})`);
+			}
+			return JSON.stringify({ custom_id: customId, method: 'POST', url: CHAT_ENDPOINT, body: chatBody(request) });
+		},
+
+		async uploadBatchFile(lines: string[] | AsyncIterable<string>, filename: string): Promise<string> {
+			if (typeof filename !== 'string' || filename.trim() === '') {
+				throw new TypeError(`Expected \`filename\` to be a non-empty string, got \`${String(filename)}\` (${typeof filename})`);
+			}
+			const api = requireClient();
+			const file = await toFile(jsonlChunks(lines), filename, { type: 'application/jsonl' });
+			if (file.size === 0) throw new TypeError('Expected `lines` to hold at least one line, got none');
+			const created = await withRetries({ op: 'upload', mayRetry: onlyRateLimits }, async () => ({
+				ok: true as const,
+				value: await api.files.create({ file, purpose: 'batch' }),
+			}));
+			return created.id;
+		},
+
+		async createBatch(inputFileId: string, metadata: Record<string, string>): Promise<BatchInfo> {
+			checkId('inputFileId', inputFileId);
+			checkMetadata(metadata);
+			const api = requireClient();
+			const batch = await withRetries({ op: 'create_batch', mayRetry: onlyRateLimits, logContext: { inputFileId } }, async () => ({
+				ok: true as const,
+				value: await api.batches.create({
+					input_file_id: inputFileId,
+					endpoint: CHAT_ENDPOINT,
+					completion_window: '24h',
+					metadata,
+				}),
+			}));
+			return batchInfo(batch);
+		},
+
+		async findBatchByMetadata(key: string, value: string): Promise<BatchInfo | null> {
+			checkId('key', key);
+			if (typeof value !== 'string') throw new TypeError(`Expected \`value\` to be a string, got \`${String(value)}\` (${typeof value})`);
+			const api = requireClient();
+			let after: string | undefined;
+			let scanned = 0;
+			while (scanned < maxBatchScan) {
+				const limit = Math.min(LIST_PAGE_SIZE, maxBatchScan - scanned);
+				const page = await withRetries({ op: 'list_batches', logContext: { after } }, async () => ({
+					ok: true as const,
+					value: await api.batches.list({ limit, ...(after !== undefined ? { after } : {}) }),
+				}));
+				// Batches are listed newest first, so the first match is the newest.
+				for (const batch of page.data.slice(0, limit)) {
+					if (batch.metadata?.[key] === value) return batchInfo(batch);
+				}
+				scanned += page.data.length;
+				const last = page.data.at(-1)?.id;
+				if (!page.has_more || page.data.length === 0 || last === undefined) break;
+				after = last;
+			}
+			return null;
+		},
+
+		async retrieveBatch(id: string): Promise<BatchInfo> {
+			checkId('id', id);
+			const api = requireClient();
+			const batch = await withRetries({ op: 'retrieve_batch', logContext: { batchId: id } }, async () => ({
+				ok: true as const,
+				value: await api.batches.retrieve(id),
+			}));
+			return batchInfo(batch);
+		},
+
+		streamFileLines(fileId: string): AsyncIterable<string> {
+			checkId('fileId', fileId);
+			return streamLines(fileId);
+		},
+	};
+
+	async function* streamLines(fileId: string): AsyncGenerator<string> {
+		const api = requireClient();
+		const response = await withRetries({ op: 'file_content', logContext: { fileId } }, async () => ({
+			ok: true as const,
+			value: await api.files.content(fileId),
+		}));
+		if (!response.body) return;
+		try {
+			yield* readLines(response.body);
+		} catch (error) {
+			if (error instanceof ProviderCallError) throw error;
+			const failure = classifyError(error, secrets);
+			logger.warn({ op: 'file_content', fileId, reason: failure.reason }, 'pseo-automation: reading a provider file failed');
+			throw new ProviderCallError(`Reading provider file ${fileId} failed midway`, { reason: failure.reason, retryable: true });
+		}
+	}
+}
+
+async function* jsonlChunks(lines: string[] | AsyncIterable<string>): AsyncGenerator<string> {
+	let index = 0;
+	for await (const line of lines) {
+		if (typeof line !== 'string' || line.includes('\n') || line.includes('\r')) {
+			throw new TypeError(`Expected line ${index} to be a string without line breaks, got \`${String(line).slice(0, 80)}\``);
+		}
+		index++;
+		yield `${line}\n`;
+	}
+}
+
+interface Settings {
+	apiKey: string | undefined;
+	baseURL: string | undefined;
+	model: string;
+	timeoutMs: number;
+	maxAttempts: number;
+	backoff: BackoffOptions;
+	maxRetryAfterMs: number;
+	maxBatchScan: number;
+	logger: Logger;
+	sleep: Sleep;
+}
+
+function checkOptions(options: OpenAiProviderOptions): Settings {
+	if (typeof options !== 'object' || options === null) {
+		throw new TypeError(`Expected provider options to be an object, got \`${String(options)}\``);
+	}
+	const { apiKey, baseURL, model, logger } = options;
+	if (apiKey !== undefined && typeof apiKey !== 'string') {
+		throw new TypeError(`Expected \`apiKey\` to be a string or undefined, got a ${typeof apiKey}`);
+	}
+	if (baseURL !== undefined && (typeof baseURL !== 'string' || !URL.canParse(baseURL) || !/^https?:$/.test(new URL(baseURL).protocol))) {
+		throw new TypeError(`Expected \`baseURL\` to be an http(s) URL, got \`${String(baseURL)}\``);
+	}
+	if (typeof model !== 'string' || model.trim() === '') {
+		throw new TypeError(`Expected \`model\` to be a non-empty string, got \`${String(model)}\` (${typeof model})`);
+	}
+	if (typeof logger !== 'object' || logger === null || !['debug', 'info', 'warn', 'error'].every((level) => typeof (logger as unknown as Record<string, unknown>)[level] === 'function')) {
+		throw new TypeError(`Expected \`logger\` to have debug, info, warn and error methods, got \`${String(logger)}\``);
+	}
+	const backoff = options.backoff ?? DEFAULT_BACKOFF;
+	assertBackoff(backoff);
+	const sleep = options.sleep ?? defaultSleep;
+	if (typeof sleep !== 'function') throw new TypeError(`Expected \`sleep\` to be a function, got \`${String(sleep)}\` (${typeof sleep})`);
+	return {
+		apiKey: apiKey === undefined || apiKey.trim() === '' ? undefined : apiKey,
+		baseURL,
+		model,
+		timeoutMs: positiveInteger('timeoutMs', options.timeoutMs, 120_000),
+		maxAttempts: positiveInteger('maxAttempts', options.maxAttempts, 4),
+		backoff: { baseMs: backoff.baseMs, maxMs: backoff.maxMs },
+		maxRetryAfterMs: positiveInteger('maxRetryAfterMs', options.maxRetryAfterMs, 60_000, 0),
+		maxBatchScan: positiveInteger('maxBatchScan', options.maxBatchScan, 1000),
+		logger,
+		sleep,
+	};
+}
+
+function positiveInteger(name: string, value: unknown, fallback: number, min = 1): number {
+	if (value === undefined) return fallback;
+	if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < min) {
+		throw new TypeError(`Expected \`${name}\` to be an integer >= ${min}, got \`${String(value)}\` (${typeof value})`);
+	}
+	return value;
+}
+
+function checkId(name: string, value: unknown): void {
+	if (typeof value !== 'string' || value === '') {
+		throw new TypeError(`Expected \`${name}\` to be a non-empty string, got \`${String(value)}\` (${typeof value})`);
+	}
+}
+
+function checkMetadata(metadata: unknown): void {
+	if (typeof metadata !== 'object' || metadata === null || Array.isArray(metadata)) {
+		throw new TypeError(`Expected \`metadata\` to be an object of strings, got \`${String(metadata)}\``);
+	}
+	const entries = Object.entries(metadata);
+	if (entries.length > 16) throw new TypeError(`Expected \`metadata\` to hold at most 16 pairs, got ${entries.length}`);
+	for (const [key, value] of entries) {
+		if (key.length === 0 || key.length > 64) throw new TypeError(`Expected metadata key \`${key}\` to be 1 to 64 characters long`);
+		if (typeof value !== 'string' || value.length > 512) {
+			throw new TypeError(`Expected metadata \`${key}\` to be a string of at most 512 characters, got \`${String(value).slice(0, 80)}\` (${typeof value})`);
+		}
+	}
+}
+
+function checkRequest(request: JsonCompletionRequest): void {
+	if (typeof request !== 'object' || request === null) {
+		throw new TypeError(`Expected a completion request object, got \`${String(request)}\``);
+	}
+	if (typeof request.schemaName !== 'string' || !SCHEMA_NAME.test(request.schemaName)) {
+		throw new TypeError(`Expected \`schemaName\` to match ${SCHEMA_NAME}, got \`${String(request.schemaName)}\``);
+	}
+	if (typeof request.schema !== 'object' || request.schema === null || Array.isArray(request.schema)) {
+		throw new TypeError(`Expected \`schema\` to be a JSON schema object, got \`${String(request.schema)}\``);
+	}
+	if (!Array.isArray(request.messages) || request.messages.length === 0) {
+		throw new TypeError(`Expected \`messages\` to be a non-empty array, got \`${String(request.messages)}\``);
+	}
+	request.messages.forEach((message, index) => {
+		if (!['system', 'user', 'assistant'].includes(message?.role) || typeof message?.content !== 'string') {
+			throw new TypeError(`Expected messages[${index}] to be { role: system|user|assistant, content: string }, got \`${JSON.stringify(message)?.slice(0, 80)}\``);
+		}
+	});
+	if (request.validate !== undefined && typeof request.validate !== 'function') {
+		throw new TypeError(`Expected \`validate\` to be a function, got ${typeof request.validate}`);
+	}
+}
