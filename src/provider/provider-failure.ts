@@ -25,7 +25,7 @@ export function redact(text: string, secrets: readonly (string | undefined)[] = 
 		if (secret && secret.length >= 4) out = out.split(secret).join('[redacted]');
 	}
 	out = out
-		.replace(/\b(sk|rk|pk|key)-[A-Za-z0-9_*.-]{6,}/g, '[redacted]')
+		.replace(/\b(sk|rk|sess)-[A-Za-z0-9_*.-]{6,}/g, '[redacted]')
 		.replace(/\bBearer\s+\S+/gi, 'Bearer [redacted]')
 		.replace(/\s+/g, ' ')
 		.trim();
