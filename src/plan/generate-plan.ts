@@ -103,7 +103,15 @@ export async function generatePlan(input: GeneratePlanInput): Promise<GeneratedP
 		logger.warn({ requested: pageCount, planned: pages.length, topUpRounds: round }, 'Content plan is shorter than requested');
 	}
 	logger.info(
-		{ requested: pageCount, planned: pages.length, calls: run.calls, topUpRounds: round, received: totals.received, repaired: totals.repaired, dropped: totals.dropped },
+		{
+			requested: pageCount,
+			planned: pages.length,
+			calls: run.calls,
+			topUpRounds: round,
+			received: totals.received,
+			repaired: totals.repaired,
+			dropped: totals.dropped,
+		},
 		'Content plan generated',
 	);
 	return { pages, total_pages: pages.length };
@@ -245,7 +253,8 @@ class PlanRun {
 			logContext: { task: 'plan_pages', cluster: cluster.slug, pageCount },
 		});
 		const items = (value as { pages?: unknown }).pages;
-		const report: PlanItemReport = this.#collector.add(Array.isArray(items) ? items : [], cluster.slug === '' ? {} : { cluster: cluster.slug });
+		const options = cluster.slug === '' ? {} : { cluster: cluster.slug };
+		const report: PlanItemReport = this.#collector.add(Array.isArray(items) ? items : [], options);
 		this.#input.logger.debug({ cluster: cluster.slug, asked: pageCount, ...report }, 'Content plan pages received');
 	}
 
