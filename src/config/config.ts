@@ -1,3 +1,6 @@
+import type { SitemapOptions } from '../sitemap/limits.ts';
+import { sitemapOptionsFromEnv } from '../sitemap/limits.ts';
+
 export type BulkMode = 'batch' | 'concurrent';
 
 /** Every setting of the extension, read once from the Directus env (operating contract, section 2). */
@@ -36,6 +39,12 @@ export interface PseoConfig {
 	providerTimeoutMs: number;
 	/** `PSEO_PROVIDER_MAX_ATTEMPTS`, attempts per page or plan call before it counts as failed, default 4. */
 	providerMaxAttempts: number;
+	/** `PSEO_PROVIDER_BACKOFF_MS`, first wait between attempts (doubling, capped at 30 s), default 1000. */
+	providerBackoffMs: number;
+	/** `PSEO_PLAN_SITEMAP_BUDGET_MS`, how long a plan request may spend reading the website's sitemap, default 8000. */
+	planSitemapBudgetMs: number;
+	/** Limits of the sitemap reader (`PSEO_SITEMAP_*`, `PSEO_ALLOW_PRIVATE_NETWORKS`). */
+	sitemap: SitemapOptions;
 }
 
 type Env = Record<string, unknown>;
@@ -61,6 +70,9 @@ export function readConfig(env: Env): PseoConfig {
 		shutdownGraceMs: int(env, 'PSEO_SHUTDOWN_GRACE_MS', 10_000, 0),
 		providerTimeoutMs: int(env, 'PSEO_PROVIDER_TIMEOUT_MS', 120_000, 100),
 		providerMaxAttempts: int(env, 'PSEO_PROVIDER_MAX_ATTEMPTS', 4, 1),
+		providerBackoffMs: int(env, 'PSEO_PROVIDER_BACKOFF_MS', 1000, 0),
+		planSitemapBudgetMs: int(env, 'PSEO_PLAN_SITEMAP_BUDGET_MS', 8000, 0),
+		sitemap: sitemapOptionsFromEnv(env),
 	};
 }
 

@@ -4,6 +4,9 @@ import { NotFoundError } from '../errors/index.ts';
 import type { ServiceContext } from '../shared/services.ts';
 import { registerHealth } from './routes/health.ts';
 import { registerWebsites } from './routes/websites.ts';
+import { registerGenerations } from './routes/generations.ts';
+import { registerTriggers } from './routes/triggers.ts';
+import { kickRuntime } from '../generation/runtime-registry.ts';
 
 /** The REST interface under /pseo-endpoints. Handlers parse, call one domain function, and shape the answer. */
 export default defineEndpoint({
@@ -12,6 +15,8 @@ export default defineEndpoint({
 		const ctx = context as unknown as ServiceContext;
 		registerHealth(router);
 		registerWebsites(router, ctx);
+		registerTriggers(router, ctx, kickRuntime);
+		registerGenerations(router, ctx);
 		router.use((req, _res, next) => next(new NotFoundError({ resource: 'Route', id: `${req.method} ${req.path}` })));
 		router.use(errorHandler(ctx.logger));
 	},

@@ -9,6 +9,10 @@ import { provisionUserPolicy } from '../schema/user-policy.ts';
 import { retryOnRace } from '../shared/retry-on-race.ts';
 import type { ServiceContext } from '../shared/services.ts';
 import { useConfig } from '../config/config.ts';
+import { drainBeforeClose } from '../generation/drain-before-close.ts';
+import { providerFor } from '../generation/create-provider.ts';
+import { GenerationRuntime } from '../generation/runtime.ts';
+import { setRuntime } from '../generation/runtime-registry.ts';
 
 /** The runtime: start-up provisioning, the error envelope, balance grants, and (later) the job runtime. */
 export default defineHook(({ init, filter, action }, context) => {
@@ -25,6 +29,16 @@ export default defineHook(({ init, filter, action }, context) => {
 			{ created: report.created.length, refreshed: report.refreshed, skipped: report.skipped.length, policyChanged: policy.changed },
 			'pseo-automation: schema and "pSEO user" policy are in place',
 		);
+	});
+
+	// Background work starts with the server, never when a CLI command merely loads the extension.
+	action('server.start', () => {
+		const config = useConfig(ctx.env);
+		const runtime = new GenerationRuntime({ database, logger, config, provider: providerFor(config, logger) });
+		setRuntime(runtime);
+		drainBeforeClose(database, () => runtime.drain(config.shutdownGraceMs));
+		runtime.start();
+		logger.info({ worker: runtime.worker, concurrency: config.concurrency, bulkMode: config.bulkMode }, 'pseo-automation: job runtime started');
 	});
 
 	init('middlewares.before', (meta) => {

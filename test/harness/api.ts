@@ -117,3 +117,76 @@ export function expectEnvelope(res: ApiResponse, status: number): { success: fal
 	}
 	return body;
 }
+
+/** A plan page for seeding. */
+export interface SeedPage {
+	route: string;
+	title: string;
+	priority: number;
+}
+
+/** `count` plan pages `/page-1` ... with descending priority, so `/page-1` is generated first. */
+export function planPages(count: number, prefix = '/page'): SeedPage[] {
+	return Array.from({ length: count }, (_, i) => ({ route: `${prefix}-${i + 1}`, title: `Page ${i + 1}`, priority: count - i }));
+}
+
+/**
+ * Stores a ready content plan for a website directly (as the admin), so generation tests do not depend on the
+ * plan generator.
+ */
+export async function seedPlan(
+	instance: DirectusInstance,
+	user: TestUser,
+	pseoId: number,
+	pages: SeedPage[],
+	language = 'en-US',
+): Promise<number> {
+	const res = await call(instance, 'POST', '/items/pseo_main_json', {
+		token: instance.adminToken,
+		body: {
+			pseo_id: pseoId,
+			user_id: user.id,
+			status: 'ready',
+			language_code: language,
+			description: 'A test business that sells useful things to people who need them.',
+			main_json: { pages },
+			total_pages: pages.length,
+		},
+	});
+	if (res.status !== 200) throw new Error(`seedPlan failed: ${res.status} ${JSON.stringify(res.body)}`);
+	return res.body.data.id;
+}
+
+/** Polls a generation until it is completed or failed. */
+export async function waitForJob(
+	instance: DirectusInstance,
+	user: TestUser,
+	id: number,
+	timeoutMs = 60_000,
+): Promise<Record<string, any>> {
+	const deadline = Date.now() + timeoutMs;
+	let last: any;
+	while (Date.now() < deadline) {
+		const res = await call(instance, 'GET', `/pseo-endpoints/generations/${id}`, { token: user.token });
+		last = res.body;
+		if (res.status === 200 && (res.body.data.status === 'completed' || res.body.data.status === 'failed')) return res.body.data;
+		await new Promise((resolve) => setTimeout(resolve, 100));
+	}
+	throw new Error(`generation ${id} did not finish within ${timeoutMs} ms: ${JSON.stringify(last)}\n${instance.output().slice(-4000)}`);
+}
+
+/** Waits until `check` returns a truthy value. */
+export async function eventually<T>(check: () => Promise<T | null | undefined | false>, timeoutMs = 30_000, what = 'condition'): Promise<T> {
+	const deadline = Date.now() + timeoutMs;
+	while (Date.now() < deadline) {
+		const value = await check();
+		if (value) return value;
+		await new Promise((resolve) => setTimeout(resolve, 100));
+	}
+	throw new Error(`timed out waiting for ${what}`);
+}
+
+/** Every ledger row of a user, oldest first. */
+export async function ledgerOf(instance: DirectusInstance, userId: string): Promise<Record<string, any>[]> {
+	return adminItems(instance, 'pseo_token_ledger', `filter[user_id][_eq]=${userId}&sort=id`);
+}

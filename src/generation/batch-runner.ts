@@ -1,0 +1,119 @@
+import { FINAL_BATCH_STATES, type BatchInfo, type GenerationProvider } from './generation-provider.ts';
+import { loadJobContext, type JobContext } from './job-context.ts';
+import { finishJob, recordOutcomes, releaseJob, saveBatch, settledRoutes, type PageOutcome } from './job-store.ts';
+import type { JobRecord } from './job-types.ts';
+import { buildPageRequest, pageFromBatchLine } from './page-request.ts';
+import { errorMessage, type RunnerDeps } from './page-runner.ts';
+
+/** Results are written in chunks: big enough to be fast, small enough that memory stays flat. */
+const INGEST_CHUNK = 250;
+
+/** Metadata key that tags a provider batch with its job, so a lost create can be found and adopted. */
+export const BATCH_JOB_KEY = 'pseo_generation_id';
+
+/**
+ * One step of a bulk job in batch mode, run by whichever worker claimed it:
+ * - no batch yet: adopt a batch already tagged with this job (a create that timed out but happened), or upload
+ *   the JSONL and create one; store its id; come back after the poll interval;
+ * - a batch still running: come back after the poll interval (the schedule lives in the database, so any
+ *   instance, after any restart, polls it; Azure's batches may run for days and are simply polled on);
+ * - a finished batch: stream its output and error files into posts and failed routes, then end the job.
+ */
+export async function runBatchStep(job: JobRecord, deps: RunnerDeps, pollIntervalMs: number): Promise<void> {
+	const { database, worker, logger } = deps;
+	if ('unavailable' in deps.provider) {
+		const reason = deps.provider.unavailable;
+		const settled = await settledRoutes(database, job);
+		const remaining = job.routes.filter((item) => !settled.has(item.route));
+		await recordOutcomes(database, job, worker, remaining.map((item) => ({ route: item.route, error: reason })));
+		await finishJob(database, job.id, worker, reason);
+		return;
+	}
+	const provider = deps.provider;
+
+	if (!job.batch_id) {
+		const batch = await submitBatch(job, deps, provider);
+		await saveBatch(database, job.id, worker, batch.id, batch.inputFileId);
+		logger.info({ jobId: job.id, batchId: batch.id, adopted: batch.adopted }, 'pseo batch submitted');
+		await releaseJob(database, job.id, worker, Date.now() + pollIntervalMs);
+		return;
+	}
+
+	const batch = await provider.retrieveBatch(job.batch_id);
+	if (!FINAL_BATCH_STATES.has(batch.status)) {
+		logger.debug({ jobId: job.id, batchId: batch.id, status: batch.status }, 'pseo batch still running');
+		await releaseJob(database, job.id, worker, Date.now() + pollIntervalMs);
+		return;
+	}
+	await ingestBatch(job, batch, deps, provider);
+	if (deps.signal.aborted) return;
+	const status = await finishJob(database, job.id, worker);
+	logger.info({ jobId: job.id, batchId: batch.id, batchStatus: batch.status, status }, 'pseo batch job finished');
+}
+
+async function submitBatch(
+	job: JobRecord,
+	deps: RunnerDeps,
+	provider: GenerationProvider,
+): Promise<{ id: string; inputFileId: string | null; adopted: boolean }> {
+	// The SDK retries a timed-out create without an idempotency key, so a batch may exist that we never heard of.
+	const existing = await provider.findBatchByMetadata(BATCH_JOB_KEY, String(job.id));
+	if (existing) return { id: existing.id, inputFileId: null, adopted: true };
+
+	const context = await loadJobContext(deps.database, job);
+	const settled = await settledRoutes(deps.database, job);
+	const remaining = job.routes.filter((item) => !settled.has(item.route));
+	const lines = remaining.map((item) => provider.buildBatchLine(item.route, buildPageRequest(context, item)));
+	const inputFileId = await provider.uploadBatchFile(lines, `pseo-generation-${job.id}.jsonl`);
+	const batch = await provider.createBatch(inputFileId, { [BATCH_JOB_KEY]: String(job.id), pseo_id: String(job.pseo_id) });
+	return { id: batch.id, inputFileId, adopted: false };
+}
+
+async function ingestBatch(job: JobRecord, batch: BatchInfo, deps: RunnerDeps, provider: GenerationProvider): Promise<void> {
+	const { database, worker } = deps;
+	const context: JobContext = await loadJobContext(database, job);
+	const wanted = new Set(job.routes.map((item) => item.route));
+	const seen = new Set<string>();
+	let chunk: PageOutcome[] = [];
+	const flush = async () => {
+		if (chunk.length === 0) return;
+		await recordOutcomes(database, job, worker, chunk);
+		chunk = [];
+	};
+
+	for (const fileId of [batch.outputFileId, batch.errorFileId]) {
+		if (!fileId) continue;
+		for await (const line of provider.streamFileLines(fileId)) {
+			if (deps.signal.aborted) return;
+			const outcome = pageFromBatchLine(line, context);
+			if (!outcome || !wanted.has(outcome.route) || seen.has(outcome.route)) continue;
+			seen.add(outcome.route);
+			chunk.push(outcome);
+			if (chunk.length >= INGEST_CHUNK) await flush();
+		}
+	}
+	await flush();
+
+	const missing = job.routes.filter((item) => !seen.has(item.route)).map((item) => item.route);
+	if (missing.length > 0) {
+		const reason = missingReason(batch);
+		for (let i = 0; i < missing.length; i += INGEST_CHUNK) {
+			await recordOutcomes(database, job, worker, missing.slice(i, i + INGEST_CHUNK).map((route) => ({ route, error: reason })));
+		}
+	}
+}
+
+function missingReason(batch: BatchInfo): string {
+	switch (batch.status) {
+		case 'expired':
+			return 'The provider batch expired before this page was generated.';
+		case 'cancelled':
+			return 'The provider batch was cancelled before this page was generated.';
+		case 'failed': {
+			const detail = batch.errors?.map((error) => error.message).filter(Boolean).join('; ');
+			return errorMessage(`The provider rejected the batch${detail ? `: ${detail}` : '.'}`);
+		}
+		default:
+			return 'The provider batch returned no result for this page.';
+	}
+}

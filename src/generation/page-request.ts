@@ -1,0 +1,64 @@
+import type { JsonCompletionRequest } from '../provider/types.ts';
+import { parseBatchOutputLine } from './batch-lines.ts';
+import type { GenerationProvider } from './generation-provider.ts';
+import type { JobContext } from './job-context.ts';
+import type { PageContent, PageOutcome } from './job-store.ts';
+import type { JobRoute } from './job-types.ts';
+import { makeValidator, validatePageOutput } from './page-output.ts';
+import { buildPageMessages } from './page-prompt.ts';
+import { PAGE_SCHEMA, PAGE_SCHEMA_NAME, type PageOutput } from './page-schema.ts';
+
+const SIBLINGS_PER_PAGE = 8;
+
+/** The chat request for one page: master prompt, plan language and description, the item and its siblings. */
+export function buildPageRequest(context: JobContext, item: JobRoute): JsonCompletionRequest {
+	return {
+		schemaName: PAGE_SCHEMA_NAME,
+		schema: PAGE_SCHEMA as Record<string, unknown>,
+		messages: buildPageMessages({
+			masterPrompt: context.masterPrompt,
+			websiteUrl: context.websiteUrl,
+			language: context.language,
+			businessDescription: context.businessDescription,
+			item,
+			siblings: context.siblings(item, SIBLINGS_PER_PAGE),
+		}),
+		validate: makeValidator(context.allowedRoutes, item.route),
+	};
+}
+
+function toContent(page: PageOutput): PageContent {
+	return {
+		title: page.title,
+		meta_title: page.meta_title,
+		meta_description: page.meta_description,
+		h1: page.h1,
+		body: page.body_markdown,
+		faq: page.faq,
+		internal_links: page.internal_links,
+	};
+}
+
+/** One page through chat completions; the provider retries transient faults and invalid output, then throws. */
+export async function generatePage(
+	provider: GenerationProvider,
+	context: JobContext,
+	item: JobRoute,
+	options: { signal?: AbortSignal; logContext?: Record<string, unknown> } = {},
+): Promise<PageContent> {
+	const raw = await provider.completeJson({ ...buildPageRequest(context, item), ...options });
+	const checked = validatePageOutput(raw, context.allowedRoutes, item.route);
+	if (!checked.ok) throw new Error(checked.error);
+	return toContent(checked.page);
+}
+
+/** A batch output or error line as a page outcome; null for a line that names no request. */
+export function pageFromBatchLine(line: string, context: JobContext): PageOutcome | null {
+	const parsed = parseBatchOutputLine(line);
+	if (!parsed.customId) return null;
+	const route = parsed.customId;
+	if (!parsed.ok) return { route, error: parsed.error };
+	const checked = validatePageOutput(parsed.content, context.allowedRoutes, route);
+	if (!checked.ok) return { route, error: checked.error };
+	return { route, content: toContent(checked.page), language: context.language };
+}

@@ -1,0 +1,54 @@
+import type { Accountability, SchemaOverview } from '@directus/types';
+import { isoFromDb, jsonFromDb } from '../shared/database.ts';
+import type { ServiceContext } from '../shared/services.ts';
+import { requireOwnedGeneration, requireOwnedPseo } from '../websites/ownership.ts';
+import type { FailedRoute } from './job-types.ts';
+
+const LIST_FIELDS = ['id', 'pseo_id', 'status', 'requested_count', 'created_count', 'failed_count', 'failed_routes', 'date_created', 'date_completed'];
+const RECORD_FIELDS = [...LIST_FIELDS.slice(0, 8), 'date_updated', 'date_completed'];
+
+/** The interface's generation record (section 2.2), from a row read through the items service. */
+function toRecord(row: Record<string, unknown>, fields: string[]): Record<string, unknown> {
+	const record: Record<string, unknown> = {};
+	for (const field of fields) {
+		const value = row[field];
+		if (field === 'failed_routes') record[field] = jsonFromDb<FailedRoute[]>(value, []);
+		else if (field.startsWith('date_')) record[field] = isoFromDb(value);
+		else if (field === 'status') record[field] = value;
+		else record[field] = value === null || value === undefined ? value : Number(value);
+	}
+	return record;
+}
+
+function itemsService(context: ServiceContext, accountability: Accountability, schema: SchemaOverview) {
+	return new context.services.ItemsService('pseo_generations', { accountability, schema, knex: context.database });
+}
+
+/** 4.6: one job of the caller, every field of interface 2.2. */
+export async function getGeneration(
+	context: ServiceContext,
+	accountability: Accountability & { user: string },
+	schema: SchemaOverview,
+	id: number,
+): Promise<Record<string, unknown>> {
+	await requireOwnedGeneration(context.database, id, accountability.user);
+	const row = (await itemsService(context, accountability, schema).readOne(id, { fields: RECORD_FIELDS })) as Record<string, unknown>;
+	return toRecord(row, RECORD_FIELDS);
+}
+
+/** 4.7: the caller's 50 newest jobs of a website, newest first. */
+export async function listGenerations(
+	context: ServiceContext,
+	accountability: Accountability & { user: string },
+	schema: SchemaOverview,
+	pseoId: number,
+): Promise<Record<string, unknown>[]> {
+	await requireOwnedPseo(context.database, pseoId, accountability.user);
+	const rows = (await itemsService(context, accountability, schema).readByQuery({
+		filter: { _and: [{ pseo_id: { _eq: pseoId } }, { user_id: { _eq: accountability.user } }] },
+		sort: ['-date_created', '-id'],
+		limit: 50,
+		fields: LIST_FIELDS,
+	})) as Record<string, unknown>[];
+	return rows.map((row) => toRecord(row, LIST_FIELDS));
+}

@@ -1,0 +1,152 @@
+import { randomBytes } from 'node:crypto';
+import os from 'node:os';
+import type { Knex } from 'knex';
+import PQueue from 'p-queue';
+import type { PseoConfig } from '../config/config.ts';
+import type { Logger } from '../shared/logger.ts';
+import { runBatchStep } from './batch-runner.ts';
+import type { GenerationProvider } from './generation-provider.ts';
+import { claimJob, findClaimable, LeaseLostError, readJob, releaseJob, renewLease } from './job-store.ts';
+import { runPages, type RunnerDeps } from './page-runner.ts';
+
+export interface RuntimeOptions {
+	database: Knex;
+	logger: Logger;
+	config: PseoConfig;
+	/** The provider for this instance, or why there is none. */
+	provider: GenerationProvider | { unavailable: string };
+}
+
+/**
+ * The per-instance job runtime. Jobs live in the database; this claims them (a leased, conditional update),
+ * runs their pages through one p-queue bounded by PSEO_CONCURRENCY, renews the lease while it works, and on a
+ * schedule picks up pending jobs, jobs whose lease lapsed (their worker died) and batches due for a poll. Any
+ * number of instances can run side by side: the claim decides who runs what.
+ */
+export class GenerationRuntime {
+	readonly worker = `${os.hostname()}:${process.pid}:${randomBytes(3).toString('hex')}`;
+	readonly #options: RuntimeOptions;
+	readonly #queue: PQueue;
+	readonly #owned = new Map<number, { controller: AbortController; done: Promise<void> }>();
+	/** Jobs an instance runs at once: enough to keep the queue full without hoarding work other instances could do. */
+	readonly #maxJobs: number;
+	#timer: NodeJS.Timeout | null = null;
+	#sweeping: Promise<void> | null = null;
+	#stopping = false;
+
+	constructor(options: RuntimeOptions) {
+		this.#options = options;
+		this.#queue = new PQueue({ concurrency: options.config.concurrency });
+		this.#maxJobs = Math.max(2, options.config.concurrency);
+	}
+
+	/** Starts the schedule; the first sweep runs at once (start-up recovery). */
+	start(): void {
+		if (this.#timer || this.#stopping) return;
+		this.#timer = setInterval(() => this.kick(), this.#options.config.sweepIntervalMs);
+		this.#timer.unref();
+		this.kick();
+	}
+
+	/** Looks for claimable jobs now (after a trigger, say) instead of at the next tick. */
+	kick(): void {
+		if (this.#stopping || this.#sweeping) return;
+		this.#sweeping = this.#sweep()
+			.catch((error: unknown) => this.#options.logger.error({ err: error }, 'pseo job sweep failed'))
+			.finally(() => {
+				this.#sweeping = null;
+			});
+	}
+
+	async #sweep(): Promise<void> {
+		const { database, config } = this.#options;
+		const free = this.#maxJobs - this.#owned.size;
+		if (free <= 0) return;
+		const candidates = await findClaimable(database, Date.now(), free * 2);
+		for (const jobId of candidates) {
+			if (this.#stopping || this.#owned.size >= this.#maxJobs) return;
+			if (this.#owned.has(jobId)) continue;
+			if (await claimJob(database, jobId, this.worker, config.leaseMs)) this.#run(jobId);
+		}
+	}
+
+	#run(jobId: number): void {
+		const controller = new AbortController();
+		const done = this.#execute(jobId, controller).finally(() => {
+			this.#owned.delete(jobId);
+			// A slot freed up: there may be more work waiting.
+			this.kick();
+		});
+		this.#owned.set(jobId, { controller, done });
+	}
+
+	async #execute(jobId: number, controller: AbortController): Promise<void> {
+		const { database, logger, config } = this.#options;
+		const renew = setInterval(() => {
+			renewLease(database, jobId, this.worker, config.leaseMs)
+				.then((held) => {
+					if (!held) {
+						logger.warn({ jobId, worker: this.worker }, 'pseo job lease lost; stopping work on it');
+						controller.abort();
+					}
+				})
+				.catch((error: unknown) => logger.warn({ err: error, jobId }, 'pseo lease renewal failed'));
+		}, Math.max(100, Math.floor(config.leaseMs / 3)));
+		try {
+			const job = await readJob(database, jobId);
+			if (!job) return;
+			const deps: RunnerDeps = {
+				database,
+				logger,
+				worker: this.worker,
+				provider: this.#options.provider,
+				queue: this.#queue,
+				signal: controller.signal,
+			};
+			logger.debug({ jobId, mode: job.mode, attempt: job.attempts }, 'pseo job claimed');
+			if (job.mode === 'bulk' && config.bulkMode === 'batch') {
+				await runBatchStep(job, deps, config.batchPollIntervalMs);
+			} else {
+				await runPages(job, deps);
+			}
+		} catch (error) {
+			if (error instanceof LeaseLostError || controller.signal.aborted) {
+				logger.warn({ jobId }, 'pseo job handed over to another worker');
+				return;
+			}
+			// An unexpected fault (database, provider outage on a batch call): hand the job back so it is retried
+			// after the poll interval rather than left running with nobody on it.
+			logger.error({ err: error, jobId }, 'pseo job step failed; it will be retried');
+			await releaseJob(database, jobId, this.worker, Date.now() + config.batchPollIntervalMs).catch(() => {});
+		} finally {
+			clearInterval(renew);
+		}
+	}
+
+	/**
+	 * Graceful stop: claim nothing more, drop queued pages, give pages in flight `graceMs` to finish, then hand
+	 * every job this instance holds back to the database so another instance (or the next start) resumes it at
+	 * once instead of waiting for the lease to lapse.
+	 */
+	async drain(graceMs: number): Promise<void> {
+		if (this.#stopping) return;
+		this.#stopping = true;
+		if (this.#timer) clearInterval(this.#timer);
+		this.#queue.clear();
+		const inFlight = Promise.all([...this.#owned.values()].map((entry) => entry.done));
+		await Promise.race([inFlight, new Promise((resolve) => setTimeout(resolve, graceMs))]);
+		const held = [...this.#owned.keys()];
+		for (const entry of this.#owned.values()) entry.controller.abort();
+		await Promise.race([inFlight, new Promise((resolve) => setTimeout(resolve, 1000))]);
+		for (const jobId of held) await releaseJob(this.#options.database, jobId, this.worker).catch(() => {});
+		if (held.length > 0) this.#options.logger.info({ jobs: held }, 'pseo jobs handed back for resumption');
+	}
+
+	/** Resolves when no job is owned and no page is queued (tests, benchmarks). */
+	async onIdle(): Promise<void> {
+		while (this.#owned.size > 0 || this.#sweeping) {
+			await Promise.all([...this.#owned.values()].map((entry) => entry.done));
+			if (this.#sweeping) await this.#sweeping;
+		}
+	}
+}

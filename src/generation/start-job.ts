@@ -1,0 +1,68 @@
+import type { Knex } from 'knex';
+import { ConflictError } from '../errors/index.ts';
+import { chargeTokens } from '../ledger/token-ledger.ts';
+import { dbTimestamp, insertedId, isUniqueViolation } from '../shared/database.ts';
+import { requireOwnedPseo } from '../websites/ownership.ts';
+import { JOBS } from './job-store.ts';
+import type { JobMode } from './job-types.ts';
+import { selectRoutes } from './plan-routes.ts';
+
+export interface StartJobInput {
+	userId: string;
+	pseoId: number;
+	postCount: number;
+	mode: JobMode;
+	/** Tokens per page: PSEO_TOKEN_PER_PAGE on demand, PSEO_TOKEN_PER_BATCH_PAGE in bulk. */
+	rate: number;
+}
+
+function activeConflict(pseoId: number) {
+	return new ConflictError({ reason: `PSEO ${pseoId} already has a generation job pending or running.` });
+}
+
+/**
+ * Accepts a generation job (interface section 3): checks ownership, picks the routes, then in ONE transaction
+ * inserts the job `pending` and charges `rate × postCount`. The job row carries `active_pseo_id = pseo_id`
+ * under a unique index, so the database itself admits one active job per website across every instance: a
+ * concurrent twin fails on the index (409) and its transaction, charge included, rolls back. A short balance
+ * (402) rolls back the job row the same way.
+ */
+export async function startJob(knex: Knex, input: StartJobInput): Promise<{ id: number }> {
+	const { userId, pseoId, postCount, mode, rate } = input;
+	await requireOwnedPseo(knex, pseoId, userId);
+	// Cheap early answer; the unique index below is what actually decides.
+	if (await knex(JOBS).where('active_pseo_id', pseoId).first('id')) throw activeConflict(pseoId);
+	const { plan, routes } = await selectRoutes(knex, pseoId, postCount);
+
+	try {
+		return await knex.transaction(async (trx) => {
+			const now = dbTimestamp(trx);
+			const rows = await trx(JOBS).insert(
+				{
+					pseo_id: pseoId,
+					user_id: userId,
+					mode,
+					status: 'pending',
+					requested_count: postCount,
+					created_count: 0,
+					failed_count: 0,
+					failed_routes: JSON.stringify([]),
+					routes: JSON.stringify(routes),
+					token_rate: rate,
+					main_json_id: plan.id,
+					active_pseo_id: pseoId,
+					attempts: 0,
+					date_created: now,
+					date_updated: now,
+				},
+				['id'],
+			);
+			const id = insertedId(rows);
+			await chargeTokens(trx, userId, rate * postCount, { generationId: id, note: `${mode} generation of ${postCount} page(s)` });
+			return { id };
+		});
+	} catch (error) {
+		if (isUniqueViolation(error)) throw activeConflict(pseoId);
+		throw error;
+	}
+}

@@ -1,0 +1,73 @@
+import type { Knex } from 'knex';
+import type { PseoConfig } from '../config/config.ts';
+import { ProviderUnavailableError } from '../errors/index.ts';
+import type { JsonProvider } from '../provider/types.ts';
+import type { Logger } from '../shared/logger.ts';
+import { requireOwnedPseo } from '../websites/ownership.ts';
+import { generatePlan } from './generate-plan.ts';
+import type { PlanRequest } from './plan-request.ts';
+import type { PlanPage } from './plan-schema.ts';
+import { completePlan, extendLock, failPlan, startPlan } from './plan-store.ts';
+
+export interface CreatePlanDeps {
+	database: Knex;
+	logger: Logger;
+	config: PseoConfig;
+	provider: JsonProvider | { unavailable: string };
+	/** Page URLs or routes the website already has (its sitemap); best effort within `budgetMs`. */
+	siteRoutes: (websiteUrl: string, budgetMs: number) => Promise<string[]>;
+}
+
+export interface CreatedPlan {
+	main_json: { pages: PlanPage[] };
+	total_pages: number;
+}
+
+/**
+ * 4.8: generates and stores a website's content plan. Ownership first (403/404), then the per-user lock and
+ * the charge in one transaction (409/402), then the model; on any failure the plan is marked failed, the charge
+ * refunded and the lock released before the error (502) goes back to the caller.
+ */
+export async function createPlan(deps: CreatePlanDeps, userId: string, request: PlanRequest): Promise<CreatedPlan> {
+	const { database, logger, config } = deps;
+	const pseo = await requireOwnedPseo(database, request.pseoId, userId);
+	const planId = await startPlan(database, {
+		userId,
+		pseoId: pseo.id,
+		languageCode: request.languageCode,
+		description: request.description,
+		rate: config.tokenPerMainJson,
+		lockMs: config.planLockMs,
+	});
+	const renew = setInterval(() => {
+		extendLock(database, planId, userId, config.planLockMs).catch((error: unknown) =>
+			logger.warn({ err: error, planId }, 'pseo plan lock renewal failed'),
+		);
+	}, Math.max(1000, Math.floor(config.planLockMs / 3)));
+	try {
+		if ('unavailable' in deps.provider) throw new Error(deps.provider.unavailable);
+		const posted = ((await database('pseo_posts').where('pseo_id', pseo.id).select('route')) as { route: string }[]).map(
+			(row) => row.route,
+		);
+		const onSite = await deps.siteRoutes(pseo.website_url, config.planSitemapBudgetMs).catch(() => []);
+		const plan = await generatePlan({
+			pseo,
+			languageCode: request.languageCode,
+			description: request.description,
+			pageCount: config.planPages,
+			existingRoutes: [...onSite, ...posted],
+			provider: deps.provider,
+			logger,
+		});
+		await completePlan(database, planId, plan);
+		logger.info({ planId, pseoId: pseo.id, pages: plan.total_pages, skippedExisting: onSite.length }, 'pseo content plan stored');
+		return { main_json: { pages: plan.pages }, total_pages: plan.total_pages };
+	} catch (error) {
+		const reason = error instanceof Error ? error.message : String(error);
+		await failPlan(database, planId, userId, reason);
+		logger.warn({ planId, pseoId: pseo.id, reason }, 'pseo content plan failed; tokens refunded');
+		throw new ProviderUnavailableError({ reason: `${reason} The ${config.tokenPerMainJson} tokens were refunded.` });
+	} finally {
+		clearInterval(renew);
+	}
+}

@@ -1,0 +1,122 @@
+import type { Knex } from 'knex';
+import { ConflictError } from '../errors/index.ts';
+import { chargeTokens, refundTokens } from '../ledger/token-ledger.ts';
+import { dbTimestamp, insertedId, isUniqueViolation } from '../shared/database.ts';
+
+export const PLANS = 'pseo_main_json';
+
+/*
+ * A plan generation holds a per-user lock that lives in the database, so it holds across instances: the plan
+ * row is inserted `generating` with `active_user_id = user` under a unique index, and cleared when it ends. A
+ * lock whose `lock_expires_at` passed (its request died: a crash, a kill -9) is released by the next request of
+ * that user, and its tokens are refunded, so nothing stays blocked or charged for nothing.
+ */
+
+export interface PlanStart {
+	userId: string;
+	pseoId: number;
+	languageCode: string;
+	description: string;
+	rate: number;
+	lockMs: number;
+}
+
+/** Frees the user's abandoned plan lock, refunding its charge, in one transaction. */
+export async function releaseStaleLock(knex: Knex, userId: string): Promise<void> {
+	const stale = (await knex(PLANS)
+		.where('active_user_id', userId)
+		.andWhere('lock_expires_at', '<', Date.now())
+		.first('id', 'tokens_charged')) as { id: number; tokens_charged: number } | undefined;
+	if (!stale) return;
+	await knex.transaction(async (trx) => {
+		const updated = await trx(PLANS)
+			.where({ id: stale.id, active_user_id: userId })
+			.andWhere('lock_expires_at', '<', Date.now())
+			.update({
+				status: 'failed',
+				active_user_id: null,
+				lock_expires_at: null,
+				error: 'Abandoned: the request that generated this plan stopped before it finished. The tokens were refunded.',
+				date_updated: dbTimestamp(trx),
+			});
+		if (updated === 1) await refundPlan(trx, userId, Number(stale.id), Number(stale.tokens_charged));
+	});
+}
+
+/** Takes the lock and charges the plan rate together: 409 when the user already has a plan generating, 402 when short. */
+export async function startPlan(knex: Knex, input: PlanStart): Promise<number> {
+	await releaseStaleLock(knex, input.userId);
+	try {
+		return await knex.transaction(async (trx) => {
+			const now = dbTimestamp(trx);
+			const rows = await trx(PLANS).insert(
+				{
+					pseo_id: input.pseoId,
+					user_id: input.userId,
+					status: 'generating',
+					language_code: input.languageCode,
+					description: input.description,
+					total_pages: 0,
+					tokens_charged: input.rate,
+					active_user_id: input.userId,
+					lock_expires_at: Date.now() + input.lockMs,
+					date_created: now,
+					date_updated: now,
+				},
+				['id'],
+			);
+			const id = insertedId(rows);
+			await chargeTokens(trx, input.userId, input.rate, { mainJsonId: id, note: 'content plan' });
+			return id;
+		});
+	} catch (error) {
+		if (isUniqueViolation(error)) {
+			throw new ConflictError({ reason: 'A content plan is already being generated for this user; wait for it to finish.' });
+		}
+		throw error;
+	}
+}
+
+/** Keeps a long generation's lock alive; false when it is no longer held. */
+export async function extendLock(knex: Knex, planId: number, userId: string, lockMs: number): Promise<boolean> {
+	const updated = await knex(PLANS)
+		.where({ id: planId, active_user_id: userId })
+		.update({ lock_expires_at: Date.now() + lockMs });
+	return updated === 1;
+}
+
+/** Stores the finished plan as the website's current plan and releases the lock. */
+export async function completePlan(knex: Knex, planId: number, plan: { pages: unknown[]; total_pages: number }): Promise<void> {
+	await knex(PLANS)
+		.where('id', planId)
+		.update({
+			status: 'ready',
+			main_json: JSON.stringify({ pages: plan.pages }),
+			total_pages: plan.total_pages,
+			active_user_id: null,
+			lock_expires_at: null,
+			date_updated: dbTimestamp(knex),
+		});
+}
+
+/** Marks the plan failed, refunds its charge and releases the lock, in one transaction. */
+export async function failPlan(knex: Knex, planId: number, userId: string, error: string): Promise<void> {
+	await knex.transaction(async (trx) => {
+		const row = (await trx(PLANS).where('id', planId).first('tokens_charged', 'status')) as
+			| { tokens_charged: number; status: string }
+			| undefined;
+		if (!row || row.status !== 'generating') return;
+		await trx(PLANS)
+			.where('id', planId)
+			.update({ status: 'failed', error, active_user_id: null, lock_expires_at: null, date_updated: dbTimestamp(trx) });
+		await refundPlan(trx, userId, planId, Number(row.tokens_charged));
+	});
+}
+
+async function refundPlan(trx: Knex.Transaction, userId: string, planId: number, amount: number): Promise<void> {
+	await refundTokens(trx, userId, amount, {
+		mainJsonId: planId,
+		note: 'content plan failed',
+		idempotencyKey: `refund:plan:${planId}`,
+	});
+}
