@@ -1,0 +1,72 @@
+import { readFileSync } from 'node:fs';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { gzipSync } from 'node:zlib';
+
+/** One canned answer; string bodies have `{{origin}}` replaced by the server's origin. */
+export interface FixtureRoute {
+	status?: number;
+	headers?: Record<string, string>;
+	body?: string | Buffer;
+	/** Gzip the body (after `{{origin}}` replacement) without saying so in any header. */
+	gzip?: boolean;
+}
+
+export type FixtureHandler = (req: IncomingMessage, res: ServerResponse, origin: string) => void;
+
+export interface FixtureServer {
+	origin: string;
+	url(path: string): string;
+	/** Request paths (with query) in arrival order. */
+	hits: string[];
+	/** User-Agent headers in arrival order. */
+	userAgents: string[];
+	close(): Promise<void>;
+}
+
+const FIXTURES = new URL('./fixtures/', import.meta.url);
+
+/** A fixture file's text. */
+export function fixture(name: string): string {
+	return readFileSync(new URL(name, FIXTURES), 'utf8');
+}
+
+/** Serves `routes` on 127.0.0.1 at a free port, for tests only; unknown paths get 404. */
+export async function startFixtureServer(routes: Record<string, FixtureRoute | FixtureHandler>): Promise<FixtureServer> {
+	const hits: string[] = [];
+	const userAgents: string[] = [];
+	let origin = '';
+	const server = http.createServer((req, res) => {
+		const path = req.url ?? '/';
+		hits.push(path);
+		userAgents.push(String(req.headers['user-agent'] ?? ''));
+		const route = routes[path];
+		if (route === undefined) {
+			res.writeHead(404, { 'content-type': 'text/plain' }).end('not found');
+			return;
+		}
+		if (typeof route === 'function') {
+			route(req, res, origin);
+			return;
+		}
+		let body: string | Buffer = typeof route.body === 'string' ? route.body.replaceAll('{{origin}}', origin) : (route.body ?? '');
+		if (route.gzip) body = gzipSync(body);
+		res.writeHead(route.status ?? 200, { 'content-type': 'application/xml', ...route.headers });
+		res.end(body);
+	});
+	server.keepAliveTimeout = 1000;
+	await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+	origin = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+	return {
+		origin,
+		url: (path) => origin + path,
+		hits,
+		userAgents,
+		close: () =>
+			new Promise<void>((resolve) => {
+				server.closeAllConnections();
+				server.close(() => resolve());
+			}),
+	};
+}

@@ -1,0 +1,134 @@
+import type { LookupFunction } from 'node:net';
+export type { Logger } from '../shared/logger.ts';
+
+/** Limits and switches of the sitemap reader. Every field documents its default. */
+export interface SitemapOptions {
+	/** Deadline of one document fetch, redirects and body included. Default 15000 ms. */
+	requestTimeoutMs: number;
+	/** Wall-clock budget of one `readSitemap` call. Default 60000 ms. */
+	totalTimeoutMs: number;
+	/** Bytes per document, counted after decompression. Default 50 MiB (the protocol's limit). */
+	maxBytes: number;
+	/** Entries kept from one document. Default 50000 (the protocol's limit). */
+	maxUrlsPerDocument: number;
+	/** Distinct page URLs kept in total. Default 200000. */
+	maxUrls: number;
+	/** Child sitemaps fetched in total, over every index level. Default 1000. */
+	maxChildren: number;
+	/** Index levels followed below the root document (root = 0). Default 4. */
+	maxDepth: number;
+	/** Documents fetched at once, one pool for the whole call. Default 8. */
+	concurrency: number;
+	/** Redirects followed per document. Default 5, and never more than 5. */
+	maxRedirects: number;
+	/** When false, no request reaches a loopback, private, link-local or similar address. Default false. */
+	allowPrivateNetworks: boolean;
+	/** The User-Agent header. Default names pseo-automation. */
+	userAgent: string;
+	/** Lets a caller impose a shorter budget; aborting returns what was read so far. */
+	signal?: AbortSignal;
+	/** Resolver used at connect time, `dns.lookup` when absent; its answers are checked like any other. */
+	lookup?: LookupFunction;
+	/** Host names exempt from the private-network rule (never from the cloud-metadata rule). Default none. */
+	allowedHosts?: readonly string[];
+}
+
+/** Hard ceiling of `maxRedirects`: the reader never follows more than this. */
+export const MAX_REDIRECTS_CEILING = 5;
+
+export const DEFAULT_SITEMAP_OPTIONS: Readonly<SitemapOptions> = Object.freeze({
+	requestTimeoutMs: 15_000,
+	totalTimeoutMs: 60_000,
+	maxBytes: 50 * 1024 * 1024,
+	maxUrlsPerDocument: 50_000,
+	maxUrls: 200_000,
+	maxChildren: 1_000,
+	maxDepth: 4,
+	concurrency: 8,
+	maxRedirects: MAX_REDIRECTS_CEILING,
+	allowPrivateNetworks: false,
+	userAgent: 'pseo-automation/0.1 (sitemap reader)',
+});
+
+interface IntegerLimit {
+	key: keyof SitemapOptions;
+	env: string;
+	min: number;
+	max: number;
+}
+
+const INTEGER_LIMITS: readonly IntegerLimit[] = [
+	{ key: 'requestTimeoutMs', env: 'PSEO_SITEMAP_REQUEST_TIMEOUT_MS', min: 1, max: 3_600_000 },
+	{ key: 'totalTimeoutMs', env: 'PSEO_SITEMAP_TOTAL_TIMEOUT_MS', min: 1, max: 3_600_000 },
+	{ key: 'maxBytes', env: 'PSEO_SITEMAP_MAX_BYTES', min: 1, max: 1024 * 1024 * 1024 },
+	{ key: 'maxUrlsPerDocument', env: 'PSEO_SITEMAP_MAX_URLS_PER_DOCUMENT', min: 1, max: 10_000_000 },
+	{ key: 'maxUrls', env: 'PSEO_SITEMAP_MAX_URLS', min: 1, max: 100_000_000 },
+	{ key: 'maxChildren', env: 'PSEO_SITEMAP_MAX_CHILDREN', min: 0, max: 1_000_000 },
+	{ key: 'maxDepth', env: 'PSEO_SITEMAP_MAX_DEPTH', min: 0, max: 10 },
+	{ key: 'concurrency', env: 'PSEO_SITEMAP_CONCURRENCY', min: 1, max: 256 },
+	{ key: 'maxRedirects', env: 'PSEO_SITEMAP_MAX_REDIRECTS', min: 0, max: MAX_REDIRECTS_CEILING },
+];
+
+/**
+ * Reads `PSEO_SITEMAP_*` overrides and `PSEO_ALLOW_PRIVATE_NETWORKS` from a Directus-style env, whose values
+ * may be strings, numbers or booleans. A bad value throws a TypeError naming the variable and the value.
+ */
+export function sitemapOptionsFromEnv(env: Record<string, unknown>): SitemapOptions {
+	const options: SitemapOptions = { ...DEFAULT_SITEMAP_OPTIONS };
+	const writable = options as unknown as Record<string, unknown>;
+	for (const limit of INTEGER_LIMITS) {
+		const value = present(env[limit.env]);
+		if (value === undefined) continue;
+		const parsed = typeof value === 'number' ? value : typeof value === 'string' && /^\s*-?\d+\s*$/.test(value) ? Number(value) : NaN;
+		if (!Number.isSafeInteger(parsed) || parsed < limit.min || parsed > limit.max) {
+			throw new TypeError(`${limit.env} must be an integer from ${limit.min} to ${limit.max}, received ${JSON.stringify(value)}`);
+		}
+		writable[limit.key] = parsed;
+	}
+	const allow = present(env.PSEO_ALLOW_PRIVATE_NETWORKS);
+	if (allow !== undefined) {
+		if (allow === true || allow === 'true' || allow === 1 || allow === '1') options.allowPrivateNetworks = true;
+		else if (allow === false || allow === 'false' || allow === 0 || allow === '0') options.allowPrivateNetworks = false;
+		else throw new TypeError(`PSEO_ALLOW_PRIVATE_NETWORKS must be true, false, 1 or 0, received ${JSON.stringify(allow)}`);
+	}
+	const userAgent = present(env.PSEO_SITEMAP_USER_AGENT);
+	if (userAgent !== undefined) {
+		if (typeof userAgent !== 'string' || userAgent.trim() === '' || /[\r\n]/.test(userAgent)) {
+			throw new TypeError(`PSEO_SITEMAP_USER_AGENT must be a non-empty single-line string, received ${JSON.stringify(userAgent)}`);
+		}
+		options.userAgent = userAgent;
+	}
+	return options;
+}
+
+/** Throws a TypeError naming the first field of `options` that is missing or out of range. */
+export function assertSitemapOptions(options: SitemapOptions): void {
+	if (typeof options !== 'object' || options === null) {
+		throw new TypeError(`sitemap options must be an object, received ${JSON.stringify(options)}`);
+	}
+	for (const limit of INTEGER_LIMITS) {
+		const value = options[limit.key];
+		if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < limit.min || value > limit.max) {
+			throw new TypeError(`options.${limit.key} must be an integer from ${limit.min} to ${limit.max}, received ${JSON.stringify(value)}`);
+		}
+	}
+	if (typeof options.allowPrivateNetworks !== 'boolean') {
+		throw new TypeError(`options.allowPrivateNetworks must be a boolean, received ${JSON.stringify(options.allowPrivateNetworks)}`);
+	}
+	if (typeof options.userAgent !== 'string' || options.userAgent.trim() === '' || /[\r\n]/.test(options.userAgent)) {
+		throw new TypeError(`options.userAgent must be a non-empty single-line string, received ${JSON.stringify(options.userAgent)}`);
+	}
+	if (options.signal !== undefined && !(options.signal instanceof AbortSignal)) {
+		throw new TypeError(`options.signal must be an AbortSignal, received ${String(options.signal)}`);
+	}
+	if (options.lookup !== undefined && typeof options.lookup !== 'function') {
+		throw new TypeError(`options.lookup must be a function, received ${String(options.lookup)}`);
+	}
+	if (options.allowedHosts !== undefined && (!Array.isArray(options.allowedHosts) || options.allowedHosts.some((host) => typeof host !== 'string'))) {
+		throw new TypeError(`options.allowedHosts must be an array of host names, received ${JSON.stringify(options.allowedHosts)}`);
+	}
+}
+
+function present(value: unknown): unknown {
+	return value === '' || value === null ? undefined : value;
+}
