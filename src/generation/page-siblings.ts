@@ -58,7 +58,7 @@ const indexes = new WeakMap<readonly SiblingCandidate[], SiblingIndex>();
  * parent or cluster, pages deeper in the same section, and pages sharing keywords, in that order of weight; ties go
  * to higher priority. Never the page itself. When too few pages are related, the plan's highest-priority pages fill
  * the list. The plan is indexed once per array (treat it as immutable), so calling this for every page of a
- * 10,000-page plan stays fast, and each page scores at most a few hundred candidates.
+ * 10,000-page plan stays fast, and each page scores at most 200 candidates.
  */
 export function pickSiblings(item: SiblingCandidate, allItems: readonly SiblingCandidate[], n = 8): Sibling[] {
 	if (!Array.isArray(allItems)) throw new TypeError(`Expected \`allItems\` to be an array, got \`${String(allItems)}\``);
