@@ -1,0 +1,200 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { createServer } from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { cloneDatabase, dropDatabase } from './postgres.ts';
+import { ADMIN_EMAIL, ADMIN_PASSWORD, ADMIN_TOKEN, PG, ROOT, SECRET, START_SCRIPT } from './paths.ts';
+
+export type Leg = 'sqlite' | 'postgres';
+
+export interface DirectusInstance {
+	url: string;
+	leg: Leg;
+	adminToken: string;
+	/** Output of the process, for assertions on logs and for failure reports. */
+	output(): string;
+	/** SIGTERM and wait for exit. */
+	stop(): Promise<number | null>;
+	/** SIGKILL: a crash. */
+	kill(): Promise<void>;
+	/** Start again on the same database (after stop or kill). */
+	restart(extraEnv?: Record<string, string>): Promise<void>;
+	/** Removes the database copy and temp files. */
+	dispose(): Promise<void>;
+}
+
+export interface DatabaseCopy {
+	leg: Leg;
+	env: Record<string, string>;
+	dispose(): Promise<void>;
+}
+
+/**
+ * A fresh database copied from a template: a SQLite file, or a PostgreSQL database used as TEMPLATE.
+ * `template` is the file path (SQLite) or the database name (PostgreSQL).
+ */
+export async function copyDatabase(leg: Leg, template: string): Promise<DatabaseCopy> {
+	if (leg === 'sqlite') {
+		const dir = mkdtempSync(path.join(os.tmpdir(), 'pseo-db-'));
+		const file = path.join(dir, 'directus.db');
+		copyFileSync(template, file);
+		return {
+			leg,
+			env: { DB_CLIENT: 'sqlite3', DB_FILENAME: file },
+			dispose: async () => rmSync(dir, { recursive: true, force: true }),
+		};
+	}
+	const name = `pseo_t_${process.pid}_${randomBytes(4).toString('hex')}`;
+	await cloneDatabase(template, name);
+	return {
+		leg,
+		env: {
+			DB_CLIENT: 'pg',
+			DB_HOST: PG.host,
+			DB_PORT: String(PG.port),
+			DB_USER: PG.user,
+			DB_PASSWORD: PG.password,
+			DB_DATABASE: name,
+		},
+		dispose: () => dropDatabase(name),
+	};
+}
+
+export async function freePort(): Promise<number> {
+	return new Promise((resolve, reject) => {
+		const server = createServer();
+		server.unref();
+		server.on('error', reject);
+		server.listen(0, '127.0.0.1', () => {
+			const address = server.address();
+			server.close(() => resolve(typeof address === 'object' && address ? address.port : 0));
+		});
+	});
+}
+
+/** Environment every test instance gets: quiet, isolated, and never reaching past loopback. */
+export function baseEnv(port: number, workDir: string): Record<string, string> {
+	return {
+		PORT: String(port),
+		HOST: '127.0.0.1',
+		PUBLIC_URL: `http://127.0.0.1:${port}`,
+		SECRET,
+		ADMIN_EMAIL,
+		ADMIN_PASSWORD,
+		ADMIN_TOKEN,
+		EXTENSIONS_PATH: path.join(workDir, 'extensions'),
+		EXTENSIONS_MUST_LOAD: 'true',
+		EXTENSIONS_AUTO_RELOAD: 'false',
+		STORAGE_LOCAL_ROOT: path.join(workDir, 'uploads'),
+		LOG_LEVEL: process.env['PSEO_TEST_LOG_LEVEL'] ?? 'warn',
+		LOG_STYLE: 'raw',
+		// Directus's Core licence reports telemetry whatever TELEMETRY says; tests keep it on loopback.
+		TELEMETRY: 'false',
+		TELEMETRY_URL: 'http://127.0.0.1:9',
+		COMPLIANCE_URL: 'http://127.0.0.1:9',
+		CACHE_ENABLED: 'false',
+		RATE_LIMITER_ENABLED: 'false',
+		// The provider and sitemap fixtures are on loopback; private networks are refused unless a test allows them.
+		OPENAI_API_KEY: 'test-key',
+		OPENAI_BASE_URL: 'http://127.0.0.1:9/v1',
+		PSEO_SWEEP_INTERVAL_MS: '200',
+		PSEO_BATCH_POLL_INTERVAL_MS: '100',
+		PSEO_LEASE_MS: '3000',
+		PSEO_SHUTDOWN_GRACE_MS: '2000',
+	};
+}
+
+/** Starts Directus on `database` the way `npm start` does (without rebuilding), and waits until it answers. */
+export async function launchDirectus(options: {
+	leg: Leg;
+	database: DatabaseCopy;
+	env?: Record<string, string>;
+}): Promise<DirectusInstance> {
+	const database = options.database;
+	const workDir = mkdtempSync(path.join(os.tmpdir(), 'pseo-instance-'));
+	mkdirSync(path.join(workDir, 'uploads'), { recursive: true });
+	const port = await freePort();
+	const url = `http://127.0.0.1:${port}`;
+	let env = { ...baseEnv(port, workDir), ...database.env, ...options.env };
+	let child: ChildProcess | null = null;
+	let log = '';
+
+	const launch = async () => {
+		log += `\n--- start ${new Date().toISOString()} ---\n`;
+		child = spawn(process.execPath, [START_SCRIPT, '--skip-build'], {
+			cwd: ROOT,
+			env: { ...process.env, ...env },
+			stdio: ['ignore', 'pipe', 'pipe'],
+		});
+		child.stdout?.on('data', (chunk: Buffer) => (log += chunk.toString()));
+		child.stderr?.on('data', (chunk: Buffer) => (log += chunk.toString()));
+		await waitForPing(url, child, () => log);
+	};
+
+	const waitExit = (signal: NodeJS.Signals) =>
+		new Promise<number | null>((resolve) => {
+			const current = child;
+			if (!current || current.exitCode !== null || current.signalCode !== null) return resolve(current?.exitCode ?? null);
+			current.once('exit', (code) => resolve(code));
+			current.kill(signal);
+		});
+
+	await launch();
+
+	return {
+		url,
+		leg: options.leg,
+		adminToken: ADMIN_TOKEN,
+		output: () => log,
+		stop: () => waitExit('SIGTERM'),
+		kill: async () => {
+			// start.mjs forwards signals but SIGKILL cannot be forwarded: kill Directus itself, then the wrapper.
+			const pid = child?.pid;
+			if (pid) killTree(pid);
+			await waitExit('SIGKILL');
+		},
+		restart: async (extraEnv = {}) => {
+			env = { ...env, ...extraEnv };
+			await launch();
+		},
+		dispose: async () => {
+			await waitExit('SIGTERM');
+			await database.dispose();
+			rmSync(workDir, { recursive: true, force: true });
+		},
+	};
+}
+
+function killTree(pid: number): void {
+	for (const child of childPids(pid)) killTree(child);
+	try {
+		process.kill(pid, 'SIGKILL');
+	} catch {
+		// already gone
+	}
+}
+
+function childPids(pid: number): number[] {
+	try {
+		return readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').trim().split(/\s+/).filter(Boolean).map(Number);
+	} catch {
+		return [];
+	}
+}
+
+async function waitForPing(url: string, child: ChildProcess, log: () => string, timeoutMs = 90_000): Promise<void> {
+	const deadline = Date.now() + timeoutMs;
+	while (Date.now() < deadline) {
+		if (child.exitCode !== null) throw new Error(`Directus exited with ${child.exitCode} before answering:\n${log()}`);
+		try {
+			const res = await fetch(`${url}/server/ping`);
+			if (res.ok) return;
+		} catch {
+			// not listening yet
+		}
+		await new Promise((resolve) => setTimeout(resolve, 150));
+	}
+	throw new Error(`Directus did not answer on ${url} within ${timeoutMs} ms:\n${log()}`);
+}

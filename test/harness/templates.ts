@@ -1,0 +1,46 @@
+import { spawn, spawnSync } from 'node:child_process';
+import { mkdirSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { baseEnv, freePort } from './instance.ts';
+import { ADMIN_TOKEN, NODE22, ROOT, START_SCRIPT } from './paths.ts';
+
+/** Builds the extension bundle into dist/ (what every instance installs). */
+export function buildExtension(): void {
+	const result = spawnSync(NODE22, [path.join(ROOT, 'node_modules/@directus/extensions-sdk/cli.js'), 'build', '--no-minify'], {
+		cwd: ROOT,
+		encoding: 'utf8',
+	});
+	if (result.status !== 0) throw new Error(`extension build failed:\n${result.stdout}\n${result.stderr}`);
+}
+
+/** Runs the start script until Directus answers (schema and policies are installed at start-up), then stops it. */
+export async function bootstrapTemplate(dbEnv: Record<string, string>): Promise<void> {
+	const port = await freePort();
+	const workDir = path.join(os.tmpdir(), `pseo-template-work-${process.pid}`);
+	mkdirSync(workDir, { recursive: true });
+	const child = spawn(process.execPath, [START_SCRIPT, '--skip-build'], {
+		cwd: ROOT,
+		env: { ...process.env, ...baseEnv(port, workDir), ...dbEnv },
+		stdio: ['ignore', 'pipe', 'pipe'],
+	});
+	let log = '';
+	child.stdout.on('data', (chunk: Buffer) => (log += chunk));
+	child.stderr.on('data', (chunk: Buffer) => (log += chunk));
+	const deadline = Date.now() + 180_000;
+	for (;;) {
+		if (child.exitCode !== null) throw new Error(`template bootstrap failed:\n${log}`);
+		if (Date.now() > deadline) throw new Error(`template bootstrap timed out:\n${log}`);
+		const ok = await fetch(`http://127.0.0.1:${port}/pseo-endpoints/`).then((r) => r.ok, () => false);
+		if (ok) break;
+		await new Promise((resolve) => setTimeout(resolve, 200));
+	}
+	// The admin's static token must work on every copy.
+	const me = await fetch(`http://127.0.0.1:${port}/users/me`, { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } });
+	if (!me.ok) throw new Error(`template admin token does not work (${me.status}):\n${log}`);
+	await new Promise<void>((resolve) => {
+		child.once('exit', () => resolve());
+		child.kill('SIGTERM');
+	});
+	rmSync(workDir, { recursive: true, force: true });
+}
