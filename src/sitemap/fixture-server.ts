@@ -22,6 +22,8 @@ export interface FixtureServer {
 	hits: string[];
 	/** User-Agent headers in arrival order. */
 	userAgents: string[];
+	/** TCP connections accepted, requests or not. */
+	readonly connections: number;
 	close(): Promise<void>;
 }
 
@@ -55,6 +57,8 @@ export async function startFixtureServer(routes: Record<string, FixtureRoute | F
 		res.writeHead(route.status ?? 200, { 'content-type': 'application/xml', ...route.headers });
 		res.end(body);
 	});
+	let connections = 0;
+	server.on('connection', () => connections++);
 	server.keepAliveTimeout = 1000;
 	await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
 	origin = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
@@ -63,6 +67,9 @@ export async function startFixtureServer(routes: Record<string, FixtureRoute | F
 		url: (path) => origin + path,
 		hits,
 		userAgents,
+		get connections() {
+			return connections;
+		},
 		close: () =>
 			new Promise<void>((resolve) => {
 				server.closeAllConnections();
