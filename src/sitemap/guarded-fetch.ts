@@ -71,19 +71,7 @@ const NOT_FOUND_STATUSES = new Set([401, 403, 404, 410, 429, 451]);
  */
 export function createGuardedFetcher(options: GuardedFetcherOptions): GuardedFetcher {
 	const policy: AddressPolicy = { allowPrivateNetworks: options.allowPrivateNetworks, allowedHosts: options.allowedHosts?.map((host) => host.toLowerCase()) };
-	const baseLookup: LookupFunction = options.lookup ?? (dnsLookup as unknown as LookupFunction);
-	const guardedLookup: LookupFunction = (hostname, lookupOptions, callback) => {
-		baseLookup(hostname, lookupOptions, (error, address, family) => {
-			if (error) return callback(error, address, family);
-			const answers: LookupAddress[] = Array.isArray(address) ? address : [{ address, family: family ?? 0 }];
-			for (const answer of answers) {
-				const reason = refusedAddressReason(answer.address, hostname, policy);
-				// Any refused answer refuses the host: a mixed answer is a rebinding attempt as often as not.
-				if (reason) return callback(blockedError(hostname, answer.address, reason), address, family);
-			}
-			callback(null, address, family);
-		});
-	};
+	const guardedLookup = guardLookup(options.lookup ?? (dnsLookup as unknown as LookupFunction), policy);
 	const agentOptions = { keepAlive: true, maxSockets: options.concurrency, lookup: guardedLookup };
 	const httpAgent = new http.Agent(agentOptions);
 	const httpsAgent = new https.Agent(agentOptions);
@@ -180,6 +168,25 @@ export function createGuardedFetcher(options: GuardedFetcherOptions): GuardedFet
 			httpAgent.destroy();
 			httpsAgent.destroy();
 		},
+	};
+}
+
+/**
+ * Wraps a resolver so that an answer containing any address the policy refuses fails with
+ * BLOCKED_ADDRESS_CODE. Installed as the agents' `lookup`, it runs at connect time on the address dialled.
+ */
+export function guardLookup(baseLookup: LookupFunction, policy: AddressPolicy): LookupFunction {
+	return (hostname, lookupOptions, callback) => {
+		baseLookup(hostname, lookupOptions, (error, address, family) => {
+			if (error) return callback(error, address, family);
+			const answers: LookupAddress[] = Array.isArray(address) ? address : [{ address, family: family ?? 0 }];
+			for (const answer of answers) {
+				const reason = refusedAddressReason(answer.address, hostname, policy);
+				// Any refused answer refuses the host: a mixed answer is a rebinding attempt as often as not.
+				if (reason) return callback(blockedError(hostname, answer.address, reason), address, family);
+			}
+			callback(null, address, family);
+		});
 	};
 }
 

@@ -132,9 +132,13 @@ describe('readDocument broken input (issue 5, section 2)', () => {
 		expect(html).toMatchObject({ kind: 'html', urls: [] });
 	});
 
-	it('refuses a document with a DOCTYPE, HTML or not', async () => {
-		expect(await parse(fixture('html-page.html'))).toMatchObject({ kind: 'refused', urls: [] });
-		expect((await parse(shape('billion-laughs.xml'))).kind).toBe('refused');
+	it('stops at an HTML doctype (a page, not a sitemap) and refuses any other DOCTYPE', async () => {
+		for (const size of [1, 5, 4096]) {
+			expect(await parse(fixture('html-page.html'), undefined, size)).toMatchObject({ kind: 'html', urls: [] });
+			expect(await parse('<!doctype html><html><body><a href="/x">x</a></body></html>', undefined, size)).toMatchObject({ kind: 'html', urls: [] });
+			expect((await parse(shape('billion-laughs.xml'), undefined, size)).kind).toBe('refused');
+		}
+		expect((await parse('<urlset><url><loc>https://ex.com/a</loc></url></urlset><!DOCTYPE')).kind).toBe('refused');
 	});
 
 	it('refuses a document whose <!ENTITY comes after entries, even split across chunks', async () => {

@@ -28,8 +28,8 @@ export function isSitemapKind(kind: string): boolean {
  * Reads one decoded body as it streams and calls `onEntry` with each entry as an absolute http(s) URL (a page in
  * a urlset or text sitemap, a child sitemap in an index); `onEntry` returning false stops reading. Leading BOM
  * and whitespace are skipped; a body starting with `<` is XML, anything else is read as one URL per line.
- * Any document containing `<!DOCTYPE` or `<!ENTITY` is refused: `kind` becomes `refused` and the caller must
- * drop what it received. `onEntry` also receives the kind, known by the time the first entry arrives.
+ * Any document containing `<!DOCTYPE` or `<!ENTITY` is refused: `kind` becomes `html` for an HTML doctype and
+ * `refused` otherwise, and the caller must drop what it received. `onEntry` also receives the kind, known by the time the first entry arrives.
  */
 export async function readDocument(
 	body: AsyncIterable<Buffer>,
@@ -65,8 +65,10 @@ export async function readDocument(
 
 	const feed = (text: string): boolean => {
 		if (text === '') return true;
-		if (guard.found(text)) {
-			state.kind = 'refused';
+		const declaration = guard.found(text);
+		if (declaration !== null) {
+			// An HTML page is a common soft 404; a DTD is never needed by a sitemap and may be an attack.
+			state.kind = declaration === 'html' ? 'html' : 'refused';
 			return false;
 		}
 		if (state.reader === null) {
@@ -84,7 +86,10 @@ export async function readDocument(
 			decoder ??= new TextDecoder(sniffEncoding(chunk));
 			if (!feed(decoder.decode(chunk, { stream: true }))) break;
 		}
-		if (state.kind !== 'refused' && feed(decoder?.decode() ?? '')) state.reader?.end();
+		if (state.kind !== 'refused' && state.kind !== 'html' && feed(decoder?.decode() ?? '')) {
+			if (guard.pending()) state.kind = 'refused';
+			else state.reader?.end();
+		}
 	} catch (error) {
 		if (error instanceof BodyLimitError) interruption = { kind: 'max-bytes', message: error.message };
 		else if (error instanceof BodyReadError) interruption = { kind: error.kind, message: error.message };
@@ -94,19 +99,32 @@ export async function readDocument(
 	return { kind: state.kind, interruption, errorCount: xmlReader?.errorCount ?? 0, errors: xmlReader?.errors ?? [] };
 }
 
-/** Finds `<!DOCTYPE` and `<!ENTITY` (any case), also when split across chunks. */
+/** Finds `<!DOCTYPE` and `<!ENTITY` (any case), also when split across chunks; tells an HTML doctype apart. */
 class DeclarationGuard {
 	#tail = '';
 
-	found(text: string): boolean {
+	found(text: string): 'html' | 'declaration' | null {
 		const haystack = this.#tail + text;
 		for (let at = haystack.indexOf('<!'); at !== -1; at = haystack.indexOf('<!', at + 2)) {
-			const word = haystack.slice(at + 2, at + 9).toUpperCase();
-			if (word.startsWith('DOCTYPE') || word.startsWith('ENTITY')) return true;
+			const word = haystack.slice(at + 2, at + 14).toUpperCase();
+			if (word.startsWith('DOCTYPE')) {
+				// Wait for the name unless the text ends first: "<!DOCTYPE html" is a page, anything else a DTD.
+				if (word.length < 12 && at + 14 > haystack.length) {
+					this.#tail = haystack.slice(at);
+					return null;
+				}
+				return /^DOCTYPE\s+HTML\b/.test(word) ? 'html' : 'declaration';
+			}
+			if (word.startsWith('ENTITY')) return 'declaration';
 		}
-		// Long enough to hold any unfinished "<!DOCTYP" at the end.
-		this.#tail = haystack.slice(-8);
-		return false;
+		// Long enough to hold any unfinished "<!DOCTYPE html" at the end.
+		this.#tail = haystack.slice(-13);
+		return null;
+	}
+
+	/** At the end of the body, an unfinished doctype still counts. */
+	pending(): boolean {
+		return this.#tail.toUpperCase().includes('<!DOCTYPE');
 	}
 }
 
