@@ -1,0 +1,351 @@
+/**
+ * Sitemap reader benchmark against the `sitemapper` npm package (issue 5, section 6).
+ *
+ * Run with Node 22: `node bench/sitemap.bench.ts`. Fixtures are generated at run time and served on loopback:
+ * a 50,000-URL sitemap, an index of 20 children x 50,000 URLs, and a 200 MiB gzip bomb. Every run happens in a
+ * child process of its own, which reports its wall time and peak RSS: VmHWM from /proc/self/status (the peak of
+ * this process image alone; `resourceUsage().maxRSS` would include the parent's size at fork time), or sampled
+ * `memoryUsage().rss` where /proc is missing.
+ * `node bench/sitemap.bench.ts --parsers` also compares fast-xml-parser and saxes on bare documents.
+ */
+import { spawn } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+import { createGzip } from 'node:zlib';
+
+export interface BenchFigure {
+	name: string;
+	value: number;
+	target: string;
+	pass: boolean;
+}
+
+interface RunReport {
+	ok: boolean;
+	ms: number;
+	peakRssMiB: number;
+	urls: number;
+	/** Exit code, signal or timeout when the child did not report. */
+	failure?: string;
+}
+
+const SELF = fileURLToPath(import.meta.url);
+const URLS_PER_DOCUMENT = 50_000;
+const INDEX_CHILDREN = 20;
+const BOMB_MIB = 200;
+const BOMB_PEAK_BOUND_MIB = 256;
+const CHILD_TIMEOUT_MS = 180_000;
+const BOMB_TIMEOUT_MS = 90_000;
+
+// ---------------------------------------------------------------- fixtures
+
+function urlsetDocument(prefix: string): Buffer {
+	const parts: string[] = ['<?xml version="1.0" encoding="UTF-8"?>\n<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">\n'];
+	for (let i = 0; i < URLS_PER_DOCUMENT; i++) {
+		parts.push(
+			`  <url>\n    <loc>https://bench.example.com/${prefix}/page-${i}</loc>\n    <lastmod>2024-01-01T00:00:00+00:00</lastmod>\n    <changefreq>weekly</changefreq>\n    <priority>0.5</priority>\n  </url>\n`,
+		);
+	}
+	parts.push('</urlset>\n');
+	return Buffer.from(parts.join(''));
+}
+
+function indexDocument(origin: string): Buffer {
+	const entries = Array.from({ length: INDEX_CHILDREN }, (_, i) => `  <sitemap><loc>${origin}/child-${i}.xml</loc></sitemap>\n`);
+	return Buffer.from(`<?xml version="1.0" encoding="UTF-8"?>\n<sitemapindex xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">\n${entries.join('')}</sitemapindex>\n`);
+}
+
+/** A valid one-URL urlset padded with `mebibytes` MiB of spaces, gzipped, built without holding the spaces. */
+async function gzipBomb(mebibytes: number): Promise<Buffer> {
+	const gzip = createGzip({ level: 9 });
+	const parts: Buffer[] = [];
+	gzip.on('data', (chunk: Buffer) => parts.push(chunk));
+	const done = new Promise((resolve) => gzip.on('end', resolve));
+	gzip.write('<?xml version="1.0"?><urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9"><url><loc>https://bench.example.com/bomb</loc></url>');
+	const spaces = Buffer.alloc(1024 * 1024, 0x20);
+	for (let i = 0; i < mebibytes; i++) {
+		if (!gzip.write(spaces)) await new Promise((resolve) => gzip.once('drain', resolve));
+	}
+	gzip.end('</urlset>');
+	await done;
+	return Buffer.concat(parts);
+}
+
+interface Site {
+	origin: string;
+	close(): Promise<void>;
+}
+
+/** Serves `/sitemap.xml` (and whatever else `routes` holds) on 127.0.0.1; everything else is 404. */
+async function serveSite(build: (origin: string) => Record<string, Buffer>): Promise<Site> {
+	let routes: Record<string, Buffer> = {};
+	const server = http.createServer((req, res) => {
+		const body = routes[req.url ?? ''];
+		if (!body) {
+			res.writeHead(404).end();
+			return;
+		}
+		res.writeHead(200, { 'content-type': 'application/xml', 'content-length': body.length });
+		res.end(body);
+	});
+	await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+	const origin = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+	routes = build(origin);
+	return {
+		origin,
+		close: () =>
+			new Promise<void>((resolve) => {
+				server.closeAllConnections();
+				server.close(() => resolve());
+			}),
+	};
+}
+
+// ---------------------------------------------------------------- child processes
+
+function runChild(args: string[], timeoutMs: number, nodeFlags: string[] = []): Promise<RunReport> {
+	return new Promise((resolve) => {
+		const child = spawn(process.execPath, [...nodeFlags, SELF, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+		let stdout = '';
+		let stderr = '';
+		child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
+		child.stderr.on('data', (chunk: Buffer) => (stderr = (stderr + chunk.toString()).slice(-2000)));
+		let timedOut = false;
+		const timer = setTimeout(() => {
+			timedOut = true;
+			child.kill('SIGKILL');
+		}, timeoutMs);
+		child.on('close', (code, signal) => {
+			clearTimeout(timer);
+			const line = stdout.trim().split('\n').pop() ?? '';
+			if (code === 0 && line.startsWith('{')) {
+				resolve({ ok: true, ...(JSON.parse(line) as Omit<RunReport, 'ok'>) });
+				return;
+			}
+			const why = timedOut ? `killed after ${timeoutMs} ms` : signal ? `killed by ${signal}` : `exit code ${code}`;
+			const fatal = /heap out of memory|FATAL ERROR[^\n]*/i.exec(stderr)?.[0];
+			resolve({ ok: false, ms: Number.NaN, peakRssMiB: Number.NaN, urls: 0, failure: fatal ? `${why}: ${fatal}` : why });
+		});
+	});
+}
+
+/** Peak RSS of this process in MiB; `sampled` is the fallback where /proc is unavailable. */
+function peakRssMiB(sampled: number): number {
+	try {
+		const match = /^VmHWM:\s+(\d+)\s+kB/m.exec(readFileSync('/proc/self/status', 'utf8'));
+		if (match?.[1]) return Number(match[1]) / 1024;
+	} catch {
+		// Not Linux: fall back to sampling.
+	}
+	return Math.max(sampled, process.memoryUsage().rss) / (1024 * 1024);
+}
+
+/** Samples RSS every few milliseconds, for systems without /proc. */
+function startSampler(): () => number {
+	let peak = process.memoryUsage().rss;
+	const timer = setInterval(() => {
+		peak = Math.max(peak, process.memoryUsage().rss);
+	}, 5);
+	timer.unref();
+	return () => {
+		clearInterval(timer);
+		return peak;
+	};
+}
+
+async function childMain(library: string, url: string): Promise<void> {
+	const stopSampler = startSampler();
+	let urls = 0;
+	let started = 0;
+	if (library === 'ours') {
+		const { readSitemap } = await import('../src/sitemap/read-sitemap.ts');
+		const { DEFAULT_SITEMAP_OPTIONS } = await import('../src/sitemap/limits.ts');
+		const silent = { debug() {}, info() {}, warn() {}, error() {} };
+		// Caps raised so that every one of the 1,000,000 URLs of the index case is read, as the peer reads them.
+		const options = { ...DEFAULT_SITEMAP_OPTIONS, allowPrivateNetworks: true, maxUrls: 2_000_000, requestTimeoutMs: 120_000, totalTimeoutMs: 170_000 };
+		started = performance.now();
+		urls = (await readSitemap(url, options, silent)).urls.length;
+	} else {
+		const { default: Sitemapper } = await import('sitemapper');
+		const sitemapper = new Sitemapper({ url: `${url}/sitemap.xml`, timeout: 170_000 });
+		started = performance.now();
+		urls = (await sitemapper.fetch()).sites.length;
+	}
+	const ms = performance.now() - started;
+	process.stdout.write(`${JSON.stringify({ ms, peakRssMiB: peakRssMiB(stopSampler()), urls })}\n`);
+}
+
+// ---------------------------------------------------------------- parser comparison
+
+async function parserChildMain(parser: string, shape: string): Promise<void> {
+	const stopSampler = startSampler();
+	const chunks = shape === 'urls' ? urlsetChunks() : textNodeChunks(40);
+	const started = performance.now();
+	let locs = 0;
+	if (parser === 'fxp') {
+		const { XMLParser } = await import('fast-xml-parser');
+		// fast-xml-parser needs the whole document as one string.
+		const text = Array.from(chunks).join('');
+		const parsed = new XMLParser({ isArray: (name) => name === 'url', removeNSPrefix: true, htmlEntities: true }).parse(text) as {
+			urlset?: { url?: unknown[] };
+		};
+		locs = parsed.urlset?.url?.length ?? 0;
+	} else {
+		const { SaxesParser } = await import('saxes');
+		const sax = new SaxesParser({ position: false });
+		let inLoc = false;
+		const collect = (): void => {};
+		sax.on('opentag', (tag) => {
+			if (tag.name === 'loc') {
+				inLoc = true;
+				sax.on('text', collect);
+			}
+		});
+		sax.on('closetag', (tag) => {
+			if (inLoc && tag.name === 'loc') {
+				inLoc = false;
+				sax.off('text');
+				locs++;
+			}
+		});
+		for (const chunk of chunks) sax.write(chunk);
+		sax.close();
+	}
+	const ms = performance.now() - started;
+	process.stdout.write(`${JSON.stringify({ ms, peakRssMiB: peakRssMiB(stopSampler()), urls: locs })}\n`);
+}
+
+function* urlsetChunks(): Generator<string> {
+	yield '<?xml version="1.0" encoding="UTF-8"?><urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">';
+	let batch = '';
+	for (let i = 0; i < URLS_PER_DOCUMENT; i++) {
+		batch += `<url><loc>https://bench.example.com/page-${i}?a=1&amp;b=2</loc><lastmod>2024-01-01T00:00:00+00:00</lastmod><changefreq>weekly</changefreq><priority>0.5</priority></url>\n`;
+		if (batch.length > 65_536) {
+			yield batch;
+			batch = '';
+		}
+	}
+	yield `${batch}</urlset>`;
+}
+
+/** A urlset with one text node of `mebibytes` MiB of spaces, as in a padded or hostile document. */
+function* textNodeChunks(mebibytes: number): Generator<string> {
+	yield '<urlset><url><loc>https://bench.example.com/a</loc></url>';
+	const spaces = ' '.repeat(65_536);
+	for (let i = 0; i < mebibytes * 16; i++) yield spaces;
+	yield '<url><loc>https://bench.example.com/b</loc></url></urlset>';
+}
+
+/** fast-xml-parser against saxes on bare documents; the figures behind the choice in src/sitemap/README.md. */
+export async function runParserComparison(): Promise<string[]> {
+	const lines: string[] = [];
+	for (const shape of ['urls', 'text-node']) {
+		const fxp = await runChild(['--parser', 'fxp', shape], CHILD_TIMEOUT_MS);
+		const saxes = await runChild(['--parser', 'saxes', shape], CHILD_TIMEOUT_MS);
+		const label = shape === 'urls' ? `${URLS_PER_DOCUMENT}-URL urlset` : '40 MiB text node';
+		lines.push(`${label}: fast-xml-parser ${describe(fxp)}; saxes ${describe(saxes)}`);
+	}
+	return lines;
+}
+
+// ---------------------------------------------------------------- the benchmark
+
+function describe(run: RunReport): string {
+	return run.ok ? `${Math.round(run.ms)} ms, peak ${Math.round(run.peakRssMiB)} MiB, ${run.urls} URLs` : `did not finish (${run.failure})`;
+}
+
+function median(runs: RunReport[]): RunReport {
+	const finished = runs.filter((run) => run.ok).sort((a, b) => a.ms - b.ms);
+	if (finished.length === 0) return runs[0] as RunReport;
+	const middle = finished[Math.floor(finished.length / 2)] as RunReport;
+	return { ...middle, peakRssMiB: Math.max(...finished.map((run) => run.peakRssMiB)) };
+}
+
+async function measure(library: 'ours' | 'sitemapper', origin: string, repeats: number, timeoutMs = CHILD_TIMEOUT_MS, nodeFlags: string[] = []): Promise<RunReport> {
+	const runs: RunReport[] = [];
+	for (let i = 0; i < repeats; i++) runs.push(await runChild(['--child', library, origin], timeoutMs, nodeFlags));
+	return median(runs);
+}
+
+/**
+ * Runs every case for both libraries and returns the figures with their targets: at least 2x sitemapper's speed
+ * on the index, less peak memory on both cases, and a bounded peak on the bomb.
+ */
+export async function runSitemapBench(options: { repeats?: number; log?: (line: string) => void } = {}): Promise<BenchFigure[]> {
+	const repeats = options.repeats ?? 3;
+	const log = options.log ?? (() => {});
+	const figures: BenchFigure[] = [];
+	const single = urlsetDocument('single');
+	const children = Array.from({ length: INDEX_CHILDREN }, (_, i) => urlsetDocument(`child-${i}`));
+	const bomb = await gzipBomb(BOMB_MIB);
+	const sites = await Promise.all([
+		serveSite(() => ({ '/sitemap.xml': single })),
+		serveSite((origin) => Object.fromEntries([['/sitemap.xml', indexDocument(origin)], ...children.map((body, i) => [`/child-${i}.xml`, body] as const)])),
+		serveSite(() => ({ '/sitemap.xml': bomb })),
+	]);
+	const [singleSite, indexSite, bombSite] = sites as [Site, Site, Site];
+	try {
+		for (const [name, site, expected] of [
+			['50k sitemap', singleSite, URLS_PER_DOCUMENT],
+			['index 20x50k', indexSite, URLS_PER_DOCUMENT * INDEX_CHILDREN],
+		] as const) {
+			const ours = await measure('ours', site.origin, repeats);
+			const peer = await measure('sitemapper', site.origin, name === 'index 20x50k' ? Math.min(repeats, 2) : repeats);
+			log(`${name}: ours ${describe(ours)}; sitemapper ${describe(peer)}`);
+			const complete = ours.ok && ours.urls === expected;
+			const timeRatio = ours.ms / peer.ms;
+			const memoryRatio = ours.peakRssMiB / peer.peakRssMiB;
+			figures.push({
+				name: `${name}: time ours/sitemapper`,
+				value: round(timeRatio),
+				target: name === 'index 20x50k' ? '<= 0.5 (at least 2x faster)' : 'informational',
+				pass: name === 'index 20x50k' ? complete && timeRatio <= 0.5 : complete,
+			});
+			figures.push({ name: `${name}: peak RSS ours/sitemapper`, value: round(memoryRatio), target: '< 1', pass: complete && (!peer.ok || memoryRatio < 1) });
+		}
+		const oursBomb = await measure('ours', bombSite.origin, 1, BOMB_TIMEOUT_MS);
+		// The peer is expected to die here; a smaller heap makes it die sooner without changing the verdict.
+		const peerBomb = await measure('sitemapper', bombSite.origin, 1, BOMB_TIMEOUT_MS, ['--max-old-space-size=2048']);
+		log(`${BOMB_MIB} MiB gzip bomb: ours ${describe(oursBomb)}; sitemapper ${describe(peerBomb)}`);
+		figures.push({
+			name: `${BOMB_MIB} MiB gzip bomb: peak RSS ours (MiB)`,
+			value: round(oursBomb.peakRssMiB),
+			target: `<= ${BOMB_PEAK_BOUND_MIB} MiB and finished`,
+			pass: oursBomb.ok && oursBomb.peakRssMiB <= BOMB_PEAK_BOUND_MIB,
+		});
+		figures.push({
+			name: `${BOMB_MIB} MiB gzip bomb: sitemapper finished (1) or died (0)`,
+			value: peerBomb.ok ? 1 : 0,
+			target: 'informational',
+			pass: true,
+		});
+	} finally {
+		await Promise.all(sites.map((site) => site.close()));
+	}
+	return figures;
+}
+
+function round(value: number): number {
+	return Number.isFinite(value) ? Math.round(value * 1000) / 1000 : value;
+}
+
+// ---------------------------------------------------------------- entry point
+
+if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) {
+	const [flag, first, second] = process.argv.slice(2);
+	if (flag === '--child' && first && second) {
+		await childMain(first, second);
+	} else if (flag === '--parser' && first && second) {
+		await parserChildMain(first, second);
+	} else if (flag === '--parsers') {
+		for (const line of await runParserComparison()) console.log(line);
+	} else {
+		const figures = await runSitemapBench({ log: (line) => console.log(line) });
+		for (const figure of figures) {
+			console.log(`${figure.pass ? 'PASS' : 'FAIL'}  ${figure.name} = ${figure.value}  (target ${figure.target})`);
+		}
+		process.exitCode = figures.every((figure) => figure.pass) ? 0 : 1;
+	}
+}
