@@ -1,0 +1,166 @@
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { startFakeProvider, type FakeProvider } from './fake-provider/server.ts';
+import {
+	adminItems,
+	balanceOf,
+	call,
+	createUser,
+	createWebsite,
+	eventually,
+	ledgerOf,
+	planPages,
+	seedPlan,
+	waitForJob,
+	type TestUser,
+} from './harness/api.ts';
+import { startDirectus, type DirectusInstance } from './harness/directus.ts';
+import { LEGS, legAvailable } from './harness/legs.ts';
+
+const BULK = '/pseo-endpoints/trigger/bulk-generation';
+const ON_DEMAND = '/pseo-endpoints/trigger/on-demand-generation';
+
+async function planned(directus: DirectusInstance, balance: number, pages: number): Promise<{ user: TestUser; pseoId: number }> {
+	const user = await createUser(directus, { balance });
+	const { id } = await createWebsite(directus, user);
+	await seedPlan(directus, user, id, planPages(pages));
+	return { user, pseoId: id };
+}
+
+async function jobRow(directus: DirectusInstance, id: number): Promise<Record<string, any>> {
+	const [row] = await adminItems(directus, 'pseo_generations', `filter[id][_eq]=${id}`);
+	return row;
+}
+
+/** Posts of a website: one per route, whatever happened. */
+async function expectOnePostPerRoute(directus: DirectusInstance, pseoId: number, count: number): Promise<void> {
+	const posts = await adminItems(directus, 'pseo_posts', `filter[pseo_id][_eq]=${pseoId}`);
+	const routes = posts.map((post) => post.route);
+	expect(new Set(routes).size).toBe(routes.length);
+	expect(routes).toHaveLength(count);
+	const [website] = await adminItems(directus, 'pseo', `filter[id][_eq]=${pseoId}`);
+	expect(website.post_counts_total).toBe(count);
+}
+
+describe.each(LEGS)('durability on %s', (leg) => {
+	describe.skipIf(!legAvailable(leg))(`${leg}`, () => {
+		let fake: FakeProvider;
+		let directus: DirectusInstance;
+
+		beforeAll(async () => {
+			fake = await startFakeProvider();
+			directus = await startDirectus({
+				leg,
+				env: { OPENAI_BASE_URL: fake.url, PSEO_PROVIDER_BACKOFF_MS: '50', PSEO_CONCURRENCY: '2', PSEO_BULK_MODE: 'concurrent' },
+			});
+		});
+		afterEach((context) => {
+			if (context.task.result?.state === 'fail') console.error(directus.output().slice(-6000));
+			fake.reset();
+		});
+		afterAll(async () => {
+			await directus?.dispose();
+			await fake?.close();
+		});
+
+		it('5 a concurrent-mode job survives a kill -9 mid-job: finished on restart, no duplicate, no double charge', async () => {
+			const { user, pseoId } = await planned(directus, 100, 10);
+			fake.configure({ latencyMs: 400 });
+			const res = await call(directus, 'POST', BULK, { token: user.token, body: { pseo_id: pseoId, post_count: 10 } });
+			expect(res.status).toBe(202);
+			const id = res.body.generation_id;
+			await eventually(async () => (await jobRow(directus, id)).created_count >= 2, 30_000, 'two pages');
+			await directus.kill();
+			await directus.restart();
+			const job = await waitForJob(directus, user, id);
+			expect(job).toMatchObject({ status: 'completed', created_count: 10, failed_count: 0, failed_routes: [] });
+			await expectOnePostPerRoute(directus, pseoId, 10);
+			const ledger = await ledgerOf(directus, user.id);
+			expect(ledger.filter((row) => row.reason === 'charge').map((row) => row.amount)).toEqual([-50]);
+			expect(ledger.filter((row) => row.reason === 'refund')).toEqual([]);
+			expect(await balanceOf(directus, user.id)).toBe(50);
+			// Only pages in flight at the kill may have been asked twice.
+			for (const page of planPages(10)) expect(fake.countChat(page.route)).toBeLessThanOrEqual(2);
+			expect(fake.countChat()).toBeLessThanOrEqual(12);
+		});
+
+		it('5 SIGTERM hands a running job back at once and the next start finishes it', async () => {
+			// With a one-minute lease, only a job that was handed back can be resumed within the wait below.
+			await directus.stop();
+			await directus.restart({ PSEO_LEASE_MS: '60000' });
+			try {
+				const { user, pseoId } = await planned(directus, 100, 6);
+				fake.configure({ latencyMs: 300 });
+				const res = await call(directus, 'POST', BULK, { token: user.token, body: { pseo_id: pseoId, post_count: 6 } });
+				const id = res.body.generation_id;
+				await eventually(async () => (await jobRow(directus, id)).created_count >= 1, 30_000, 'one page');
+				expect(await directus.stop()).toBe(0);
+				await directus.restart();
+				const job = await waitForJob(directus, user, id, 20_000);
+				expect(job).toMatchObject({ status: 'completed', created_count: 6 });
+				await expectOnePostPerRoute(directus, pseoId, 6);
+				expect(await balanceOf(directus, user.id)).toBe(70);
+			} finally {
+				await directus.stop();
+				await directus.restart({ PSEO_LEASE_MS: '3000' });
+			}
+		});
+
+		it('5 a held provider batch survives a kill -9 and is resumed by its stored id, never created twice', async () => {
+			await directus.stop();
+			await directus.restart({ PSEO_BULK_MODE: 'batch' });
+			const { user, pseoId } = await planned(directus, 100, 5);
+			fake.configure({ holdBatches: true });
+			const res = await call(directus, 'POST', BULK, { token: user.token, body: { pseo_id: pseoId, post_count: 5 } });
+			const id = res.body.generation_id;
+			await eventually(async () => (await jobRow(directus, id)).batch_id, 30_000, 'a stored batch id');
+			await directus.kill();
+			await directus.restart({ PSEO_BULK_MODE: 'batch' });
+			// Polled again after the restart, still held.
+			const polls = fake.requests.filter((entry) => entry.method === 'GET' && entry.path.startsWith('/v1/batches/')).length;
+			await eventually(
+				async () => fake.requests.filter((entry) => entry.method === 'GET' && entry.path.startsWith('/v1/batches/')).length > polls,
+				30_000,
+				'a poll after restart',
+			);
+			expect((await jobRow(directus, id)).status).toBe('running');
+			fake.releaseBatches();
+			const job = await waitForJob(directus, user, id);
+			expect(job).toMatchObject({ status: 'completed', created_count: 5 });
+			expect(fake.countBatchesCreated()).toBe(1);
+			await expectOnePostPerRoute(directus, pseoId, 5);
+			expect(await balanceOf(directus, user.id)).toBe(75);
+		});
+
+		it('4 an expired batch keeps its partial results and refunds every page it did not produce', async () => {
+			const { user, pseoId } = await planned(directus, 100, 10);
+			fake.configure({ batchEndState: 'expired', batchPartialFraction: 0.5 });
+			const res = await call(directus, 'POST', BULK, { token: user.token, body: { pseo_id: pseoId, post_count: 10 } });
+			const job = await waitForJob(directus, user, res.body.generation_id);
+			expect(job['status']).toBe('failed');
+			expect(job['created_count']).toBe(5);
+			expect(job['failed_count']).toBe(5);
+			expect(job['failed_routes']).toHaveLength(5);
+			for (const failure of job['failed_routes']) expect(failure.error.length).toBeGreaterThan(0);
+			await expectOnePostPerRoute(directus, pseoId, 5);
+			expect(await balanceOf(directus, user.id)).toBe(100 - 50 + 25);
+		});
+
+		it('2 without OPENAI_API_KEY a job fails cleanly with its tokens back', async () => {
+			await directus.stop();
+			await directus.restart({ OPENAI_API_KEY: '' });
+			try {
+				const { user, pseoId } = await planned(directus, 100, 3);
+				const res = await call(directus, 'POST', ON_DEMAND, { token: user.token, body: { pseo_id: pseoId, post_count: 1 } });
+				expect(res.status).toBe(202);
+				const job = await waitForJob(directus, user, res.body.generation_id);
+				expect(job).toMatchObject({ status: 'failed', created_count: 0, failed_count: 1 });
+				expect(job['failed_routes'][0].error).toMatch(/OPENAI_API_KEY/);
+				expect(await balanceOf(directus, user.id)).toBe(100);
+				expect(fake.countChat()).toBe(0);
+			} finally {
+				await directus.stop();
+				await directus.restart({ OPENAI_API_KEY: 'test-key' });
+			}
+		});
+	});
+});
