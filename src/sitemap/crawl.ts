@@ -2,7 +2,7 @@ import type { FetchFailureKind, GuardedFetcher } from './guarded-fetch.ts';
 import type { Limiter } from './limiter.ts';
 import type { Logger, SitemapOptions } from './limits.ts';
 import { readDocument } from './read-document.ts';
-import type { DocumentKind } from './read-document.ts';
+import type { DocumentKind, DocumentReport } from './read-document.ts';
 import { visitKey } from './urls.ts';
 
 /** A document's page URLs, or an index's children in document order; flattened once the crawl is over. */
@@ -132,7 +132,7 @@ async function readOne(ctx: CrawlContext, url: string, depth: number): Promise<R
 	const { maxUrlsPerDocument, maxUrls } = ctx.options;
 	let entries = 0;
 	let overDocumentCap = false;
-	const report = await readDocument(fetched.body, fetched.url, (entry, kind) => {
+	const onEntry = (entry: string, kind: DocumentKind): boolean => {
 		if (++entries > maxUrlsPerDocument) {
 			overDocumentCap = true;
 			return false;
@@ -149,7 +149,18 @@ async function readOne(ctx: CrawlContext, url: string, depth: number): Promise<R
 		ctx.urls.add(entry);
 		pageUrls.push(entry);
 		return true;
-	});
+	};
+	let report: DocumentReport;
+	try {
+		report = await readDocument(fetched.body, fetched.url, onEntry);
+	} catch (error) {
+		// Not a network or content problem but a fault of our own; siblings still count, and it must be seen.
+		await fetched.body.return(undefined);
+		for (const page of pageUrls) ctx.urls.delete(page);
+		ctx.logger.error({ url: fetched.url, err: error }, 'sitemap: unexpected error while reading a document');
+		ctx.reasons.push(`${fetched.url}: unexpected error while reading`);
+		return { kind: 'failed', pageUrls: [], childUrls: [] };
+	}
 	const where = fetched.url;
 	if (report.kind === 'refused') {
 		// Entries were handed out before the declaration was seen; the whole document goes.

@@ -68,6 +68,13 @@ describe('readDocument shapes (issue 5, section 2)', () => {
 		expect(urls).toEqual([`${ORIGIN}/q?a=1&b=2&c=3&d=4%3C%3E%22%27`]);
 	});
 
+	it('reads locs with bare ampersands, which strict XML forbids but generators emit', async () => {
+		for (const size of [1, 5, 4096]) {
+			const { urls } = await parse('<urlset><url><loc>https://ex.com/?a=1&b=2</loc></url><url><loc><![CDATA[https://ex.com/?c=3&d=4]]></loc></url><url><loc>https://ex.com/&amp;x</loc></url></urlset>', undefined, size);
+			expect(urls).toEqual([`${ORIGIN}/?a=1&b=2`, `${ORIGIN}/?c=3&d=4`, `${ORIGIN}/&x`]);
+		}
+	});
+
 	it('accepts a UTF-8 BOM and whitespace before <?xml', async () => {
 		expect((await parse(shape('bom.xml'), undefined, 1)).urls).toEqual([`${ORIGIN}/bom`]);
 		expect((await parse(shape('leading-whitespace.xml'))).urls).toEqual([`${ORIGIN}/leading`]);

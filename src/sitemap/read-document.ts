@@ -2,6 +2,7 @@ import { TextDecoder } from 'node:util';
 import { BodyLimitError } from './decode-body.ts';
 import { BodyReadError } from './guarded-fetch.ts';
 import type { FetchFailureKind } from './guarded-fetch.ts';
+import { AmpersandRepair } from './repair-ampersands.ts';
 import { LineReader } from './text-sitemap-reader.ts';
 import { XmlSitemapReader } from './xml-sitemap-reader.ts';
 import type { XmlRootKind } from './xml-sitemap-reader.ts';
@@ -36,7 +37,11 @@ export async function readDocument(
 	documentUrl: string,
 	onEntry: (url: string, kind: DocumentKind) => boolean,
 ): Promise<DocumentReport> {
-	const state: { kind: DocumentKind; reader: XmlSitemapReader | LineReader | null } = { kind: 'empty', reader: null };
+	const state: { kind: DocumentKind; reader: XmlSitemapReader | LineReader | null; repair: AmpersandRepair | null } = {
+		kind: 'empty',
+		reader: null,
+		repair: null,
+	};
 	let decoder: TextDecoder | null = null;
 	let interruption: DocumentReport['interruption'] = null;
 	const guard = new DeclarationGuard();
@@ -74,10 +79,12 @@ export async function readDocument(
 		if (state.reader === null) {
 			const start = firstSignificant(text);
 			if (start === -1) return true;
-			state.reader = text[start] === '<' ? xml() : lines();
+			const isXml = text[start] === '<';
+			state.reader = isXml ? xml() : lines();
+			if (isXml) state.repair = new AmpersandRepair();
 			text = text.slice(start);
 		}
-		state.reader.write(text);
+		state.reader.write(state.repair ? state.repair.write(text) : text);
 		return !state.reader.stopped;
 	};
 
@@ -88,7 +95,10 @@ export async function readDocument(
 		}
 		if (state.kind !== 'refused' && state.kind !== 'html' && feed(decoder?.decode() ?? '')) {
 			if (guard.pending()) state.kind = 'refused';
-			else state.reader?.end();
+			else {
+				if (state.repair) state.reader?.write(state.repair.end());
+				state.reader?.end();
+			}
 		}
 	} catch (error) {
 		if (error instanceof BodyLimitError) interruption = { kind: 'max-bytes', message: error.message };
