@@ -162,15 +162,15 @@ async function readOne(ctx: CrawlContext, url: string, depth: number): Promise<R
 		return { kind: 'failed', pageUrls: [], childUrls: [] };
 	}
 	const where = fetched.url;
-	if (report.kind === 'refused') {
-		// Entries were handed out before the declaration was seen; the whole document goes.
+	if (report.kind === 'refused' || report.kind === 'html') {
+		// Entries may have been handed out before the declaration was seen; the whole document goes.
 		for (const page of pageUrls) ctx.urls.delete(page);
-		ctx.note('warn', where, 'document refused: it contains <!DOCTYPE or <!ENTITY (an HTML page or a DTD), not a sitemap');
-		return { kind: 'refused', pageUrls: [], childUrls: [] };
+		if (report.kind === 'refused') ctx.note('warn', where, `${role} refused: it contains <!DOCTYPE or <!ENTITY`);
+		else ctx.note(depth === 0 ? 'debug' : 'warn', where, `${role} is an HTML page; ignored`);
+		return { kind: report.kind, pageUrls: [], childUrls: [] };
 	}
-	if (report.kind === 'html' || report.kind === 'other' || report.kind === 'empty') {
-		const what = report.kind === 'html' ? 'an HTML page' : report.kind === 'empty' ? 'empty' : 'not a sitemap';
-		ctx.note(depth === 0 ? 'debug' : 'warn', where, `${role} is ${what}; ignored`);
+	if (report.kind === 'other' || report.kind === 'empty') {
+		ctx.note(depth === 0 ? 'debug' : 'warn', where, `${role} is ${report.kind === 'empty' ? 'empty' : 'not a sitemap'}; ignored`);
 	}
 	if (overDocumentCap) {
 		ctx.note('warn', where, `more than ${maxUrlsPerDocument} entries; the first ${maxUrlsPerDocument} are kept`);

@@ -30,7 +30,8 @@ export function isSitemapKind(kind: string): boolean {
  * a urlset or text sitemap, a child sitemap in an index); `onEntry` returning false stops reading. Leading BOM
  * and whitespace are skipped; a body starting with `<` is XML, anything else is read as one URL per line.
  * Any document containing `<!DOCTYPE` or `<!ENTITY` is refused: `kind` becomes `html` for an HTML doctype and
- * `refused` otherwise, and the caller must drop what it received. `onEntry` also receives the kind, known by the time the first entry arrives.
+ * `refused` otherwise, and the caller must drop what it received. `onEntry` also receives the kind, which is
+ * known by the time the first entry arrives.
  */
 export async function readDocument(
 	body: AsyncIterable<Buffer>,

@@ -283,6 +283,15 @@ describe('readSitemap indexes and broken input', () => {
 		expect((await read(site)).urls).toEqual([site.url('/ok')]);
 	});
 
+	it('drops the entries of a child that turns into an HTML page after them', async () => {
+		const site = await serve({
+			'/sitemap.xml': { body: index(['/x.xml', '/ok.xml']) },
+			'/x.xml': { body: `${urlset('{{origin}}', ['/early'])}<!DOCTYPE html><html></html>` },
+			'/ok.xml': pages('/ok'),
+		});
+		expect((await read(site)).urls).toEqual([site.url('/ok')]);
+	});
+
 	it('stops a 200 MiB gzip bomb at maxBytes with bounded time and memory', async () => {
 		const bomb = await gzipBomb(200);
 		const site = await serve({
