@@ -6,6 +6,8 @@ import { registerHealth } from './routes/health.ts';
 import { registerWebsites } from './routes/websites.ts';
 import { registerGenerations } from './routes/generations.ts';
 import { registerTriggers } from './routes/triggers.ts';
+import { registerMainJson } from './routes/main-json.ts';
+import { registerSitemap } from './routes/sitemap.ts';
 import { kickRuntime } from '../generation/runtime-registry.ts';
 
 /** The REST interface under /pseo-endpoints. Handlers parse, call one domain function, and shape the answer. */
@@ -17,6 +19,8 @@ export default defineEndpoint({
 		registerWebsites(router, ctx);
 		registerTriggers(router, ctx, kickRuntime);
 		registerGenerations(router, ctx);
+		registerMainJson(router, ctx);
+		registerSitemap(router, ctx);
 		router.use((req, _res, next) => next(new NotFoundError({ resource: 'Route', id: `${req.method} ${req.path}` })));
 		router.use(errorHandler(ctx.logger));
 	},
