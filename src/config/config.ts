@@ -23,8 +23,6 @@ export interface PseoConfig {
 	tokenPerBatchPage: number;
 	/** `PSEO_TOKEN_PER_MAIN_JSON`, default 20. */
 	tokenPerMainJson: number;
-	/** `PSEO_ALLOW_PRIVATE_NETWORKS`, default false. */
-	allowPrivateNetworks: boolean;
 	/** `PSEO_PLAN_PAGES`, pages in a content plan, default 50. */
 	planPages: number;
 	/** `PSEO_PLAN_LOCK_MS`, after which an unfinished plan generation no longer blocks its user, default 600000. */
@@ -51,7 +49,6 @@ type Env = Record<string, unknown>;
 
 /** Reads, casts and validates the configuration; a bad value throws a TypeError naming the variable. */
 export function readConfig(env: Env): PseoConfig {
-	const allowPrivateNetworks = bool(env, 'PSEO_ALLOW_PRIVATE_NETWORKS', false);
 	return {
 		openaiApiKey: optionalString(env, 'OPENAI_API_KEY'),
 		openaiBaseUrl: optionalUrl(env, 'OPENAI_BASE_URL'),
@@ -62,7 +59,6 @@ export function readConfig(env: Env): PseoConfig {
 		tokenPerPage: int(env, 'PSEO_TOKEN_PER_PAGE', 10, 0),
 		tokenPerBatchPage: int(env, 'PSEO_TOKEN_PER_BATCH_PAGE', 5, 0),
 		tokenPerMainJson: int(env, 'PSEO_TOKEN_PER_MAIN_JSON', 20, 0),
-		allowPrivateNetworks,
 		planPages: int(env, 'PSEO_PLAN_PAGES', 50, 1),
 		planLockMs: int(env, 'PSEO_PLAN_LOCK_MS', 600_000, 1000),
 		leaseMs: int(env, 'PSEO_LEASE_MS', 60_000, 500),
