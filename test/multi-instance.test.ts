@@ -1,0 +1,388 @@
+import { afterAll, afterEach, beforeAll, describe, expect, inject, it } from 'vitest';
+import { startFakeProvider, type FakeProvider } from './fake-provider/server.ts';
+import {
+	adminItems,
+	balanceOf,
+	call,
+	createUser,
+	createWebsite,
+	eventually,
+	expectEnvelope,
+	ledgerOf,
+	planPages,
+	seedPlan,
+	waitForJob,
+	type ApiResponse,
+	type TestUser,
+} from './harness/api.ts';
+import { copyDatabase, type DirectusInstance } from './harness/directus.ts';
+import { PG } from './harness/paths.ts';
+import { REDIS_URL, startCluster, type Cluster } from './multi-instance/cluster.ts';
+import { redisKeys, redisReachable } from './multi-instance/redis.ts';
+
+/*
+ * Operating contract section 5: several Directus instances on one PostgreSQL database, with Redis for Directus's
+ * synchronisation, cache and rate limiter, run jobs exactly once between them. Every count below comes from the
+ * fake provider's own request log or from the shared database, never from an instance's memory.
+ */
+
+const ON_DEMAND = '/pseo-endpoints/trigger/on-demand-generation';
+const BULK = '/pseo-endpoints/trigger/bulk-generation';
+const PLAN = '/pseo-endpoints/generate/main-json';
+const INSTANCES = 3;
+const LEASE_MS = 3000;
+const SWEEP_MS = 200;
+const POLL_MS = 400;
+const PAGE_RATE = 10;
+const BATCH_RATE = 5;
+
+const postgresUp = inject('postgresAvailable');
+const redisUp = await redisReachable(REDIS_URL);
+const required = process.env['PSEO_TEST_REQUIRE_POSTGRES'] === '1';
+const missing = [
+	...(postgresUp ? [] : [`PostgreSQL at ${PG.host}:${PG.port}`]),
+	...(redisUp ? [] : [`Redis at ${REDIS_URL}`]),
+];
+if (missing.length > 0 && !required) {
+	console.warn(`multi-instance suite skipped: ${missing.join(' and ')} not reachable (set PSEO_TEST_REQUIRE_POSTGRES=1 to fail instead).`);
+}
+
+describe('multi-instance prerequisites', () => {
+	it.runIf(missing.length > 0 && required)('PostgreSQL and Redis are reachable (PSEO_TEST_REQUIRE_POSTGRES=1)', () => {
+		throw new Error(`the multi-instance suite needs ${missing.join(' and ')}, which ${missing.length > 1 ? 'are' : 'is'} not reachable`);
+	});
+});
+
+let serial = 0;
+
+/** A website with a plan whose routes are unique in the whole run, so the fake's per-route counts are exact. */
+async function plannedSite(directus: DirectusInstance, user: TestUser, pages: number): Promise<{ pseoId: number; routes: string[] }> {
+	const { id } = await createWebsite(directus, user);
+	const plan = planPages(pages, `/s${++serial}-page`);
+	await seedPlan(directus, user, id, plan);
+	return { pseoId: id, routes: plan.map((page) => page.route) };
+}
+
+async function jobRow(directus: DirectusInstance, id: number): Promise<Record<string, any>> {
+	const [row] = await adminItems(directus, 'pseo_generations', `filter[id][_eq]=${id}`);
+	return row;
+}
+
+/** One post per route of the website, and its counter agrees. */
+async function expectPostsOnce(directus: DirectusInstance, pseoId: number, routes: string[]): Promise<void> {
+	const posts = await adminItems(directus, 'pseo_posts', `filter[pseo_id][_eq]=${pseoId}&fields=route`);
+	expect(posts.map((post) => post.route).sort()).toEqual([...routes].sort());
+	const [website] = await adminItems(directus, 'pseo', `filter[id][_eq]=${pseoId}`);
+	expect(website.post_counts_total).toBe(routes.length);
+}
+
+/** Batches created for one generation, from the fake's log (the batch metadata names the job). */
+function batchesOf(fake: FakeProvider, generationId: number): number {
+	return fake.requests.filter(
+		(entry) => entry.method === 'POST' && entry.path === '/v1/batches' && entry.status === 200 && entry.metadata?.['pseo_generation_id'] === String(generationId),
+	).length;
+}
+
+/** The ledger of a user agrees with the balance: grants - charges + refunds. */
+async function expectLedgerBalances(directus: DirectusInstance, user: TestUser): Promise<Record<string, any>[]> {
+	const ledger = await ledgerOf(directus, user.id);
+	const sum = ledger.reduce((total, row) => total + Number(row.amount), 0);
+	expect(await balanceOf(directus, user.id)).toBe(sum);
+	return ledger;
+}
+
+describe.skipIf(missing.length > 0)('several instances on one PostgreSQL database and Redis', () => {
+	let fake: FakeProvider;
+	let cluster: Cluster;
+	let instances: DirectusInstance[];
+	/** The instance to read through, for checks; any of them sees the same database. */
+	let reader: DirectusInstance;
+
+	beforeAll(async () => {
+		fake = await startFakeProvider();
+		const database = await copyDatabase('postgres');
+		cluster = await startCluster({
+			size: INSTANCES,
+			database,
+			env: {
+				OPENAI_BASE_URL: fake.url,
+				PSEO_PROVIDER_BACKOFF_MS: '50',
+				PSEO_CONCURRENCY: '3',
+				PSEO_LEASE_MS: String(LEASE_MS),
+				PSEO_SWEEP_INTERVAL_MS: String(SWEEP_MS),
+				PSEO_BATCH_POLL_INTERVAL_MS: String(POLL_MS),
+				PSEO_TOKEN_PER_PAGE: String(PAGE_RATE),
+				PSEO_TOKEN_PER_BATCH_PAGE: String(BATCH_RATE),
+				PSEO_PLAN_PAGES: '12',
+			},
+		});
+		instances = cluster.instances;
+		reader = instances[0]!;
+	});
+	afterEach(() => fake.reset());
+	afterAll(async () => {
+		await cluster?.dispose();
+		await fake?.close();
+	});
+
+	it('5 every instance runs its own job runtime and shares Redis for its rate limiter and caches', async () => {
+		const workers = instances.map((instance) => cluster.workerOf(instance));
+		expect(workers.every((worker) => typeof worker === 'string')).toBe(true);
+		expect(new Set(workers).size).toBe(INSTANCES);
+		// A request on each instance goes through the Redis rate limiter and the Redis permissions cache.
+		for (const instance of instances) expect((await call(instance, 'GET', '/users/me', { token: instance.adminToken })).status).toBe(200);
+		const keys = await redisKeys(cluster.redisUrl, `*${cluster.runId}*`);
+		expect(keys).toContain(`${cluster.runId}:rl:127.0.0.1`);
+		expect(keys.some((key) => key.startsWith(`${cluster.runId}:permissions:`))).toBe(true);
+	});
+
+	it('4.4 and 4.5 a trigger storm over every instance gives exactly one 202 per PSEO and never overdraws', async () => {
+		// Accepted jobs stay active through the storm: slow chat, held batches.
+		fake.configure({ latencyMs: 2500, holdBatches: true });
+		const rich = [await createUser(reader, { balance: 1000 }), await createUser(reader, { balance: 1000 })];
+		// Pays for two on-demand pages only, whatever the number of websites and instances.
+		const poor = await createUser(reader, { balance: 25 });
+		type Target = { user: TestUser; pseoId: number; routes: string[]; path: string; body: Record<string, number> };
+		const targets: Target[] = [];
+		for (const [index, user] of rich.entries()) {
+			for (let i = 0; i < 3; i++) {
+				const site = await plannedSite(reader, user, 5);
+				const bulk = index === 1;
+				targets.push({ user, ...site, path: bulk ? BULK : ON_DEMAND, body: { pseo_id: site.pseoId, post_count: bulk ? 3 : 1 } });
+			}
+		}
+		for (let i = 0; i < 4; i++) {
+			const site = await plannedSite(reader, poor, 3);
+			targets.push({ user: poor, ...site, path: ON_DEMAND, body: { pseo_id: site.pseoId, post_count: 1 } });
+		}
+
+		let next = 0;
+		const shots: { target: Target; promise: Promise<ApiResponse> }[] = [];
+		for (let round = 0; round < 6; round++) {
+			for (const target of targets) {
+				if (target.user === poor && round >= 3) continue;
+				const instance = instances[next++ % INSTANCES]!;
+				shots.push({ target, promise: call(instance, 'POST', target.path, { token: target.user.token, body: target.body }) });
+			}
+		}
+		const answers = await Promise.all(shots.map(async (shot) => ({ target: shot.target, res: await shot.promise })));
+
+		for (const target of targets) {
+			const mine = answers.filter((answer) => answer.target === target);
+			const accepted = mine.filter((answer) => answer.res.status === 202);
+			for (const { res } of mine.filter((answer) => answer.res.status !== 202)) {
+				expect(target.user === poor ? [402, 409] : [409], JSON.stringify(res.body)).toContain(res.status);
+				expectEnvelope(res, res.status);
+			}
+			if (target.user !== poor) expect(accepted, `PSEO ${target.pseoId}`).toHaveLength(1);
+			else expect(accepted.length).toBeLessThanOrEqual(1);
+		}
+		const poorAccepted = answers.filter((answer) => answer.target.user === poor && answer.res.status === 202);
+		expect(poorAccepted).toHaveLength(2);
+		expect(await balanceOf(reader, rich[0]!.id)).toBe(1000 - 3 * PAGE_RATE);
+		expect(await balanceOf(reader, rich[1]!.id)).toBe(1000 - 3 * 3 * BATCH_RATE);
+		expect(await balanceOf(reader, poor.id)).toBe(5);
+		for (const user of [...rich, poor]) {
+			const ledger = await expectLedgerBalances(reader, user);
+			const jobs = await adminItems(reader, 'pseo_generations', `filter[user_id][_eq]=${user.id}`);
+			expect(ledger.filter((row) => row.reason === 'charge')).toHaveLength(jobs.length);
+		}
+
+		// Every accepted job then runs exactly once.
+		fake.configure({ latencyMs: 0, holdBatches: false });
+		fake.releaseBatches();
+		for (const { target, res } of answers.filter((answer) => answer.res.status === 202)) {
+			const job = await waitForJob(reader, target.user, res.body.generation_id);
+			expect(job['status']).toBe('completed');
+			const routes = target.routes.slice(0, target.body['post_count']);
+			await expectPostsOnce(reader, target.pseoId, routes);
+			if (target.path === BULK) {
+				expect(batchesOf(fake, job['id'])).toBe(1);
+				for (const route of routes) expect(fake.countBatchedRoute(route)).toBe(1);
+			} else {
+				for (const route of routes) expect(fake.countChat(route)).toBe(1);
+			}
+		}
+	});
+
+	it('5 every job runs exactly once between the instances: one post and one provider call per page, one batch per bulk job', async () => {
+		fake.configure({ latencyMs: 150 });
+		const users = [await createUser(reader, { balance: 10_000 }), await createUser(reader, { balance: 10_000 })];
+		const sites: { user: TestUser; pseoId: number; routes: string[] }[] = [];
+		for (const user of users) for (let i = 0; i < 3; i++) sites.push({ user, ...(await plannedSite(reader, user, 12)) });
+
+		// Who holds running jobs, sampled from the database while they run.
+		const owners = new Set<string>();
+		let sampling = true;
+		const sampler = (async () => {
+			while (sampling) {
+				for (const row of await adminItems(reader, 'pseo_generations', 'filter[status][_eq]=running&fields=lease_owner')) {
+					if (row.lease_owner) owners.add(row.lease_owner);
+				}
+				await new Promise((resolve) => setTimeout(resolve, 50));
+			}
+		})();
+
+		// Per website: three on-demand pages, then a bulk job of five, each trigger on the next instance.
+		let next = 0;
+		const jobs: { generationId: number; mode: 'on_demand' | 'bulk'; pseoId: number }[] = [];
+		await Promise.all(
+			sites.map(async (site) => {
+				const rounds: [string, number][] = [[ON_DEMAND, 1], [ON_DEMAND, 1], [ON_DEMAND, 1], [BULK, 5]];
+				for (const [path, count] of rounds) {
+					const instance = instances[next++ % INSTANCES]!;
+					const res = await call(instance, 'POST', path, { token: site.user.token, body: { pseo_id: site.pseoId, post_count: count } });
+					expect(res.status, JSON.stringify(res.body)).toBe(202);
+					jobs.push({ generationId: res.body.generation_id, mode: path === BULK ? 'bulk' : 'on_demand', pseoId: site.pseoId });
+					const job = await waitForJob(instances[next % INSTANCES]!, site.user, res.body.generation_id);
+					expect(job['status']).toBe('completed');
+				}
+			}),
+		);
+		sampling = false;
+		await sampler;
+
+		for (const site of sites) {
+			await expectPostsOnce(reader, site.pseoId, site.routes.slice(0, 8));
+			for (const route of site.routes.slice(0, 3)) {
+				expect(fake.countChat(route), route).toBe(1);
+				expect(fake.countBatchedRoute(route), route).toBe(0);
+			}
+			for (const route of site.routes.slice(3, 8)) {
+				expect(fake.countBatchedRoute(route), route).toBe(1);
+				expect(fake.countChat(route), route).toBe(0);
+			}
+			for (const route of site.routes.slice(8)) expect(fake.countChat(route) + fake.countBatchedRoute(route)).toBe(0);
+		}
+		const bulkJobs = jobs.filter((job) => job.mode === 'bulk');
+		for (const job of bulkJobs) expect(batchesOf(fake, job.generationId)).toBe(1);
+		expect(fake.countBatchesCreated()).toBe(bulkJobs.length);
+		expect(fake.countChat()).toBe(jobs.length - bulkJobs.length);
+
+		// One charge per job, no refund, and the balances agree with the ledger.
+		for (const user of users) {
+			const ledger = await expectLedgerBalances(reader, user);
+			expect(ledger.filter((row) => row.reason === 'refund')).toEqual([]);
+			const charges = ledger.filter((row) => row.reason === 'charge');
+			const own = jobs.filter((job) => sites.some((site) => site.user === user && site.pseoId === job.pseoId));
+			expect(charges.map((row) => Number(row.generation_id)).sort((a, b) => a - b)).toEqual(own.map((job) => job.generationId).sort((a, b) => a - b));
+			expect(await balanceOf(reader, user.id)).toBe(10_000 - 3 * (3 * PAGE_RATE + 5 * BATCH_RATE));
+		}
+		// The work really was spread: more than one instance held jobs.
+		const workers = instances.map((instance) => cluster.workerOf(instance));
+		expect([...owners].every((owner) => workers.includes(owner))).toBe(true);
+		expect(owners.size).toBeGreaterThanOrEqual(2);
+	});
+
+	it('4.8 concurrent plan requests by one user on different instances give one 200 and the rest 409', async () => {
+		fake.configure({ latencyMs: 1500 });
+		const user = await createUser(reader, { balance: 1000 });
+		// A loopback website: the sitemap reader refuses it without connecting, so no request leaves the machine.
+		const { id } = await createWebsite(reader, user, { website_url: 'http://127.0.0.1:9' });
+		const body = {
+			pseo_id: id,
+			language_code: 'en-US',
+			description:
+				'A family-run bakery in Leeds that sells sourdough bread, pastries and celebration cakes to local households, offices and cafes, and wants more online orders and wholesale enquiries.',
+		};
+		const answers = await Promise.all(
+			Array.from({ length: 6 }, (_, i) => call(instances[i % INSTANCES]!, 'POST', PLAN, { token: user.token, body })),
+		);
+		const statuses = answers.map((answer) => answer.status);
+		expect(statuses.filter((status) => status === 200), JSON.stringify(answers.map((a) => a.body))).toHaveLength(1);
+		expect(statuses.filter((status) => status === 409)).toHaveLength(5);
+		const plan = answers.find((answer) => answer.status === 200)!;
+		expect(plan.body.data.total_pages).toBeGreaterThan(0);
+		for (const answer of answers.filter((a) => a.status === 409)) expectEnvelope(answer, 409);
+		const ledger = await expectLedgerBalances(reader, user);
+		expect(ledger.filter((row) => row.reason === 'charge')).toHaveLength(1);
+		expect(ledger.filter((row) => row.reason === 'refund')).toEqual([]);
+	});
+
+	it('5 a batch waiting at the provider is polled once per interval by the whole cluster, not once per instance', async () => {
+		fake.configure({ holdBatches: true });
+		const user = await createUser(reader, { balance: 1000 });
+		const site = await plannedSite(reader, user, 4);
+		const res = await call(instances[1]!, 'POST', BULK, { token: user.token, body: { pseo_id: site.pseoId, post_count: 4 } });
+		expect(res.status).toBe(202);
+		const id = res.body.generation_id;
+		const batchId = await eventually(async () => (await jobRow(reader, id)).batch_id as string | null, 30_000, 'a stored batch id');
+
+		const windowMs = 5000;
+		const start = Date.now();
+		await new Promise((resolve) => setTimeout(resolve, windowMs));
+		const polls = fake.requests
+			.filter((entry) => entry.method === 'GET' && entry.path === `/v1/batches/${batchId}` && entry.time >= start && entry.time < start + windowMs)
+			.map((entry) => entry.time);
+		// Once per interval at most: three instances polling on their own would make about three times as many.
+		expect(polls.length).toBeGreaterThanOrEqual(3);
+		expect(polls.length).toBeLessThanOrEqual(Math.floor(windowMs / POLL_MS) + 1);
+		for (let i = 1; i < polls.length; i++) expect(polls[i]! - polls[i - 1]!).toBeGreaterThanOrEqual(POLL_MS - 20);
+
+		fake.configure({ holdBatches: false });
+		fake.releaseBatches();
+		const job = await waitForJob(reader, user, id);
+		expect(job['status']).toBe('completed');
+		expect(batchesOf(fake, id)).toBe(1);
+		await expectPostsOnce(reader, site.pseoId, site.routes);
+	});
+
+	it('5 after a kill -9 of the instance running jobs, a survivor takes them over within the lease and finishes them once', async () => {
+		fake.configure({ latencyMs: 2500 });
+		const user = await createUser(reader, { balance: 1000 });
+		const sites: { pseoId: number; routes: string[] }[] = [];
+		for (let i = 0; i < 4; i++) sites.push(await plannedSite(reader, user, 3));
+		// All triggered on one instance, which wakes at once and claims what it can.
+		const victim = instances[2]!;
+		const ids: number[] = [];
+		for (const site of sites) {
+			const res = await call(victim, 'POST', ON_DEMAND, { token: user.token, body: { pseo_id: site.pseoId, post_count: 1 } });
+			expect(res.status).toBe(202);
+			ids.push(res.body.generation_id);
+		}
+		const victimWorker = cluster.workerOf(victim)!;
+		const held = await eventually(
+			async () => {
+				const rows = await Promise.all(ids.map((id) => jobRow(reader, id)));
+				const mine = rows.filter((row) => row.status === 'running' && row.lease_owner === victimWorker);
+				return mine.length > 0 ? mine.map((row) => Number(row.id)) : null;
+			},
+			20_000,
+			'a job leased by the victim',
+		);
+		// Mid-flight: a page of a job the victim holds is out at the provider when the instance dies.
+		const heldRoutes = held.map((id) => sites[ids.indexOf(id)]!.routes[0]);
+		await eventually(
+			async () => fake.requests.some((entry) => entry.path === '/v1/chat/completions' && entry.status === null && heldRoutes.includes(entry.route ?? '')),
+			10_000,
+			'a page in flight',
+		);
+		const killedAt = Date.now();
+		await victim.kill();
+
+		const survivors = instances.filter((instance) => instance !== victim).map((instance) => cluster.workerOf(instance)!);
+		const takeover = await eventually(
+			async () => {
+				const rows = await Promise.all(held.map((id) => jobRow(reader, id)));
+				const moved = rows.every((row) => survivors.includes(row.lease_owner) || row.status === 'completed');
+				return moved ? Date.now() - killedAt : null;
+			},
+			LEASE_MS + 15_000,
+			'a survivor to take the jobs over',
+		);
+		expect(takeover).toBeLessThanOrEqual(LEASE_MS + SWEEP_MS + 2000);
+
+		for (const [index, id] of ids.entries()) {
+			const job = await waitForJob(reader, user, id, 30_000);
+			expect(job).toMatchObject({ status: 'completed', created_count: 1, failed_count: 0, failed_routes: [] });
+			await expectPostsOnce(reader, sites[index]!.pseoId, sites[index]!.routes.slice(0, 1));
+			// A page that was in flight at the kill may be asked again; none more than that.
+			expect(fake.countChat(sites[index]!.routes[0])).toBeLessThanOrEqual(2);
+		}
+		expect(heldRoutes.some((route) => fake.countChat(route) === 2)).toBe(true);
+		const ledger = await expectLedgerBalances(reader, user);
+		expect(ledger.filter((row) => row.reason === 'charge').map((row) => Number(row.amount))).toEqual(ids.map(() => -PAGE_RATE));
+		expect(ledger.filter((row) => row.reason === 'refund')).toEqual([]);
+		expect(await balanceOf(reader, user.id)).toBe(1000 - ids.length * PAGE_RATE);
+	});
+});
