@@ -141,12 +141,14 @@ async function readOne(ctx: CrawlContext, url: string, depth: number): Promise<R
 			childUrls.push(entry);
 			return true;
 		}
-		if (ctx.urls.has(entry)) return true;
-		if (ctx.urls.size >= maxUrls) {
+		const known = ctx.urls.size;
+		if (known >= maxUrls) {
+			if (ctx.urls.has(entry)) return true;
 			ctx.stop(`cap of ${maxUrls} URLs reached; returning the first ${maxUrls}`);
 			return false;
 		}
-		ctx.urls.add(entry);
+		// One hash lookup instead of has() then add(): the size tells whether the URL was new.
+		if (ctx.urls.add(entry).size === known) return true;
 		pageUrls.push(entry);
 		return true;
 	};

@@ -138,7 +138,12 @@ export function createGuardedFetcher(options: GuardedFetcherOptions): GuardedFet
 					'accept-encoding': 'gzip',
 				},
 			});
-			req.once('response', resolve);
+			req.once('response', (response) => {
+				// Later errors reach the reader through the body's iteration; these keep them from going unhandled.
+				req.on('error', ignore);
+				response.on('error', ignore);
+				resolve(response);
+			});
 			req.once('error', reject);
 			req.end();
 		});
@@ -211,6 +216,8 @@ function blockedError(hostname: string, address: string, reason: string): NodeJS
 	error.code = BLOCKED_ADDRESS_CODE;
 	return error;
 }
+
+function ignore(): void {}
 
 function header(value: string | string[] | undefined): string | undefined {
 	return Array.isArray(value) ? value.join(',') : value;

@@ -115,6 +115,11 @@ class DeclarationGuard {
 	#tail = '';
 
 	found(text: string): 'html' | 'declaration' | null {
+		// Fast path for the usual chunk: no "<!" inside it and none that could straddle the boundary.
+		if (text.indexOf('<!') === -1 && !this.#tail.includes('<!') && !this.#tail.endsWith('<')) {
+			this.#tail = text.length >= 13 ? text.slice(-13) : (this.#tail + text).slice(-13);
+			return null;
+		}
 		const haystack = this.#tail + text;
 		for (let at = haystack.indexOf('<!'); at !== -1; at = haystack.indexOf('<!', at + 2)) {
 			const word = haystack.slice(at + 2, at + 14).toUpperCase();
