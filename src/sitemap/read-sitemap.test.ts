@@ -140,6 +140,18 @@ describe('readSitemap discovery (interface 4.9)', () => {
 		expect(site.hits.filter((hit) => hit === '/custom/map.xml')).toHaveLength(1);
 	});
 
+	it('reads at most maxChildren Sitemap: lines of robots.txt', async () => {
+		const site = await serve({
+			'/robots.txt': { body: 'Sitemap: /a.xml\nSitemap: /b.xml\nSitemap: /c.xml\n' },
+			'/a.xml': pages('/a'),
+			'/b.xml': pages('/b'),
+			'/c.xml': pages('/c'),
+		});
+		const result = await read(site, { maxChildren: 2 });
+		expect(result.urls).toEqual([site.url('/a'), site.url('/b')]);
+		expect(site.hits).not.toContain('/c.xml');
+	});
+
 	it('ignores a robots.txt that is an HTML page', async () => {
 		const site = await serve({ '/robots.txt': { body: '<html><body>Sitemap: /x.xml</body></html>' }, '/x.xml': pages('/x') });
 		const result = await read(site);

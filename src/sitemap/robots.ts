@@ -32,8 +32,13 @@ export async function readRobotsSitemaps(ctx: CrawlContext, robotsUrl: string): 
 		}
 		const match = SITEMAP_LINE.exec(line);
 		const url = match?.[1] ? resolveHttpUrl(match[1], fetched.url) : null;
-		if (url !== null && !found.includes(url)) found.push(url);
-		return found.length < ctx.options.maxChildren;
+		if (url === null || found.includes(url)) return true;
+		if (found.length >= ctx.options.maxChildren) {
+			ctx.note('warn', fetched.url, `more than ${ctx.options.maxChildren} Sitemap: lines; the rest are not read`);
+			return false;
+		}
+		found.push(url);
+		return true;
 	});
 	try {
 		for await (const chunk of fetched.body) {
