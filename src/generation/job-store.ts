@@ -1,6 +1,6 @@
 import type { Knex } from 'knex';
 import { refundTokens } from '../ledger/token-ledger.ts';
-import { dbTimestamp, isUniqueViolation, jsonFromDb } from '../shared/database.ts';
+import { dbTimestamp, isUniqueViolation, jsonFromDb, vendorOf } from '../shared/database.ts';
 import type { FailedRoute, JobRecord, JobRoute } from './job-types.ts';
 
 /*
@@ -156,32 +156,33 @@ export async function recordOutcomes(
 		const current = (await lockQuery.first('failed_routes')) as { failed_routes: unknown } | undefined;
 		if (!current) throw new LeaseLostError(job.id);
 		const failedRoutes = jsonFromDb<FailedRoute[]>(current.failed_routes, []);
-		const alreadyFailed = new Set(failedRoutes.map((failure) => failure.route));
 		const routes = outcomes.map((outcome) => outcome.route);
-		const existing = new Set(
-			((await trx(POSTS).where('pseo_id', job.pseo_id).whereIn('route', routes).select('route')) as { route: string }[]).map(
-				(row) => row.route,
-			),
-		);
+		const existing = (await trx(POSTS).where('pseo_id', job.pseo_id).whereIn('route', routes).select('route')) as { route: string }[];
 
+		// The first outcome for a route counts; later ones, and routes already posted or failed, are skipped.
+		const taken = new Set([...failedRoutes.map((failure) => failure.route), ...existing.map((row) => row.route)]);
+		const fresh: PageOutcome[] = [];
+		for (const outcome of outcomes) {
+			if (taken.has(outcome.route)) continue;
+			taken.add(outcome.route);
+			fresh.push(outcome);
+		}
+
+		const now = dbTimestamp(trx);
+		const duplicates = await insertPosts(
+			trx,
+			fresh.filter((outcome) => outcome.content),
+			(outcome) => postRow(job, outcome, now),
+		);
 		let created = 0;
 		let failed = 0;
-		const now = dbTimestamp(trx);
-		for (const outcome of outcomes) {
-			if (existing.has(outcome.route) || alreadyFailed.has(outcome.route)) continue;
-			if (outcome.content) {
-				try {
-					await trx.transaction((savepoint) => savepoint(POSTS).insert(postRow(job, outcome, now)));
-					created++;
-					existing.add(outcome.route);
-					continue;
-				} catch (error) {
-					if (!isUniqueViolation(error)) throw error;
-					outcome.error = 'A post for this route already exists.';
-				}
+		for (const outcome of fresh) {
+			if (outcome.content && !duplicates.has(outcome.route)) {
+				created++;
+				continue;
 			}
+			if (outcome.content) outcome.error = 'A post for this route already exists.';
 			failedRoutes.push({ route: outcome.route, error: outcome.error ?? 'Generation failed.' });
-			alreadyFailed.add(outcome.route);
 			failed++;
 			await refundTokens(trx, job.user_id, job.token_rate, {
 				generationId: job.id,
@@ -206,6 +207,49 @@ export async function recordOutcomes(
 		}
 		return { created, failed };
 	});
+}
+
+/** Posts per INSERT statement: 15 columns a row stays under SQLite's historical limit of 999 bound values. */
+const POSTS_PER_INSERT = 60;
+
+/**
+ * Inserts the posts with multi-row statements (one statement per row made ingesting a big batch slow). A statement
+ * that hits the (pseo_id, route) key, because another writer stored one of its routes first, is undone and its
+ * rows are inserted one by one. Returns the routes that already had a post.
+ */
+async function insertPosts(
+	trx: Knex.Transaction,
+	outcomes: PageOutcome[],
+	toRow: (outcome: PageOutcome) => Record<string, unknown>,
+): Promise<Set<string>> {
+	const duplicates = new Set<string>();
+	for (let i = 0; i < outcomes.length; i += POSTS_PER_INSERT) {
+		const slice = outcomes.slice(i, i + POSTS_PER_INSERT);
+		try {
+			await insertAtomically(trx, slice.map(toRow));
+			continue;
+		} catch (error) {
+			if (!isUniqueViolation(error)) throw error;
+		}
+		for (const outcome of slice) {
+			try {
+				await insertAtomically(trx, [toRow(outcome)]);
+			} catch (error) {
+				if (!isUniqueViolation(error)) throw error;
+				duplicates.add(outcome.route);
+			}
+		}
+	}
+	return duplicates;
+}
+
+/**
+ * One INSERT that applies whole or not at all and leaves the transaction usable. SQLite undoes just the failed
+ * statement; PostgreSQL aborts the whole transaction on an error, so there it runs inside a savepoint.
+ */
+async function insertAtomically(trx: Knex.Transaction, rows: Record<string, unknown>[]): Promise<void> {
+	if (vendorOf(trx) === 'sqlite') await trx(POSTS).insert(rows);
+	else await trx.transaction((savepoint) => savepoint(POSTS).insert(rows));
 }
 
 function postRow(job: JobRecord, outcome: PageOutcome, now: Date | number) {

@@ -19,8 +19,8 @@ export interface RunnerDeps {
 
 /**
  * Runs a job through chat completions, one call per page, bounded by the instance's queue. Each page is stored
- * (or failed and refunded) in its own transaction as soon as it is done, so a crash loses at most the pages in
- * flight, and a resumed job skips every route already settled.
+ * (or failed and refunded) as soon as it is done, pages that finish while a write runs sharing the next
+ * transaction, so a crash loses at most the pages in flight, and a resumed job skips every route already settled.
  */
 export async function runPages(job: JobRecord, deps: RunnerDeps): Promise<void> {
 	const { database, logger, worker, queue, signal } = deps;
@@ -36,25 +36,28 @@ export async function runPages(job: JobRecord, deps: RunnerDeps): Promise<void> 
 	const provider = deps.provider;
 	const context = await loadJobContext(database, job);
 
+	const store = coalesceWrites<PageOutcome>((outcomes) => recordOutcomes(database, job, worker, outcomes));
 	const tasks = remaining.map((item) =>
 		queue
 			.add(
-				async () => {
-					if (signal.aborted) return;
-					let outcome: PageOutcome;
+				async (): Promise<PageOutcome | null> => {
+					if (signal.aborted) return null;
 					try {
 						const content = await generatePage(provider, context, item, { signal, logContext: { jobId: job.id, route: item.route } });
-						outcome = { route: item.route, content, language: context.language };
+						return { route: item.route, content, language: context.language };
 					} catch (error) {
 						// Shutting down: leave the page for whoever resumes the job.
-						if (signal.aborted) return;
-						outcome = { route: item.route, error: errorMessage(error) };
+						if (signal.aborted) return null;
+						const outcome = { route: item.route, error: errorMessage(error) };
 						logger.warn({ jobId: job.id, route: item.route, error: outcome.error }, 'pseo page failed');
+						return outcome;
 					}
-					await recordOutcomes(database, job, worker, [outcome]);
 				},
 				{ signal },
 			)
+			// Stored once the queue slot is free: PSEO_CONCURRENCY bounds provider calls, and a page waiting for the
+			// database must not keep the next call from starting.
+			.then((outcome) => (outcome ? store(outcome) : undefined))
 			.catch((error: unknown) => {
 				if (signal.aborted) return;
 				throw error;
@@ -63,6 +66,35 @@ export async function runPages(job: JobRecord, deps: RunnerDeps): Promise<void> 
 	await Promise.all(tasks);
 	if (signal.aborted) return;
 	await finishJob(database, job.id, worker);
+}
+
+/**
+ * Serialises calls of `write` and merges the items that arrive while one runs into the next call (at most `max`
+ * per call), so a burst of finished pages costs one transaction instead of one each. The promise of each item
+ * settles with the call that carried it.
+ */
+export function coalesceWrites<T>(write: (items: T[]) => Promise<unknown>, max = 250): (item: T) => Promise<void> {
+	if (!Number.isInteger(max) || max < 1) throw new TypeError(`Expected \`max\` to be a positive integer, got ${String(max)}`);
+	const waiting: { item: T; resolve: () => void; reject: (error: unknown) => void }[] = [];
+	let running = false;
+	const run = async () => {
+		running = true;
+		while (waiting.length > 0) {
+			const batch = waiting.splice(0, max);
+			try {
+				await write(batch.map((entry) => entry.item));
+				for (const entry of batch) entry.resolve();
+			} catch (error) {
+				for (const entry of batch) entry.reject(error);
+			}
+		}
+		running = false;
+	};
+	return (item) =>
+		new Promise<void>((resolve, reject) => {
+			waiting.push({ item, resolve, reject });
+			if (!running) void run();
+		});
 }
 
 export function errorMessage(error: unknown): string {
