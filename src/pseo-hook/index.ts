@@ -2,7 +2,7 @@ import { defineHook } from '@directus/extensions-sdk';
 import type { Accountability, Query } from '@directus/types';
 import type { Application } from 'express';
 import { guardWrite, OWNER_FIELDS, restrictQuery, WRITABLE_FIELDS, type OwnedCollection } from '../access/ownership-guard.ts';
-import { directusErrorEnvelope } from '../http/error-envelope.ts';
+import { directusErrorEnvelope, errorHandler } from '../http/error-envelope.ts';
 import { applyBalanceEdits, recordInitialBalance } from '../ledger/balance-grants.ts';
 import { ensureIndexes, installSchema } from '../schema/install-schema.ts';
 import { provisionUserPolicy } from '../schema/user-policy.ts';
@@ -44,6 +44,14 @@ export default defineHook(({ init, filter, action }, context) => {
 	init('middlewares.before', (meta) => {
 		const { app } = meta as { app: Application };
 		app.use(directusErrorEnvelope('/pseo-endpoints'));
+	});
+
+	// Directus's pressure limiter (503 "Under pressure", seen on overloaded instances) runs before any extension
+	// middleware, so the rewrite above never wraps its answer: its error goes straight to the error handlers.
+	// This one, ahead of Directus's own, keeps the envelope promise for it (operating contract section 4).
+	init('routes.custom.after', (meta) => {
+		const { app } = meta as { app: Application };
+		app.use('/pseo-endpoints', errorHandler(logger));
 	});
 
 	for (const collection of Object.keys(OWNER_FIELDS) as OwnedCollection[]) {
