@@ -6,7 +6,9 @@ export default defineConfig({
 			{
 				test: {
 					name: 'unit',
-					include: ['src/**/*.test.ts', 'test/fake-provider/**/*.test.ts'],
+					include: ['src/**/*.test.ts', 'test/fake-provider/**/*.test.ts', 'test/docker-compose.test.ts'],
+					// Unit tests run first, and fast, before any Directus boots.
+					sequence: { groupOrder: 0 },
 					testTimeout: 20_000,
 				},
 			},
@@ -14,7 +16,8 @@ export default defineConfig({
 				test: {
 					name: 'integration',
 					include: ['test/**/*.test.ts'],
-					exclude: ['test/fake-provider/**'],
+					exclude: ['test/fake-provider/**', 'test/docker-compose.test.ts'],
+					sequence: { groupOrder: 1 },
 					globalSetup: ['test/harness/global-setup.ts'],
 					testTimeout: 120_000,
 					hookTimeout: 300_000,

@@ -9,6 +9,7 @@ import {
 	eventually,
 	ledgerOf,
 	planPages,
+	plannedWebsite,
 	seedPlan,
 	waitForJob,
 	type TestUser,
@@ -19,12 +20,7 @@ import { LEGS, legAvailable } from './harness/legs.ts';
 const BULK = '/pseo-endpoints/trigger/bulk-generation';
 const ON_DEMAND = '/pseo-endpoints/trigger/on-demand-generation';
 
-async function planned(directus: DirectusInstance, balance: number, pages: number): Promise<{ user: TestUser; pseoId: number }> {
-	const user = await createUser(directus, { balance });
-	const { id } = await createWebsite(directus, user);
-	await seedPlan(directus, user, id, planPages(pages));
-	return { user, pseoId: id };
-}
+const planned = (directus: DirectusInstance, balance: number, pages = 30) => plannedWebsite(directus, balance, pages);
 
 async function jobRow(directus: DirectusInstance, id: number): Promise<Record<string, any>> {
 	const [row] = await adminItems(directus, 'pseo_generations', `filter[id][_eq]=${id}`);

@@ -9,6 +9,7 @@ import {
 	expectEnvelope,
 	ledgerOf,
 	planPages,
+	plannedWebsite,
 	seedPlan,
 	waitForJob,
 	type TestUser,
@@ -19,13 +20,7 @@ import { LEGS, legAvailable } from './harness/legs.ts';
 const ON_DEMAND = '/pseo-endpoints/trigger/on-demand-generation';
 const BULK = '/pseo-endpoints/trigger/bulk-generation';
 
-/** A user with a website that has a plan of `pages` pages. */
-async function planned(directus: DirectusInstance, balance: number, pages = 30): Promise<{ user: TestUser; pseoId: number }> {
-	const user = await createUser(directus, { balance });
-	const { id } = await createWebsite(directus, user);
-	await seedPlan(directus, user, id, planPages(pages));
-	return { user, pseoId: id };
-}
+const planned = (directus: DirectusInstance, balance: number, pages = 30) => plannedWebsite(directus, balance, pages);
 
 describe.each(LEGS)('generation engine on %s', (leg) => {
 	describe.skipIf(!legAvailable(leg))(`${leg}`, () => {

@@ -110,6 +110,7 @@ export class GenerationRuntime {
 				await runPages(job, deps);
 			}
 		} catch (error) {
+			if (this.#stopping) return; // drain() hands the job back
 			if (error instanceof LeaseLostError || controller.signal.aborted) {
 				logger.warn({ jobId }, 'pseo job handed over to another worker');
 				return;

@@ -190,3 +190,15 @@ export async function eventually<T>(check: () => Promise<T | null | undefined | 
 export async function ledgerOf(instance: DirectusInstance, userId: string): Promise<Record<string, any>[]> {
 	return adminItems(instance, 'pseo_token_ledger', `filter[user_id][_eq]=${userId}&sort=id`);
 }
+
+/** A user with `balance` tokens and a website whose plan has `pages` pages (`/page-1` first). */
+export async function plannedWebsite(
+	instance: DirectusInstance,
+	balance: number,
+	pages: number,
+): Promise<{ user: TestUser; pseoId: number }> {
+	const user = await createUser(instance, { balance });
+	const { id } = await createWebsite(instance, user);
+	await seedPlan(instance, user, id, planPages(pages));
+	return { user, pseoId: id };
+}

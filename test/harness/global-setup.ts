@@ -12,6 +12,8 @@ declare module 'vitest' {
 		sqliteTemplate: string;
 		pgTemplate: string;
 		postgresAvailable: boolean;
+		/** Name prefix of this run's PostgreSQL copies: teardown drops only these, so parallel runs do not collide. */
+		pgPrefix: string;
 	}
 }
 
@@ -43,6 +45,7 @@ export default async function setup(project: TestProject) {
 		console.warn(`PostgreSQL is not reachable at ${PG.host}:${PG.port}: the PostgreSQL leg is skipped.`);
 	}
 	const pgTemplate = `pseo_tpl_${key.slice(0, 12)}_${process.pid}`;
+	const pgPrefix = `pseo_t${process.pid}`;
 	if (postgresAvailable) {
 		await dropDatabase(pgTemplate);
 		await pgAdmin(`CREATE DATABASE "${pgTemplate}"`);
@@ -59,11 +62,12 @@ export default async function setup(project: TestProject) {
 	project.provide('sqliteTemplate', sqliteTemplate);
 	project.provide('pgTemplate', pgTemplate);
 	project.provide('postgresAvailable', postgresAvailable);
+	project.provide('pgPrefix', pgPrefix);
 
 	return async () => {
 		if (postgresAvailable) {
 			const leftovers = await pgAdmin<{ datname: string }>(
-				`SELECT datname FROM pg_database WHERE datname LIKE 'pseo_t_%' OR datname = '${pgTemplate}'`,
+				`SELECT datname FROM pg_database WHERE datname LIKE '${pgPrefix}\\_%' OR datname = '${pgTemplate}'`,
 			);
 			for (const { datname } of leftovers) await dropDatabase(datname);
 		}

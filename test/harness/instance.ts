@@ -35,7 +35,7 @@ export interface DatabaseCopy {
  * A fresh database copied from a template: a SQLite file, or a PostgreSQL database used as TEMPLATE.
  * `template` is the file path (SQLite) or the database name (PostgreSQL).
  */
-export async function copyDatabase(leg: Leg, template: string): Promise<DatabaseCopy> {
+export async function copyDatabase(leg: Leg, template: string, prefix = 'pseo_t'): Promise<DatabaseCopy> {
 	if (leg === 'sqlite') {
 		const dir = mkdtempSync(path.join(os.tmpdir(), 'pseo-db-'));
 		const file = path.join(dir, 'directus.db');
@@ -46,7 +46,7 @@ export async function copyDatabase(leg: Leg, template: string): Promise<Database
 			dispose: async () => rmSync(dir, { recursive: true, force: true }),
 		};
 	}
-	const name = `pseo_t_${process.pid}_${randomBytes(4).toString('hex')}`;
+	const name = `${prefix}_${process.pid}_${randomBytes(4).toString('hex')}`;
 	await cloneDatabase(template, name);
 	return {
 		leg,
