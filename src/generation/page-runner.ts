@@ -37,6 +37,7 @@ export async function runPages(job: JobRecord, deps: RunnerDeps): Promise<void> 
 	const context = await loadJobContext(database, job);
 
 	const store = coalesceWrites<PageOutcome>((outcomes) => recordOutcomes(database, job, worker, outcomes));
+	let dropped = false;
 	const tasks = remaining.map((item) =>
 		queue
 			.add(
@@ -59,12 +60,16 @@ export async function runPages(job: JobRecord, deps: RunnerDeps): Promise<void> 
 			// database must not keep the next call from starting.
 			.then((outcome) => (outcome ? store(outcome) : undefined))
 			.catch((error: unknown) => {
-				if (signal.aborted) return;
+				// Queued pages are dropped on shutdown (the queue is cleared): the job is handed back, not failed.
+				if (signal.aborted || isAbortError(error)) {
+					dropped = true;
+					return;
+				}
 				throw error;
 			}),
 	);
 	await Promise.all(tasks);
-	if (signal.aborted) return;
+	if (signal.aborted || dropped) return;
 	await finishJob(database, job.id, worker);
 }
 
@@ -100,4 +105,8 @@ export function coalesceWrites<T>(write: (items: T[]) => Promise<unknown>, max =
 export function errorMessage(error: unknown): string {
 	const message = error instanceof Error ? error.message : String(error);
 	return message.length > 500 ? `${message.slice(0, 497)}...` : message;
+}
+
+function isAbortError(error: unknown): boolean {
+	return error instanceof Error && error.name === 'AbortError';
 }
