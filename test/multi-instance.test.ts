@@ -137,8 +137,8 @@ describe.skipIf(missing.length > 0)('several instances on one PostgreSQL databas
 	});
 
 	it('4.4 and 4.5 a trigger storm over every instance gives exactly one 202 per PSEO and never overdraws', async () => {
-		// Accepted jobs stay active through the storm: slow chat, held batches.
-		fake.configure({ latencyMs: 2500, holdBatches: true });
+		// Accepted jobs stay active through the storm (slow chat, held batches), so every later trigger meets them.
+		fake.configure({ latencyMs: 6000, holdBatches: true });
 		const rich = [await createUser(reader, { balance: 1000 }), await createUser(reader, { balance: 1000 })];
 		// Pays for two on-demand pages only, whatever the number of websites and instances.
 		const poor = await createUser(reader, { balance: 25 });
