@@ -370,7 +370,8 @@ describe.skipIf(missing.length > 0)('several instances on one PostgreSQL databas
 			LEASE_MS + 15_000,
 			'a survivor to take the jobs over',
 		);
-		expect(takeover).toBeLessThanOrEqual(LEASE_MS + SWEEP_MS + 2000);
+		// Bounded by the lease: the last renewal before the kill, plus one sweep, plus slack for a loaded machine.
+		expect(takeover).toBeLessThanOrEqual(LEASE_MS + SWEEP_MS + 3000);
 
 		for (const [index, id] of ids.entries()) {
 			const job = await waitForJob(reader, user, id, 30_000);
