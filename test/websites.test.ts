@@ -196,6 +196,19 @@ describe.each(LEGS)('foundation on %s', (leg) => {
 			expect(names).toEqual(expect.arrayContaining(['pseo', 'pseo_generations', 'pseo_posts', 'pseo_main_json', 'pseo_token_ledger']));
 		});
 
+		it('3 the collections are dressed for editors: names, icons, templates and list columns', async () => {
+			const collections = await call(directus, 'GET', '/collections', { token: directus.adminToken });
+			const posts = collections.body.data.find((c: { collection: string }) => c.collection === 'pseo_posts');
+			expect(posts.meta).toMatchObject({ icon: 'article', display_template: '{{title}}' });
+			expect(posts.meta.translations[0]).toMatchObject({ translation: 'Generated posts' });
+			const presets = await call(directus, 'GET', '/presets?filter[collection][_eq]=pseo_posts&filter[user][_null]=true', {
+				token: directus.adminToken,
+			});
+			expect(presets.body.data[0].layout_query.tabular.fields).toEqual(expect.arrayContaining(['title', 'route', 'status']));
+			const body = await call(directus, 'GET', '/fields/pseo_posts/body', { token: directus.adminToken });
+			expect(body.body.data.meta.interface).toBe('input-rich-text-md');
+		});
+
 		it('1 a restart on the same database keeps every record and changes no schema', async () => {
 			const website = await createWebsite(directus, alice, { website_url: 'https://restart.example.com' });
 			expect(await directus.stop()).toBe(0);

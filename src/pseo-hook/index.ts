@@ -5,6 +5,7 @@ import { guardWrite, OWNER_FIELDS, restrictQuery, WRITABLE_FIELDS, type OwnedCol
 import { directusErrorEnvelope, errorHandler } from '../http/error-envelope.ts';
 import { applyBalanceEdits, recordInitialBalance } from '../ledger/balance-grants.ts';
 import { ensureIndexes, installSchema } from '../schema/install-schema.ts';
+import { provisionListPresets } from '../schema/list-presets.ts';
 import { provisionUserPolicy } from '../schema/user-policy.ts';
 import { retryOnRace } from '../shared/retry-on-race.ts';
 import type { ServiceContext } from '../shared/services.ts';
@@ -25,6 +26,7 @@ export default defineHook(({ init, filter, action }, context) => {
 		const report = await retryOnRace(() => installSchema(ctx), logger, 'schema install');
 		await ensureIndexes(database);
 		const policy = await retryOnRace(() => provisionUserPolicy(ctx), logger, 'policy provisioning');
+		await retryOnRace(() => provisionListPresets(ctx), logger, 'list presets');
 		logger.info(
 			{ created: report.created.length, refreshed: report.refreshed, skipped: report.skipped.length, policyChanged: policy.changed },
 			'pseo-automation: schema and "pSEO user" policy are in place',

@@ -76,7 +76,7 @@ export default async function setup(project: TestProject) {
 
 function templateKey(): string {
 	const hash = createHash('sha256');
-	for (const file of ['snapshots/pseo-schema.json', 'src/schema/user-policy.ts', 'src/schema/install-schema.ts', 'package-lock.json']) {
+	for (const file of ['snapshots/pseo-schema.json', 'src/schema/user-policy.ts', 'src/schema/install-schema.ts', 'src/schema/list-presets.ts', 'package-lock.json']) {
 		hash.update(readFileSync(path.join(ROOT, file)));
 	}
 	return hash.digest('hex').slice(0, 16);

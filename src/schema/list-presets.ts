@@ -1,0 +1,42 @@
+import type { ServiceContext } from '../shared/services.ts';
+import { systemServiceOptions } from '../shared/system-context.ts';
+
+/** Columns and order of each collection's list in the app: what an editor looks for first. */
+export const LIST_PRESETS: Record<string, { fields: string[]; sort: string[] }> = {
+	pseo: { fields: ['website_url', 'website_software', 'post_counts_total', 'backend_user_id', 'date_created'], sort: ['-date_created'] },
+	pseo_generations: {
+		fields: ['id', 'pseo_id', 'mode', 'status', 'created_count', 'requested_count', 'failed_count', 'date_created', 'date_completed'],
+		sort: ['-date_created'],
+	},
+	pseo_posts: { fields: ['title', 'route', 'status', 'pseo_id', 'language', 'date_created'], sort: ['-date_created'] },
+	pseo_main_json: { fields: ['pseo_id', 'language_code', 'total_pages', 'status', 'date_created'], sort: ['-date_created'] },
+	pseo_token_ledger: { fields: ['date_created', 'user_id', 'reason', 'amount', 'balance_after', 'generation_id', 'note'], sort: ['-date_created'] },
+};
+
+/**
+ * Gives each collection a default list layout (a global preset) when it has none. An admin's own changes to
+ * these presets are kept: existing presets are never touched.
+ */
+export async function provisionListPresets(context: ServiceContext): Promise<number> {
+	const { database, services } = context;
+	const schema = await context.getSchema({ database });
+	const presets = new services.PresetsService(systemServiceOptions(schema, database));
+	let created = 0;
+	for (const [collection, { fields, sort }] of Object.entries(LIST_PRESETS)) {
+		const existing = await database('directus_presets')
+			.where({ collection })
+			.whereNull('user')
+			.whereNull('role')
+			.whereNull('bookmark')
+			.first('id');
+		if (existing) continue;
+		await presets.createOne({
+			collection,
+			layout: 'tabular',
+			layout_query: { tabular: { fields, sort, page: 1 } },
+			layout_options: { tabular: { widths: {} } },
+		});
+		created++;
+	}
+	return created;
+}
