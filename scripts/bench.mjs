@@ -4,7 +4,8 @@
 //   node scripts/bench.mjs [name-filter ...]
 //
 // A bench prints whatever it likes plus one line `BENCH_RESULT [{ name, value, unit?, target, pass }]`. A bench
-// file that never prints that line but exports a `run...Bench()` function is run through that function instead.
+// file that never prints that line but exports a `run...Bench({ log })` function returning those figures is run
+// through that function instead.
 // PSEO_BENCH_TIMEOUT_MS bounds each bench (default 25 minutes).
 import { spawn, spawnSync } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
@@ -81,7 +82,7 @@ function runBench(file) {
 		// The bench only exports its runner: call it and print what it returns.
 		const script = [
 			`const bench = await import(${JSON.stringify(pathToFileURL(file).href)});`,
-			`const figures = await bench.${entry}();`,
+			`const figures = await bench.${entry}({ log: (line) => console.log(line) });`,
 			`process.stdout.write(${JSON.stringify(PREFIX)} + JSON.stringify(figures) + '\\n');`,
 			'process.exit(0);',
 		].join('\n');

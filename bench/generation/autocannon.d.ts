@@ -2,8 +2,16 @@
 declare module 'autocannon' {
 	import type { EventEmitter } from 'node:events';
 
+	interface Request {
+		method?: string;
+		path?: string;
+		headers?: Record<string, string>;
+		onResponse?: (status: number, body: string, context: Record<string, unknown>) => void;
+	}
+
 	interface Options {
 		url: string;
+		requests?: Request[];
 		method?: string;
 		headers?: Record<string, string>;
 		connections?: number;

@@ -1,27 +1,47 @@
-/** Loopback load with autocannon, keeping every response time (ms, sub-millisecond) for exact percentiles. */
+/**
+ * Loopback load with autocannon that compares two endpoints of one server under the very same load: every
+ * connection alternates their requests, so a burst of outside load on a shared machine falls on both alike.
+ * Every response time is kept (ms, sub-millisecond) for exact percentiles.
+ */
 import autocannon from 'autocannon';
 
-export interface LoadRound {
-	/** Response times of 2xx answers, ms. */
-	latencies: number[];
-	requests: number;
+export interface Target {
+	/** Path and query on the server, such as `/items/x/1`. */
+	path: string;
+	headers: Record<string, string>;
+}
+
+export interface InterleavedResult {
+	/** Response times of 2xx answers by target index, ms. */
+	latencies: number[][];
 	non2xx: number;
 	errors: number;
 }
 
-/** `connections` clients hammer `url` for `durationS` seconds. */
-export function loadRound(options: { url: string; headers: Record<string, string>; connections: number; durationS: number }): Promise<LoadRound> {
-	const latencies: number[] = [];
+/** `connections` clients, each sending the targets' requests in turn, against `origin` for `durationS` seconds. */
+export function interleavedLoad(options: { origin: string; targets: Target[]; connections: number; durationS: number }): Promise<InterleavedResult> {
+	const { origin, targets, connections, durationS } = options;
+	if (targets.length === 0) throw new TypeError('Expected at least one target, got none');
+	const latencies: number[][] = targets.map(() => []);
+	// autocannon hands a response to its request's onResponse and then, synchronously, emits 'response' with the
+	// latency: the first tells which target the second belongs to.
+	let answered = -1;
+	const requests = targets.map((target, index) => ({
+		method: 'GET',
+		path: target.path,
+		headers: target.headers,
+		onResponse: () => {
+			answered = index;
+		},
+	}));
 	return new Promise((resolve, reject) => {
-		const instance = autocannon(
-			{ url: options.url, headers: options.headers, connections: options.connections, duration: options.durationS, timeout: 10 },
-			(error, result) => {
-				if (error) return reject(error);
-				resolve({ latencies, requests: result.requests.total, non2xx: result.non2xx, errors: result.errors + result.timeouts });
-			},
-		);
+		const instance = autocannon({ url: origin, requests, connections, duration: durationS, timeout: 10 }, (error, result) => {
+			if (error) return reject(error);
+			resolve({ latencies, non2xx: result.non2xx, errors: result.errors + result.timeouts });
+		});
 		instance.on('response', (_client, statusCode, _bytes, responseTime) => {
-			if (statusCode >= 200 && statusCode < 300) latencies.push(responseTime);
+			if (answered >= 0 && statusCode >= 200 && statusCode < 300) latencies[answered]!.push(responseTime);
+			answered = -1;
 		});
 	});
 }

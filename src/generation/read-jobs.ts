@@ -31,8 +31,17 @@ export async function getGeneration(
 	schema: SchemaOverview,
 	id: number,
 ): Promise<Record<string, unknown>> {
-	await requireOwnedGeneration(context.database, id, accountability.user);
-	const row = (await itemsService(context, accountability, schema).readOne(id, { fields: RECORD_FIELDS })) as Record<string, unknown>;
+	// Polled often, so the usual case costs one read: the row with its owner. Only a failed read, or a row that is
+	// not plainly the caller's, asks the raw table whether it is missing (404), someone else's (403) or theirs.
+	let row: Record<string, unknown>;
+	try {
+		const service = itemsService(context, accountability, schema);
+		row = (await service.readOne(id, { fields: [...RECORD_FIELDS, 'user_id'] })) as Record<string, unknown>;
+	} catch (error) {
+		await requireOwnedGeneration(context.database, id, accountability.user);
+		throw error;
+	}
+	if (row['user_id'] !== accountability.user) await requireOwnedGeneration(context.database, id, accountability.user);
 	return toRecord(row, RECORD_FIELDS);
 }
 
