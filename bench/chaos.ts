@@ -353,8 +353,9 @@ async function drive(
 	}
 
 	const violations = [...tally.unexpected, ...(await checkInvariants(databaseName))];
-	// One provider batch per bulk job, from the fake's own log.
-	const bulk = tally.jobs.filter((job) => job.mode === 'bulk');
+	// One provider batch per bulk job (from the database: a 202 lost with its instance still made a job), counted
+	// in the fake's own log.
+	const bulk = await query<{ id: number }>(databaseName, `SELECT id FROM pseo_generations WHERE mode = 'bulk' ORDER BY id`);
 	for (const job of bulk) {
 		const batches = fake.requests.filter(
 			(entry) => entry.method === 'POST' && entry.path === '/v1/batches' && entry.status === 200 && entry.metadata?.['pseo_generation_id'] === String(job.id),
