@@ -402,15 +402,8 @@ async function report(options: ChaosOptions, tally: Tally, fake: FakeProvider, d
 		 FROM pseo_main_json m
 		 WHERE EXISTS (SELECT 1 FROM pseo_token_ledger l WHERE l.main_json_id = m.id AND l.reason = 'charge')`,
 	);
-	const answered = new Map<string, number>();
-	for (const entry of fake.requests) {
-		// Seeded routes only: they are unique per website, while generated plans repeat routes across websites.
-		const route = entry.route ?? '';
-		if (entry.method === 'POST' && entry.path === '/v1/chat/completions' && entry.status === 200 && /^\/u\d+w\d+-page-\d+$/.test(route)) {
-			answered.set(route, (answered.get(route) ?? 0) + 1);
-		}
-	}
-	const reasked = [...answered.values()].filter((count) => count > 1).length;
+	// A call whose instance died never got its answer: the page (or plan) is asked again by whoever resumes it.
+	const cutOff = fake.requests.filter((entry) => entry.method === 'POST' && entry.path === '/v1/chat/completions' && entry.status === null).length;
 	const statuses = [...tally.statuses.entries()].sort(([a], [b]) => a.localeCompare(b)).map(([key, count]) => `${key}: ${count}`);
 	const total = [...tally.statuses.values()].reduce((sum, count) => sum + count, 0);
 
@@ -418,7 +411,7 @@ async function report(options: ChaosOptions, tally: Tally, fake: FakeProvider, d
 	log(`figures (seed ${options.seed}, ${((Date.now() - started) / 1000).toFixed(0)} s including quiescence):`);
 	log(`  requests answered: ${total} (${statuses.join(', ')}); failed in transit during kills: ${tally.transportErrors}`);
 	log(`  jobs: ${jobs?.['total']} (on-demand ${jobs?.['on_demand']}, bulk ${jobs?.['bulk']}): ${jobs?.['completed']} completed, ${jobs?.['failed']} failed; on-demand jobs claimed more than once: ${jobs?.['resumed']}`);
-	log(`  pages: ${jobs?.['pages']} created, ${jobs?.['failed_pages']} failed and refunded; pages generated twice (in flight at a kill): ${reasked}`);
+	log(`  pages: ${jobs?.['pages']} created, ${jobs?.['failed_pages']} failed and refunded; provider calls cut off by a kill: ${cutOff}`);
 	if (reasons.length > 0) log(`  failure reasons: ${reasons.map((row) => `${row.n} x ${JSON.stringify(row.error.slice(0, 90))}`).join('; ')}`);
 	log(`  provider batches: ${fake.countBatchesCreated()}; content plans: ${plans?.['ready']} ready, ${plans?.['failed']} failed`);
 	log(`  kills survived: ${tally.restarts} of ${tally.kills}`);
