@@ -85,10 +85,13 @@ export async function extendLock(knex: Knex, planId: number, userId: string, loc
 	return updated === 1;
 }
 
-/** Stores the finished plan as the website's current plan and releases the lock. */
+/**
+ * Stores the finished plan as the website's current plan and releases the lock. Only a plan still `generating`
+ * is completed: one that was meanwhile declared abandoned (and refunded) stays failed.
+ */
 export async function completePlan(knex: Knex, planId: number, plan: { pages: unknown[]; total_pages: number }): Promise<void> {
-	await knex(PLANS)
-		.where('id', planId)
+	const updated = await knex(PLANS)
+		.where({ id: planId, status: 'generating' })
 		.update({
 			status: 'ready',
 			main_json: JSON.stringify({ pages: plan.pages }),
@@ -97,6 +100,7 @@ export async function completePlan(knex: Knex, planId: number, plan: { pages: un
 			lock_expires_at: null,
 			date_updated: dbTimestamp(knex),
 		});
+	if (updated !== 1) throw new Error('The plan took longer than its lock allows and was abandoned; its tokens were refunded.');
 }
 
 /** Marks the plan failed, refunds its charge and releases the lock, in one transaction. */

@@ -24,7 +24,7 @@ export default defineHook(({ init, filter, action }, context) => {
 	init('app.before', async () => {
 		useConfig(ctx.env);
 		const report = await retryOnRace(() => installSchema(ctx), logger, 'schema install');
-		await ensureIndexes(database);
+		await retryOnRace(() => ensureIndexes(database), logger, 'index creation');
 		const policy = await retryOnRace(() => provisionUserPolicy(ctx), logger, 'policy provisioning');
 		await retryOnRace(() => provisionListPresets(ctx), logger, 'list presets');
 		logger.info(
