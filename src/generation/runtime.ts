@@ -133,10 +133,12 @@ export class GenerationRuntime {
 		if (this.#stopping) return;
 		this.#stopping = true;
 		if (this.#timer) clearInterval(this.#timer);
+		// Captured now: a runner whose queued pages were just dropped returns early and leaves #owned, but its job
+		// is still running and leased to this worker.
+		const held = [...this.#owned.keys()];
 		this.#queue.clear();
 		const inFlight = Promise.all([...this.#owned.values()].map((entry) => entry.done));
 		await Promise.race([inFlight, new Promise((resolve) => setTimeout(resolve, graceMs))]);
-		const held = [...this.#owned.keys()];
 		for (const entry of this.#owned.values()) entry.controller.abort();
 		await Promise.race([inFlight, new Promise((resolve) => setTimeout(resolve, 1000))]);
 		for (const jobId of held) await releaseJob(this.#options.database, jobId, this.worker).catch(() => {});
