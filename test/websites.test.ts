@@ -141,6 +141,33 @@ describe.each(LEGS)('foundation on %s', (leg) => {
 			expect(widened.body.data).toEqual([]);
 		});
 
+		it('3 a non-admin reads only their own rows of every pSEO collection', async () => {
+			await createWebsite(directus, bob, { website_url: 'https://bob-rows.example.com' });
+			await createWebsite(directus, alice, { website_url: 'https://alice-rows.example.com' });
+			const bobBalance = await balanceOf(directus, bob.id);
+			await call(directus, 'PATCH', `/users/${bob.id}`, { token: directus.adminToken, body: { pseo_token_balance: bobBalance + 1 } });
+			for (const [collection, owner] of [
+				['pseo', 'backend_user_id'],
+				['pseo_generations', 'user_id'],
+				['pseo_posts', 'user_id'],
+				['pseo_main_json', 'user_id'],
+				['pseo_token_ledger', 'user_id'],
+			] as const) {
+				const all = await adminItems(directus, collection);
+				const res = await call(directus, 'GET', `/items/${collection}?limit=-1`, { token: bob.token });
+				expect(res.status).toBe(200);
+				const own = all.filter((row) => row[owner] === bob.id);
+				expect(res.body.data).toHaveLength(own.length);
+				expect(res.body.data.every((row: Record<string, unknown>) => row[owner] === bob.id)).toBe(true);
+				if (collection === 'pseo' || collection === 'pseo_token_ledger') {
+					expect(own.length).toBeGreaterThan(0);
+					expect(all.length).toBeGreaterThan(own.length);
+				}
+				const count = await call(directus, 'GET', `/items/${collection}?aggregate[count]=*`, { token: bob.token });
+				expect(Number(count.body.data[0].count)).toBe(res.body.data.length);
+			}
+		});
+
 		it('3 a non-admin cannot edit another user\'s website, nor the owner or counters of their own', async () => {
 			const bobs = await createWebsite(directus, bob, { website_url: 'https://bob2.example.com' });
 			const alices = await createWebsite(directus, alice);
