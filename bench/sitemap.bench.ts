@@ -13,7 +13,7 @@ import { readFileSync } from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import { createGzip } from 'node:zlib';
+import { gzipBomb } from '../src/sitemap/fixture-server.ts';
 
 export interface BenchFigure {
 	name: string;
@@ -57,21 +57,6 @@ function indexDocument(origin: string): Buffer {
 	return Buffer.from(`<?xml version="1.0" encoding="UTF-8"?>\n<sitemapindex xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">\n${entries.join('')}</sitemapindex>\n`);
 }
 
-/** A valid one-URL urlset padded with `mebibytes` MiB of spaces, gzipped, built without holding the spaces. */
-async function gzipBomb(mebibytes: number): Promise<Buffer> {
-	const gzip = createGzip({ level: 9 });
-	const parts: Buffer[] = [];
-	gzip.on('data', (chunk: Buffer) => parts.push(chunk));
-	const done = new Promise((resolve) => gzip.on('end', resolve));
-	gzip.write('<?xml version="1.0"?><urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9"><url><loc>https://bench.example.com/bomb</loc></url>');
-	const spaces = Buffer.alloc(1024 * 1024, 0x20);
-	for (let i = 0; i < mebibytes; i++) {
-		if (!gzip.write(spaces)) await new Promise((resolve) => gzip.once('drain', resolve));
-	}
-	gzip.end('</urlset>');
-	await done;
-	return Buffer.concat(parts);
-}
 
 interface Site {
 	origin: string;
@@ -285,7 +270,7 @@ export async function runSitemapBench(options: { repeats?: number; log?: (line: 
 	const figures: BenchFigure[] = [];
 	const single = urlsetDocument('single');
 	const children = Array.from({ length: INDEX_CHILDREN }, (_, i) => urlsetDocument(`child-${i}`));
-	const bomb = await gzipBomb(BOMB_MIB);
+	const bomb = await gzipBomb(BOMB_MIB, 'https://bench.example.com/bomb');
 	const sites = await Promise.all([
 		serveSite(() => ({ '/sitemap.xml': single })),
 		serveSite((origin) => Object.fromEntries([['/sitemap.xml', indexDocument(origin)], ...children.map((body, i) => [`/child-${i}.xml`, body] as const)])),

@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { gzipSync } from 'node:zlib';
+import { createGzip, gzipSync } from 'node:zlib';
 
 /** One canned answer; string bodies have `{{origin}}` replaced by the server's origin. */
 export interface FixtureRoute {
@@ -76,4 +76,23 @@ export async function startFixtureServer(routes: Record<string, FixtureRoute | F
 				server.close(() => resolve());
 			}),
 	};
+}
+
+/**
+ * A gzip of a valid one-URL urlset (`loc`) padded with `mebibytes` MiB of spaces: a small download that inflates
+ * to a huge document. Built in a stream, so the spaces are never held in memory.
+ */
+export async function gzipBomb(mebibytes: number, loc: string): Promise<Buffer> {
+	const gzip = createGzip({ level: 9 });
+	const parts: Buffer[] = [];
+	gzip.on('data', (chunk: Buffer) => parts.push(chunk));
+	const done = new Promise((resolve) => gzip.on('end', resolve));
+	gzip.write(`<?xml version="1.0"?><urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9"><url><loc>${loc}</loc></url>`);
+	const spaces = Buffer.alloc(1024 * 1024, 0x20);
+	for (let i = 0; i < mebibytes; i++) {
+		if (!gzip.write(spaces)) await new Promise((resolve) => gzip.once('drain', resolve));
+	}
+	gzip.end('</urlset>');
+	await done;
+	return Buffer.concat(parts);
 }

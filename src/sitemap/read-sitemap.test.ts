@@ -1,7 +1,7 @@
 import type { LookupFunction } from 'node:net';
-import { createGzip, gzipSync } from 'node:zlib';
+import { gzipSync } from 'node:zlib';
 import { afterEach, describe, expect, it } from 'vitest';
-import { fixture, startFixtureServer } from './fixture-server.ts';
+import { fixture, gzipBomb, startFixtureServer } from './fixture-server.ts';
 import type { FixtureHandler, FixtureRoute, FixtureServer } from './fixture-server.ts';
 import { DEFAULT_SITEMAP_OPTIONS } from './limits.ts';
 import type { Logger, SitemapOptions } from './limits.ts';
@@ -305,7 +305,7 @@ describe('readSitemap indexes and broken input', () => {
 	});
 
 	it('stops a 200 MiB gzip bomb at maxBytes with bounded time and memory', async () => {
-		const bomb = await gzipBomb(200);
+		const bomb = await gzipBomb(200, '/bombed');
 		const site = await serve({
 			'/sitemap.xml': { body: index(['/bomb.xml.gz', '/after.xml']) },
 			'/bomb.xml.gz': (_req, res) => {
@@ -492,18 +492,3 @@ describe('readSitemap SSRF matrix, private networks disallowed (issue 5, section
 	});
 });
 
-/** A gzip of a valid urlset followed by `mebibytes` MiB of spaces, built without holding the spaces. */
-async function gzipBomb(mebibytes: number): Promise<Buffer> {
-	const gzip = createGzip({ level: 9 });
-	const parts: Buffer[] = [];
-	gzip.on('data', (chunk: Buffer) => parts.push(chunk));
-	const done = new Promise((resolve) => gzip.on('end', resolve));
-	gzip.write('<?xml version="1.0"?><urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9"><url><loc>/bombed</loc></url>');
-	const spaces = Buffer.alloc(1024 * 1024, 0x20);
-	for (let i = 0; i < mebibytes; i++) {
-		if (!gzip.write(spaces)) await new Promise((resolve) => gzip.once('drain', resolve));
-	}
-	gzip.end('</urlset>');
-	await done;
-	return Buffer.concat(parts);
-}
