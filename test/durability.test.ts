@@ -4,15 +4,11 @@ import {
 	adminItems,
 	balanceOf,
 	call,
-	createUser,
-	createWebsite,
 	eventually,
 	ledgerOf,
 	planPages,
 	plannedWebsite,
-	seedPlan,
 	waitForJob,
-	type TestUser,
 } from './harness/api.ts';
 import { startDirectus, type DirectusInstance } from './harness/directus.ts';
 import { LEGS, legAvailable } from './harness/legs.ts';

@@ -12,7 +12,6 @@ import {
 	plannedWebsite,
 	seedPlan,
 	waitForJob,
-	type TestUser,
 } from './harness/api.ts';
 import { startDirectus, type DirectusInstance } from './harness/directus.ts';
 import { LEGS, legAvailable } from './harness/legs.ts';

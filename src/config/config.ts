@@ -117,14 +117,6 @@ function int(env: Env, name: string, fallback: number, min: number): number {
 	return parsed;
 }
 
-function bool(env: Env, name: string, fallback: boolean): boolean {
-	const value = raw(env, name);
-	if (value === undefined || value === null) return fallback;
-	if (value === true || value === 'true' || value === 1 || value === '1') return true;
-	if (value === false || value === 'false' || value === 0 || value === '0') return false;
-	throw new TypeError(`${name} must be true or false, received ${JSON.stringify(value)}`);
-}
-
 function oneOf<T extends string>(env: Env, name: string, allowed: readonly T[], fallback: T): T {
 	const value = raw(env, name);
 	if (value === undefined || value === null) return fallback;

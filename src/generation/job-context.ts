@@ -26,7 +26,8 @@ export async function loadJobContext(knex: Knex, job: JobRecord): Promise<JobCon
 				| Record<string, unknown>
 				| undefined)
 		: undefined;
-	const planPages = jsonFromDb<{ pages?: JobRoute[] }>(plan?.['main_json'], {}).pages ?? job.routes;
+	// The job's own routes stand in when its plan was deleted.
+	const planPages = jsonFromDb<{ pages?: JobRoute[] }>(plan?.['main_json'], {}).pages;
 	const pages = Array.isArray(planPages) && planPages.length > 0 ? planPages : job.routes;
 	return {
 		masterPrompt: pseo?.master_prompt ?? '',

@@ -152,7 +152,7 @@ export async function recordOutcomes(
 	if (outcomes.length === 0) return { created: 0, failed: 0 };
 	return knex.transaction(async (trx) => {
 		let lockQuery = trx(JOBS).where({ id: job.id, lease_owner: worker, status: 'running' });
-		if (trx.client.config?.client === 'pg') lockQuery = lockQuery.forUpdate();
+		if (vendorOf(trx) === 'postgres') lockQuery = lockQuery.forUpdate();
 		const current = (await lockQuery.first('failed_routes')) as { failed_routes: unknown } | undefined;
 		if (!current) throw new LeaseLostError(job.id);
 		const failedRoutes = jsonFromDb<FailedRoute[]>(current.failed_routes, []);

@@ -1,8 +1,7 @@
 import type { Accountability } from '@directus/types';
 import type { Knex } from 'knex';
 import { ForbiddenError, InvalidPayloadError } from '../errors/index.ts';
-import { BALANCE_FIELD, LEDGER_TABLE, setBalanceAsGrant } from './token-ledger.ts';
-import { dbTimestamp } from '../shared/database.ts';
+import { BALANCE_FIELD, recordGrant, setBalanceAsGrant } from './token-ledger.ts';
 
 function parseBalance(value: unknown): number {
 	const parsed = typeof value === 'string' && /^\d+$/.test(value.trim()) ? Number(value) : value;
@@ -47,12 +46,5 @@ export async function recordInitialBalance(
 	if (!(BALANCE_FIELD in payload)) return;
 	const balance = Number(payload[BALANCE_FIELD]);
 	if (!Number.isSafeInteger(balance) || balance <= 0) return;
-	await database(LEDGER_TABLE).insert({
-		user_id: userId,
-		amount: balance,
-		reason: 'grant',
-		balance_after: balance,
-		note: accountability?.user ? `initial balance set by ${accountability.user}` : 'initial balance',
-		date_created: dbTimestamp(database),
-	});
+	await recordGrant(database, userId, balance, accountability?.user ? `initial balance set by ${accountability.user}` : 'initial balance');
 }

@@ -1,6 +1,6 @@
 import type { Knex } from 'knex';
 import { InsufficientTokensError } from '../errors/index.ts';
-import { dbTimestamp, insertedId, isUniqueViolation } from '../shared/database.ts';
+import { dbTimestamp, insertedId, isUniqueViolation, vendorOf } from '../shared/database.ts';
 
 export const USERS_TABLE = 'directus_users';
 export const BALANCE_FIELD = 'pseo_token_balance';
@@ -101,10 +101,18 @@ export async function setBalanceAsGrant(
 	return appendEntry(trx, userId, delta, 'grant', { note });
 }
 
+/**
+ * Records as a grant a balance that was set outside these functions (a user created with a starting balance):
+ * the balance already holds the amount, so only the ledger row is written.
+ */
+export async function recordGrant(knex: Knex, userId: string, amount: number, note: string | null): Promise<LedgerEntry> {
+	return knex.transaction((trx) => appendEntry(trx, userId, amount, 'grant', { note }));
+}
+
 /** The current balance of a user (0 for an unknown user). */
 export async function readBalance(knex: Knex, userId: string, forUpdate = false): Promise<number> {
 	let query = knex(USERS_TABLE).where('id', userId).first(BALANCE_FIELD);
-	if (forUpdate && knex.client.config?.client === 'pg') query = query.forUpdate();
+	if (forUpdate && vendorOf(knex) === 'postgres') query = query.forUpdate();
 	const row = (await query) as Record<string, unknown> | undefined;
 	return Number(row?.[BALANCE_FIELD] ?? 0);
 }

@@ -30,20 +30,9 @@ export interface PlanPageItem {
 	cluster: string;
 }
 
-/** One page of a stored plan (`main_json.pages[]`, interface 2.3): the same fields, validated and normalised. */
-export interface PlanPage {
-	/** Lower-case slug path starting with `/`, unique within the plan. */
-	route: string;
-	title: string;
-	/** 0..100, highest first. */
-	priority: number;
-	primary_keyword: string;
-	search_intent: SearchIntent;
-	page_type: PageType;
-	parent_route: string | null;
-	/** Slug of the topical cluster the page belongs to. */
-	cluster: string;
-}
+/** One page of a stored plan (`main_json.pages[]`, interface 2.3): the same shape as the model's item, after
+ * repair (route a lower-case slug path unique in the plan, priority 0..100 highest first, cluster a slug). */
+export type PlanPage = PlanPageItem;
 
 function strictObject(properties: Record<string, unknown>): Record<string, unknown> {
 	return { type: 'object', properties, required: Object.keys(properties), additionalProperties: false };
