@@ -15,15 +15,15 @@
 import { randomBytes } from 'node:crypto';
 import { parseArgs } from 'node:util';
 import { pathToFileURL } from 'node:url';
-import { startFakeProvider, type FakeProvider } from '../test/fake-provider/server.ts';
-import { call, createUser, createWebsite, planPages, seedPlan, type ApiResponse, type TestUser } from '../test/harness/api.ts';
-import type { DatabaseCopy, DirectusInstance } from '../test/harness/instance.ts';
-import { PG } from '../test/harness/paths.ts';
-import { dropDatabase, pgAdmin, postgresReachable } from '../test/harness/postgres.ts';
-import { bootstrapTemplate, buildExtension } from '../test/harness/templates.ts';
-import { REDIS_URL, startCluster, type Cluster } from '../test/multi-instance/cluster.ts';
-import { checkInvariants, generatingPlans, query, unfinishedJobs, type Violation } from '../test/multi-instance/invariants.ts';
-import { redisReachable } from '../test/multi-instance/redis.ts';
+import { startFakeProvider, type FakeProvider } from '../test/support/fake-provider/server.ts';
+import { call, createUser, createWebsite, planPages, seedPlan, type ApiResponse, type TestUser } from '../test/support/api.ts';
+import type { DatabaseCopy, DirectusInstance } from '../test/support/instance.ts';
+import { PG } from '../test/support/paths.ts';
+import { dropDatabase, pgAdmin, postgresReachable } from '../test/support/postgres.ts';
+import { bootstrapTemplate, buildExtension } from '../test/support/templates.ts';
+import { REDIS_URL, startCluster, type Cluster } from '../test/support/cluster.ts';
+import { checkInvariants, generatingPlans, query, unfinishedJobs, type Violation } from '../test/support/invariants.ts';
+import { redisReachable } from '../test/support/redis.ts';
 
 export interface ChaosOptions {
 	/** Seconds of load. Default 90. */

@@ -13,7 +13,7 @@ import { readFileSync } from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import { gzipBomb } from '../src/sitemap/fixture-server.ts';
+import { gzipBomb } from '../test/support/sitemap-fixture-server.ts';
 
 export interface BenchFigure {
 	name: string;

@@ -1,5 +1,5 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { startFakeProvider, type FakeProvider } from './fake-provider/server.ts';
+import { startFakeProvider, type FakeProvider } from './support/fake-provider/server.ts';
 import {
 	adminItems,
 	balanceOf,
@@ -9,9 +9,9 @@ import {
 	planPages,
 	plannedWebsite,
 	waitForJob,
-} from './harness/api.ts';
-import { startDirectus, type DirectusInstance } from './harness/directus.ts';
-import { LEGS, legAvailable } from './harness/legs.ts';
+} from './support/api.ts';
+import { startDirectus, type DirectusInstance } from './support/directus.ts';
+import { LEGS, legAvailable } from './support/legs.ts';
 
 const BULK = '/pseo-endpoints/trigger/bulk-generation';
 const ON_DEMAND = '/pseo-endpoints/trigger/on-demand-generation';

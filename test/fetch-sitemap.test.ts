@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startFixtureServer, type FixtureServer } from '../src/sitemap/fixture-server.ts';
-import { call, createUser, createWebsite, expectEnvelope, type TestUser } from './harness/api.ts';
-import { startDirectus, type DirectusInstance } from './harness/directus.ts';
-import { LEGS, legAvailable } from './harness/legs.ts';
+import { startFixtureServer, type FixtureServer } from './support/sitemap-fixture-server.ts';
+import { call, createUser, createWebsite, expectEnvelope, type TestUser } from './support/api.ts';
+import { startDirectus, type DirectusInstance } from './support/directus.ts';
+import { LEGS, legAvailable } from './support/legs.ts';
 
 /** A WordPress-style site: a Yoast index with an XSL stylesheet, a posts child, and a gzip pages child. */
 async function wordpressSite(): Promise<FixtureServer> {

@@ -1,5 +1,5 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { startFakeProvider, type FakeProvider } from './fake-provider/server.ts';
+import { startFakeProvider, type FakeProvider } from './support/fake-provider/server.ts';
 import {
 	adminItems,
 	balanceOf,
@@ -12,9 +12,9 @@ import {
 	plannedWebsite,
 	seedPlan,
 	waitForJob,
-} from './harness/api.ts';
-import { startDirectus, type DirectusInstance } from './harness/directus.ts';
-import { LEGS, legAvailable } from './harness/legs.ts';
+} from './support/api.ts';
+import { startDirectus, type DirectusInstance } from './support/directus.ts';
+import { LEGS, legAvailable } from './support/legs.ts';
 
 const ON_DEMAND = '/pseo-endpoints/trigger/on-demand-generation';
 const BULK = '/pseo-endpoints/trigger/bulk-generation';

@@ -1,9 +1,9 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { startFixtureServer, type FixtureServer } from '../src/sitemap/fixture-server.ts';
-import { startFakeProvider, type FakeProvider } from './fake-provider/server.ts';
-import { adminItems, balanceOf, call, createUser, createWebsite, expectEnvelope, ledgerOf, waitForJob, type TestUser } from './harness/api.ts';
-import { startDirectus, type DirectusInstance } from './harness/directus.ts';
-import { LEGS, legAvailable } from './harness/legs.ts';
+import { startFixtureServer, type FixtureServer } from './support/sitemap-fixture-server.ts';
+import { startFakeProvider, type FakeProvider } from './support/fake-provider/server.ts';
+import { adminItems, balanceOf, call, createUser, createWebsite, expectEnvelope, ledgerOf, waitForJob, type TestUser } from './support/api.ts';
+import { startDirectus, type DirectusInstance } from './support/directus.ts';
+import { LEGS, legAvailable } from './support/legs.ts';
 
 const PLAN = '/pseo-endpoints/generate/main-json';
 const DESCRIPTION =

@@ -1,5 +1,5 @@
 import { afterAll, afterEach, beforeAll, describe, expect, inject, it } from 'vitest';
-import { startFakeProvider, type FakeProvider } from './fake-provider/server.ts';
+import { startFakeProvider, type FakeProvider } from './support/fake-provider/server.ts';
 import {
 	adminItems,
 	balanceOf,
@@ -14,11 +14,11 @@ import {
 	waitForJob,
 	type ApiResponse,
 	type TestUser,
-} from './harness/api.ts';
-import { copyDatabase, type DirectusInstance } from './harness/directus.ts';
-import { PG } from './harness/paths.ts';
-import { REDIS_URL, startCluster, type Cluster } from './multi-instance/cluster.ts';
-import { redisKeys, redisReachable } from './multi-instance/redis.ts';
+} from './support/api.ts';
+import { copyDatabase, type DirectusInstance } from './support/directus.ts';
+import { PG } from './support/paths.ts';
+import { REDIS_URL, startCluster, type Cluster } from './support/cluster.ts';
+import { redisKeys, redisReachable } from './support/redis.ts';
 
 /*
  * Operating contract section 5: several Directus instances on one PostgreSQL database, with Redis for Directus's

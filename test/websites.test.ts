@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { adminItems, balanceOf, call, createUser, createWebsite, expectEnvelope, PSEO_USER_ROLE, type TestUser } from './harness/api.ts';
-import { startDirectus, type DirectusInstance } from './harness/directus.ts';
-import { LEGS, legAvailable } from './harness/legs.ts';
+import { adminItems, balanceOf, call, createUser, createWebsite, expectEnvelope, PSEO_USER_ROLE, type TestUser } from './support/api.ts';
+import { startDirectus, type DirectusInstance } from './support/directus.ts';
+import { LEGS, legAvailable } from './support/legs.ts';
 
 describe.each(LEGS)('foundation on %s', (leg) => {
 	describe.skipIf(!legAvailable(leg))(`${leg}`, () => {

@@ -1,8 +1,8 @@
 /** The fake OpenAI-compatible provider as a separate process, so its memory and CPU are not the product's. */
 import { spawn, type ChildProcess } from 'node:child_process';
 import path from 'node:path';
-import type { FakeConfigPatch, RequestLogEntry } from '../../test/fake-provider/server.ts';
-import { ROOT } from '../../test/harness/paths.ts';
+import type { FakeConfigPatch, RequestLogEntry } from '../../test/support/fake-provider/server.ts';
+import { ROOT } from '../../test/support/paths.ts';
 
 export interface FakeProcess {
 	/** Base URL for OPENAI_BASE_URL, ending in `/v1`. */
@@ -18,7 +18,7 @@ export interface FakeProcess {
 	stop(graceMs?: number): Promise<void>;
 }
 
-/** Starts `test/fake-provider/cli.ts` on a free loopback port with Node 22 and waits for its URL. */
+/** Starts `test/support/fake-provider/cli.ts` on a free loopback port with Node 22 and waits for its URL. */
 export async function spawnFakeProvider(config: FakeConfigPatch = {}, timeoutMs = 20_000): Promise<FakeProcess> {
 	const cli = path.join(ROOT, 'test', 'fake-provider', 'cli.ts');
 	const child = spawn(process.execPath, [cli, '--port', '0', '--host', '127.0.0.1', '--config', JSON.stringify(config)], {

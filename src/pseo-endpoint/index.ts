@@ -8,7 +8,7 @@ import { registerGenerations } from './routes/generations.ts';
 import { registerTriggers } from './routes/triggers.ts';
 import { registerMainJson } from './routes/main-json.ts';
 import { registerSitemap } from './routes/sitemap.ts';
-import { kickRuntime } from '../generation/runtime-registry.ts';
+import { kickRuntime } from '../engine/runtime-registry.ts';
 
 /** The REST interface under /pseo-endpoints. Handlers parse, call one domain function, and shape the answer. */
 export default defineEndpoint({

@@ -10,10 +10,10 @@ import { provisionUserPolicy } from '../schema/user-policy.ts';
 import { retryOnRace } from '../shared/retry-on-race.ts';
 import type { ServiceContext } from '../shared/services.ts';
 import { useConfig } from '../config/config.ts';
-import { drainBeforeClose } from '../generation/drain-before-close.ts';
-import { providerFor } from '../generation/create-provider.ts';
-import { GenerationRuntime } from '../generation/runtime.ts';
-import { setRuntime } from '../generation/runtime-registry.ts';
+import { drainBeforeClose } from '../engine/drain-before-close.ts';
+import { providerFor } from '../provider/create-provider.ts';
+import { GenerationRuntime } from '../engine/runtime.ts';
+import { setRuntime } from '../engine/runtime-registry.ts';
 
 /** The runtime: start-up provisioning, the error envelope, balance grants, and (later) the job runtime. */
 export default defineHook(({ init, filter, action }, context) => {

@@ -1,7 +1,7 @@
 import type { LookupFunction } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
-import { startFixtureServer } from './fixture-server.ts';
-import type { FixtureServer } from './fixture-server.ts';
+import { startFixtureServer } from '../../test/support/sitemap-fixture-server.ts';
+import type { FixtureServer } from '../../test/support/sitemap-fixture-server.ts';
 import { BLOCKED_ADDRESS_CODE, BodyReadError, createGuardedFetcher, guardLookup } from './guarded-fetch.ts';
 import type { FetchOutcome, GuardedFetcherOptions } from './guarded-fetch.ts';
 import { DEFAULT_SITEMAP_OPTIONS } from './limits.ts';

@@ -1,7 +1,7 @@
 import { gzipSync } from 'node:zlib';
 import { describe, expect, it } from 'vitest';
 import { BodyLimitError, decodeBody } from './decode-body.ts';
-import { fixture } from './fixture-server.ts';
+import { fixture } from '../../test/support/sitemap-fixture-server.ts';
 import { readDocument } from './read-document.ts';
 import type { DocumentKind, DocumentReport } from './read-document.ts';
 

@@ -1,8 +1,8 @@
 import type { LookupFunction } from 'node:net';
 import { gzipSync } from 'node:zlib';
 import { afterEach, describe, expect, it } from 'vitest';
-import { fixture, gzipBomb, startFixtureServer } from './fixture-server.ts';
-import type { FixtureHandler, FixtureRoute, FixtureServer } from './fixture-server.ts';
+import { fixture, gzipBomb, startFixtureServer } from '../../test/support/sitemap-fixture-server.ts';
+import type { FixtureHandler, FixtureRoute, FixtureServer } from '../../test/support/sitemap-fixture-server.ts';
 import { DEFAULT_SITEMAP_OPTIONS } from './limits.ts';
 import type { Logger, SitemapOptions } from './limits.ts';
 import { readSitemap } from './read-sitemap.ts';

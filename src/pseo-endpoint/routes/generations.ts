@@ -1,5 +1,5 @@
 import type { Router } from 'express';
-import { getGeneration, listGenerations } from '../../generation/read-jobs.ts';
+import { getGeneration, listGenerations } from '../../jobs/read-jobs.ts';
 import { asyncHandler } from '../../http/async-handler.ts';
 import { parseIdParam, requireUser } from '../../http/request-input.ts';
 import { respond } from '../../http/respond.ts';

@@ -1,6 +1,6 @@
 import type { Router } from 'express';
 import { useConfig } from '../../config/config.ts';
-import { providerFor } from '../../generation/create-provider.ts';
+import { providerFor } from '../../provider/create-provider.ts';
 import { asyncHandler } from '../../http/async-handler.ts';
 import { requireUser } from '../../http/request-input.ts';
 import { respond } from '../../http/respond.ts';

@@ -1,8 +1,8 @@
 import type { Router } from 'express';
 import { useConfig } from '../../config/config.ts';
 import { InvalidPayloadError } from '../../errors/index.ts';
-import { startJob } from '../../generation/start-job.ts';
-import type { JobMode } from '../../generation/job-types.ts';
+import { startJob } from '../../jobs/start-job.ts';
+import type { JobMode } from '../../engine/job-types.ts';
 import { asyncHandler } from '../../http/async-handler.ts';
 import { requireObjectBody, requirePositiveInteger, requireUser } from '../../http/request-input.ts';
 import { respond } from '../../http/respond.ts';

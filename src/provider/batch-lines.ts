@@ -1,5 +1,5 @@
-import { describeFailure, redact } from '../provider/provider-failure.ts';
-import { readCompletionContent } from '../provider/read-completion.ts';
+import { describeFailure, redact } from './provider-failure.ts';
+import { readCompletionContent } from './read-completion.ts';
 
 export type BatchLineResult = { customId: string; ok: true; content: unknown } | { customId: string | null; ok: false; error: string };
 

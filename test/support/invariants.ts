@@ -3,7 +3,7 @@
  * through any instance): what must hold once every instance is quiet, whatever crashed on the way.
  */
 import pg from 'pg';
-import { PG } from '../harness/paths.ts';
+import { PG } from './paths.ts';
 
 export interface Violation {
 	invariant: string;

@@ -1,7 +1,7 @@
 import type { Knex } from 'knex';
 import { jsonFromDb } from '../shared/database.ts';
 import type { JobRecord, JobRoute } from './job-types.ts';
-import { createSiblingPicker, type Sibling } from './page-siblings.ts';
+import { createSiblingPicker, type Sibling } from '../page/page-siblings.ts';
 
 /** Everything a page prompt needs besides the page itself, loaded once per job run. */
 export interface JobContext {

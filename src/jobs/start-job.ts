@@ -3,8 +3,8 @@ import { ConflictError } from '../errors/index.ts';
 import { chargeTokens } from '../ledger/token-ledger.ts';
 import { dbTimestamp, insertedId, isUniqueViolation } from '../shared/database.ts';
 import { requireOwnedPseo } from '../websites/ownership.ts';
-import { JOBS } from './job-store.ts';
-import type { JobMode } from './job-types.ts';
+import { JOBS } from '../engine/job-store.ts';
+import type { JobMode } from '../engine/job-types.ts';
 import { selectRoutes } from './plan-routes.ts';
 
 export interface StartJobInput {

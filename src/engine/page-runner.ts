@@ -1,7 +1,7 @@
 import type { Knex } from 'knex';
 import type PQueue from 'p-queue';
 import type { Logger } from '../shared/logger.ts';
-import type { GenerationProvider } from './generation-provider.ts';
+import type { GenerationProvider } from '../provider/generation-provider.ts';
 import { loadJobContext } from './job-context.ts';
 import { finishJob, recordOutcomes, settledRoutes, type PageOutcome } from './job-store.ts';
 import type { JobRecord } from './job-types.ts';

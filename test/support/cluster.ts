@@ -3,11 +3,11 @@
  * horizontally (operating contract section 5). Used by the multi-instance suite and the chaos run; vitest-free.
  */
 import { randomBytes } from 'node:crypto';
-import { launchDirectus, type DatabaseCopy, type DirectusInstance } from '../harness/instance.ts';
-import { REDIS_URL } from '../harness/paths.ts';
+import { launchDirectus, type DatabaseCopy, type DirectusInstance } from './instance.ts';
+import { REDIS_URL } from './paths.ts';
 import { redisDeleteMatching } from './redis.ts';
 
-export { REDIS_URL } from '../harness/paths.ts';
+export { REDIS_URL } from './paths.ts';
 
 export interface ClusterOptions {
 	/** Instances to start. Default 3. */

@@ -1,7 +1,7 @@
 import type { Knex } from 'knex';
 import { InvalidPayloadError } from '../errors/index.ts';
 import { jsonFromDb } from '../shared/database.ts';
-import type { JobRoute } from './job-types.ts';
+import type { JobRoute } from '../engine/job-types.ts';
 
 export interface CurrentPlan {
 	id: number;

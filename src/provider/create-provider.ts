@@ -1,5 +1,5 @@
 import type { PseoConfig } from '../config/config.ts';
-import { createOpenAiProvider } from '../provider/openai-provider.ts';
+import { createOpenAiProvider } from './openai-provider.ts';
 import type { Logger } from '../shared/logger.ts';
 import type { GenerationProvider } from './generation-provider.ts';
 

@@ -1,6 +1,6 @@
-import type { OpenAiProvider } from '../provider/types.ts';
+import type { OpenAiProvider } from './types.ts';
 
-export type { BatchInfo } from '../provider/types.ts';
+export type { BatchInfo } from './types.ts';
 
 /** What the engine needs of a provider: JSON completions, and the Batch API for bulk jobs. */
 export type GenerationProvider = OpenAiProvider;

@@ -27,7 +27,7 @@ export interface FixtureServer {
 	close(): Promise<void>;
 }
 
-const FIXTURES = new URL('./fixtures/', import.meta.url);
+const FIXTURES = new URL('./sitemap-fixtures/', import.meta.url);
 
 /** A fixture file's text. */
 export function fixture(name: string): string {

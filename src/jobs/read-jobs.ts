@@ -2,7 +2,7 @@ import type { Accountability, SchemaOverview } from '@directus/types';
 import { isoFromDb, jsonFromDb } from '../shared/database.ts';
 import type { ServiceContext } from '../shared/services.ts';
 import { requireOwnedGeneration, requireOwnedPseo } from '../websites/ownership.ts';
-import type { FailedRoute } from './job-types.ts';
+import type { FailedRoute } from '../engine/job-types.ts';
 
 const LIST_FIELDS = ['id', 'pseo_id', 'status', 'requested_count', 'created_count', 'failed_count', 'failed_routes', 'date_created', 'date_completed'];
 const RECORD_FIELDS = [...LIST_FIELDS.slice(0, 8), 'date_updated', 'date_completed'];

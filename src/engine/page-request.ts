@@ -1,12 +1,12 @@
 import type { JsonCompletionRequest } from '../provider/types.ts';
-import { parseBatchOutputLine } from './batch-lines.ts';
-import type { GenerationProvider } from './generation-provider.ts';
+import { parseBatchOutputLine } from '../provider/batch-lines.ts';
+import type { GenerationProvider } from '../provider/generation-provider.ts';
 import type { JobContext } from './job-context.ts';
 import type { PageContent, PageOutcome } from './job-store.ts';
 import type { JobRoute } from './job-types.ts';
-import { makeValidator, validatePageOutput } from './page-output.ts';
-import { buildPageMessages } from './page-prompt.ts';
-import { PAGE_SCHEMA, PAGE_SCHEMA_NAME, type PageOutput } from './page-schema.ts';
+import { makeValidator, validatePageOutput } from '../page/page-output.ts';
+import { buildPageMessages } from '../page/page-prompt.ts';
+import { PAGE_SCHEMA, PAGE_SCHEMA_NAME, type PageOutput } from '../page/page-schema.ts';
 
 const SIBLINGS_PER_PAGE = 8;
 

@@ -1,4 +1,4 @@
-import { FINAL_BATCH_STATES, type BatchInfo, type GenerationProvider } from './generation-provider.ts';
+import { FINAL_BATCH_STATES, type BatchInfo, type GenerationProvider } from '../provider/generation-provider.ts';
 import { loadJobContext, type JobContext } from './job-context.ts';
 import { finishJob, recordOutcomes, releaseJob, saveBatch, settledRoutes, type PageOutcome } from './job-store.ts';
 import type { JobRecord } from './job-types.ts';
