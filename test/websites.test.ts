@@ -33,6 +33,7 @@ describe.each(LEGS)('foundation on %s', (leg) => {
 				'GET /generations?pseo_id=X',
 				'POST /generate/main-json',
 				'GET /fetch-sitemap?pseo_id=X',
+				'GET /balance',
 			]);
 		});
 
@@ -110,6 +111,22 @@ describe.each(LEGS)('foundation on %s', (leg) => {
 				expect(body).not.toHaveProperty('errors');
 			}
 			expectEnvelope(await call(directus, 'GET', '/pseo-endpoints/generations?pseo_id=1', { token: 'bad' }), 401);
+		});
+
+		it('GET /balance answers the caller\'s own balance and the rates, and follows an admin grant', async () => {
+			const carol = await createUser(directus, { balance: 42 });
+			const res = await call(directus, 'GET', '/pseo-endpoints/balance', { token: carol.token });
+			expect(res.status).toBe(200);
+			expect(res.body).toMatchObject({
+				success: true,
+				data: { balance: 42, rates: { token_per_page: 10, token_per_batch_page: 5, token_per_main_json: 20 } },
+			});
+			expect(res.body.timestamp).toMatch(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/);
+			const grant = await call(directus, 'PATCH', `/users/${carol.id}`, { token: directus.adminToken, body: { pseo_token_balance: 50 } });
+			expect(grant.status).toBe(200);
+			expect((await call(directus, 'GET', '/pseo-endpoints/balance', { token: carol.token })).body.data.balance).toBe(50);
+			// Each caller sees their own balance only.
+			expect((await call(directus, 'GET', '/pseo-endpoints/balance', { token: bob.token })).body.data.balance).toBe(await balanceOf(directus, bob.id));
 		});
 
 		it('5 a login JWT works as a Bearer token', async () => {

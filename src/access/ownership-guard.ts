@@ -1,22 +1,27 @@
 import type { Accountability, Query } from '@directus/types';
 import type { Knex } from 'knex';
 import { ForbiddenError } from '../errors/index.ts';
+import { JOBS } from '../engine/job-store.ts';
+import { LEDGER_TABLE } from '../ledger/token-ledger.ts';
+import { PLANS } from '../plan/plan-store.ts';
+import { POSTS } from '../posts/post-store.ts';
+import { WEBSITES } from '../websites/website-store.ts';
 
 /** The owner field of every collection the extension defines. */
 export const OWNER_FIELDS = {
-	pseo: 'backend_user_id',
-	pseo_generations: 'user_id',
-	pseo_posts: 'user_id',
-	pseo_main_json: 'user_id',
-	pseo_token_ledger: 'user_id',
+	[WEBSITES]: 'backend_user_id',
+	[JOBS]: 'user_id',
+	[POSTS]: 'user_id',
+	[PLANS]: 'user_id',
+	[LEDGER_TABLE]: 'user_id',
 } as const;
 
 export type OwnedCollection = keyof typeof OWNER_FIELDS;
 
 /** Fields a non-admin may write through the items API; the rest are the extension's to maintain. */
 export const WRITABLE_FIELDS: Partial<Record<OwnedCollection, ReadonlySet<string>>> = {
-	pseo: new Set(['website_url', 'website_software', 'master_prompt']),
-	pseo_posts: new Set(['status', 'title', 'meta_title', 'meta_description', 'h1', 'body', 'faq']),
+	[WEBSITES]: new Set(['website_url', 'website_software', 'master_prompt']),
+	[POSTS]: new Set(['status', 'title', 'meta_title', 'meta_description', 'h1', 'body', 'faq']),
 };
 
 /** Whether rows must be narrowed for this caller: every authenticated non-admin, and the public. */

@@ -1,5 +1,5 @@
 import type { SitemapOptions } from '../sitemap/limits.ts';
-import { sitemapOptionsFromEnv } from '../sitemap/limits.ts';
+import { sitemapOptionsFromEnv } from './sitemap-env.ts';
 
 export type BulkMode = 'batch' | 'concurrent';
 

@@ -1,7 +1,10 @@
 import type { Knex } from 'knex';
 import { refundTokens } from '../ledger/token-ledger.ts';
-import { dbTimestamp, isUniqueViolation, jsonFromDb, vendorOf } from '../shared/database.ts';
-import type { FailedRoute, JobRecord, JobRoute } from './job-types.ts';
+import type { PlanPage } from '../plan/plan-page.ts';
+import { insertPosts, postedRoutes, type PageContent } from '../posts/post-store.ts';
+import { dbTimestamp, insertedId, jsonFromDb, vendorOf } from '../shared/database.ts';
+import { addPostCount } from '../websites/website-store.ts';
+import type { FailedRoute, JobMode, JobRecord } from './job-types.ts';
 
 /*
  * The engine's writes to jobs, posts and counters. They use Knex directly because each is an atomic conditional
@@ -10,17 +13,58 @@ import type { FailedRoute, JobRecord, JobRoute } from './job-types.ts';
  * its lease (paused, partitioned, presumed dead) can never write after another one took the job over.
  */
 
+/** The owner of `pseo_generations`: every other module reaches jobs through this one. */
 export const JOBS = 'pseo_generations';
-export const POSTS = 'pseo_posts';
 
-export interface PageContent {
-	title: string;
-	meta_title: string | null;
-	meta_description: string | null;
-	h1: string | null;
-	body: string;
-	faq: unknown;
-	internal_links: unknown;
+/** A job as the trigger inserts it, `pending`. */
+export interface NewJob {
+	pseoId: number;
+	userId: string;
+	mode: JobMode;
+	routes: readonly PlanPage[];
+	rate: number;
+	planId: number;
+}
+
+/**
+ * Inserts a job `pending` with `active_pseo_id = pseo_id`, inside the caller's transaction (which also charges
+ * for it). The unique index on `active_pseo_id` admits one active job per website across every instance: a
+ * concurrent twin fails here on that index.
+ */
+export async function insertJob(trx: Knex.Transaction, job: NewJob): Promise<number> {
+	const now = dbTimestamp(trx);
+	const rows = await trx(JOBS).insert(
+		{
+			pseo_id: job.pseoId,
+			user_id: job.userId,
+			mode: job.mode,
+			status: 'pending',
+			requested_count: job.routes.length,
+			created_count: 0,
+			failed_count: 0,
+			failed_routes: JSON.stringify([]),
+			routes: JSON.stringify(job.routes),
+			token_rate: job.rate,
+			main_json_id: job.planId,
+			active_pseo_id: job.pseoId,
+			attempts: 0,
+			date_created: now,
+			date_updated: now,
+		},
+		['id'],
+	);
+	return insertedId(rows);
+}
+
+/** Whether the website has a job pending or running. */
+export async function hasActiveJob(knex: Knex, pseoId: number): Promise<boolean> {
+	return !!(await knex(JOBS).where('active_pseo_id', pseoId).first('id'));
+}
+
+/** Who a job belongs to, read raw (the caller's permissions may hide it); null when it does not exist. */
+export async function readJobOwner(knex: Knex, jobId: number): Promise<{ userId: string | null; pseoId: number } | null> {
+	const row = (await knex(JOBS).where('id', jobId).first('user_id', 'pseo_id')) as { user_id: string | null; pseo_id: number } | undefined;
+	return row ? { userId: row.user_id ?? null, pseoId: Number(row.pseo_id) } : null;
 }
 
 /** The lease lost: another worker owns the job now, so this one must stop touching it. */
@@ -107,7 +151,7 @@ export async function readJob(knex: Knex, jobId: number): Promise<JobRecord | nu
 		created_count: Number(row['created_count']),
 		failed_count: Number(row['failed_count']),
 		failed_routes: jsonFromDb<FailedRoute[]>(row['failed_routes'], []),
-		routes: jsonFromDb<JobRoute[]>(row['routes'], []),
+		routes: jsonFromDb<PlanPage[]>(row['routes'], []),
 		token_rate: Number(row['token_rate']),
 		main_json_id: row['main_json_id'] === null ? null : Number(row['main_json_id']),
 		batch_id: (row['batch_id'] as string | null) ?? null,
@@ -119,15 +163,12 @@ export async function readJob(knex: Knex, jobId: number): Promise<JobRecord | nu
 
 /** Routes of the job that already have a post or a recorded failure: they are done and never redone. */
 export async function settledRoutes(knex: Knex, job: JobRecord): Promise<Set<string>> {
-	const done = new Set(job.failed_routes.map((failure) => failure.route));
-	const routes = job.routes.map((item) => item.route);
-	for (let i = 0; i < routes.length; i += 500) {
-		const rows = (await knex(POSTS)
-			.where('pseo_id', job.pseo_id)
-			.whereIn('route', routes.slice(i, i + 500))
-			.select('route')) as { route: string }[];
-		for (const row of rows) done.add(row.route);
-	}
+	const done = await postedRoutes(
+		knex,
+		job.pseo_id,
+		job.routes.map((item) => item.route),
+	);
+	for (const failure of job.failed_routes) done.add(failure.route);
 	return done;
 }
 
@@ -157,10 +198,10 @@ export async function recordOutcomes(
 		if (!current) throw new LeaseLostError(job.id);
 		const failedRoutes = jsonFromDb<FailedRoute[]>(current.failed_routes, []);
 		const routes = outcomes.map((outcome) => outcome.route);
-		const existing = (await trx(POSTS).where('pseo_id', job.pseo_id).whereIn('route', routes).select('route')) as { route: string }[];
+		const existing = await postedRoutes(trx, job.pseo_id, routes);
 
 		// The first outcome for a route counts; later ones, and routes already posted or failed, are skipped.
-		const taken = new Set([...failedRoutes.map((failure) => failure.route), ...existing.map((row) => row.route)]);
+		const taken = new Set([...failedRoutes.map((failure) => failure.route), ...existing]);
 		const fresh: PageOutcome[] = [];
 		for (const outcome of outcomes) {
 			if (taken.has(outcome.route)) continue;
@@ -171,8 +212,12 @@ export async function recordOutcomes(
 		const now = dbTimestamp(trx);
 		const duplicates = await insertPosts(
 			trx,
-			fresh.filter((outcome) => outcome.content),
-			(outcome) => postRow(job, outcome, now),
+			fresh.flatMap((outcome) =>
+				outcome.content
+					? [{ pseo_id: job.pseo_id, generation_id: job.id, user_id: job.user_id, route: outcome.route, language: outcome.language ?? null, content: outcome.content }]
+					: [],
+			),
+			now,
 		);
 		let created = 0;
 		let failed = 0;
@@ -203,74 +248,10 @@ export async function recordOutcomes(
 				});
 		}
 		if (created > 0) {
-			await trx('pseo').where('id', job.pseo_id).update({ post_counts_total: trx.raw('post_counts_total + ?', [created]) });
+			await addPostCount(trx, job.pseo_id, created);
 		}
 		return { created, failed };
 	});
-}
-
-/** Posts per INSERT statement: 15 columns a row stays under SQLite's historical limit of 999 bound values. */
-const POSTS_PER_INSERT = 60;
-
-/**
- * Inserts the posts with multi-row statements (one statement per row made ingesting a big batch slow). A statement
- * that hits the (pseo_id, route) key, because another writer stored one of its routes first, is undone and its
- * rows are inserted one by one. Returns the routes that already had a post.
- */
-async function insertPosts(
-	trx: Knex.Transaction,
-	outcomes: PageOutcome[],
-	toRow: (outcome: PageOutcome) => Record<string, unknown>,
-): Promise<Set<string>> {
-	const duplicates = new Set<string>();
-	for (let i = 0; i < outcomes.length; i += POSTS_PER_INSERT) {
-		const slice = outcomes.slice(i, i + POSTS_PER_INSERT);
-		try {
-			await insertAtomically(trx, slice.map(toRow));
-			continue;
-		} catch (error) {
-			if (!isUniqueViolation(error)) throw error;
-		}
-		for (const outcome of slice) {
-			try {
-				await insertAtomically(trx, [toRow(outcome)]);
-			} catch (error) {
-				if (!isUniqueViolation(error)) throw error;
-				duplicates.add(outcome.route);
-			}
-		}
-	}
-	return duplicates;
-}
-
-/**
- * One INSERT that applies whole or not at all and leaves the transaction usable. SQLite undoes just the failed
- * statement; PostgreSQL aborts the whole transaction on an error, so there it runs inside a savepoint.
- */
-async function insertAtomically(trx: Knex.Transaction, rows: Record<string, unknown>[]): Promise<void> {
-	if (vendorOf(trx) === 'sqlite') await trx(POSTS).insert(rows);
-	else await trx.transaction((savepoint) => savepoint(POSTS).insert(rows));
-}
-
-function postRow(job: JobRecord, outcome: PageOutcome, now: Date | number) {
-	const content = outcome.content!;
-	return {
-		pseo_id: job.pseo_id,
-		generation_id: job.id,
-		user_id: job.user_id,
-		status: 'draft',
-		route: outcome.route,
-		language: outcome.language ?? null,
-		title: content.title,
-		meta_title: content.meta_title,
-		meta_description: content.meta_description,
-		h1: content.h1,
-		body: content.body,
-		faq: JSON.stringify(content.faq ?? []),
-		internal_links: JSON.stringify(content.internal_links ?? []),
-		date_created: now,
-		date_updated: now,
-	};
 }
 
 /**

@@ -1,14 +1,4 @@
-/** A plan item as a job stores it: the page to generate. */
-export interface JobRoute {
-	route: string;
-	title: string;
-	priority: number;
-	primary_keyword?: string | null;
-	search_intent?: string | null;
-	page_type?: string | null;
-	parent_route?: string | null;
-	cluster?: string | null;
-}
+import type { PlanPage } from '../plan/plan-page.ts';
 
 export interface FailedRoute {
 	route: string;
@@ -29,7 +19,7 @@ export interface JobRecord {
 	created_count: number;
 	failed_count: number;
 	failed_routes: FailedRoute[];
-	routes: JobRoute[];
+	routes: PlanPage[];
 	token_rate: number;
 	main_json_id: number | null;
 	batch_id: string | null;

@@ -2,8 +2,9 @@ import type { JsonCompletionRequest } from '../provider/types.ts';
 import { parseBatchOutputLine } from '../provider/batch-lines.ts';
 import type { GenerationProvider } from '../provider/generation-provider.ts';
 import type { JobContext } from './job-context.ts';
-import type { PageContent, PageOutcome } from './job-store.ts';
-import type { JobRoute } from './job-types.ts';
+import type { PageContent } from '../posts/post-store.ts';
+import type { PageOutcome } from './job-store.ts';
+import type { PlanPage } from '../plan/plan-page.ts';
 import { makeValidator, validatePageOutput } from '../page/page-output.ts';
 import { buildPageMessages } from '../page/page-prompt.ts';
 import { PAGE_SCHEMA, PAGE_SCHEMA_NAME, type PageOutput } from '../page/page-schema.ts';
@@ -11,7 +12,7 @@ import { PAGE_SCHEMA, PAGE_SCHEMA_NAME, type PageOutput } from '../page/page-sch
 const SIBLINGS_PER_PAGE = 8;
 
 /** The chat request for one page: master prompt, plan language and description, the item and its siblings. */
-export function buildPageRequest(context: JobContext, item: JobRoute): JsonCompletionRequest {
+export function buildPageRequest(context: JobContext, item: PlanPage): JsonCompletionRequest {
 	return {
 		schemaName: PAGE_SCHEMA_NAME,
 		schema: PAGE_SCHEMA as Record<string, unknown>,
@@ -43,7 +44,7 @@ function toContent(page: PageOutput): PageContent {
 export async function generatePage(
 	provider: GenerationProvider,
 	context: JobContext,
-	item: JobRoute,
+	item: PlanPage,
 	options: { signal?: AbortSignal; logContext?: Record<string, unknown> } = {},
 ): Promise<PageContent> {
 	const raw = await provider.completeJson({ ...buildPageRequest(context, item), ...options });

@@ -118,7 +118,10 @@ export class GenerationRuntime {
 			// An unexpected fault (database, provider outage on a batch call): hand the job back so it is retried
 			// after the poll interval rather than left running with nobody on it.
 			logger.error({ err: error, jobId }, 'pseo job step failed; it will be retried');
-			await releaseJob(database, jobId, this.worker, Date.now() + config.batchPollIntervalMs).catch(() => {});
+			await releaseJob(database, jobId, this.worker, Date.now() + config.batchPollIntervalMs).catch((releaseError: unknown) =>
+				// The lease lapses by itself and another sweep takes the job over; say why it waits that long.
+				logger.warn({ err: releaseError, jobId }, 'pseo job could not be handed back; it resumes when its lease lapses'),
+			);
 		} finally {
 			clearInterval(renew);
 		}
@@ -141,7 +144,11 @@ export class GenerationRuntime {
 		await Promise.race([inFlight, new Promise((resolve) => setTimeout(resolve, graceMs))]);
 		for (const entry of this.#owned.values()) entry.controller.abort();
 		await Promise.race([inFlight, new Promise((resolve) => setTimeout(resolve, 1000))]);
-		for (const jobId of held) await releaseJob(this.#options.database, jobId, this.worker).catch(() => {});
+		for (const jobId of held) {
+			await releaseJob(this.#options.database, jobId, this.worker).catch((error: unknown) =>
+				this.#options.logger.warn({ err: error, jobId }, 'pseo job could not be handed back at shutdown; it resumes when its lease lapses'),
+			);
+		}
 		if (held.length > 0) this.#options.logger.info({ jobs: held }, 'pseo jobs handed back for resumption');
 	}
 

@@ -27,7 +27,17 @@ function isDirectusLikeError(value: unknown): value is DirectusLikeError {
 	);
 }
 
+/** Directus's codes for a bearer token it could not accept: unknown static token, bad JWT, expired JWT. */
 const TOKEN_CODES = new Set(['INVALID_CREDENTIALS', 'INVALID_TOKEN', 'TOKEN_EXPIRED']);
+
+/**
+ * The status a Directus error answers with under `/pseo-endpoints`. Directus answers a JWT with a wrong
+ * signature or a malformed body with `INVALID_TOKEN` as 403; the interface (sections 5.3 and 7) promises 401 for
+ * every missing or invalid Bearer token, so every token failure is 401 here.
+ */
+export function statusFor(status: number, code: string): number {
+	return TOKEN_CODES.has(code) ? 401 : status;
+}
 
 export function envelope(status: number, code: string, message: string): ErrorEnvelope {
 	// Directus says "Invalid user credentials." for a bad bearer token, which reads like a failed login.
@@ -38,7 +48,8 @@ export function envelope(status: number, code: string, message: string): ErrorEn
 /** Maps any thrown value to a status and envelope; unknown errors become a 500 that leaks nothing. */
 export function toErrorResponse(error: unknown): { status: number; body: ErrorEnvelope } {
 	if (isDirectusLikeError(error)) {
-		return { status: error.status, body: envelope(error.status, error.code, error.message) };
+		const status = statusFor(error.status, error.code);
+		return { status, body: envelope(status, error.code, error.message) };
 	}
 	return { status: 500, body: envelope(500, 'INTERNAL_SERVER_ERROR', 'An unexpected error occurred.') };
 }
@@ -63,7 +74,11 @@ export function directusErrorEnvelope(prefix: string) {
 	return (req: Request, res: Response, next: NextFunction) => {
 		if (!isUnder(req.path, prefix)) return next();
 		const json = res.json.bind(res);
-		res.json = (body?: unknown) => json(rewriteDirectusErrors(res.statusCode, body));
+		res.json = (body?: unknown) => {
+			const rewritten = rewriteDirectusErrors(res.statusCode, body);
+			if (isEnvelope(rewritten)) res.status(statusFor(res.statusCode, rewritten.code));
+			return json(rewritten);
+		};
 		next();
 	};
 }
@@ -79,5 +94,9 @@ export function rewriteDirectusErrors(status: number, body: unknown): unknown {
 	const first = errors[0] as { message?: unknown; extensions?: { code?: unknown } };
 	const message = typeof first.message === 'string' ? first.message : 'Request failed.';
 	const code = typeof first.extensions?.code === 'string' ? first.extensions.code : 'ERROR';
-	return envelope(status, code, message);
+	return envelope(statusFor(status, code), code, message);
+}
+
+function isEnvelope(body: unknown): body is ErrorEnvelope {
+	return typeof body === 'object' && body !== null && (body as { success?: unknown }).success === false && typeof (body as { code?: unknown }).code === 'string';
 }

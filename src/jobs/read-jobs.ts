@@ -1,8 +1,11 @@
 import type { Accountability, SchemaOverview } from '@directus/types';
+import { JOBS, readJobOwner } from '../engine/job-store.ts';
+import type { FailedRoute } from '../engine/job-types.ts';
+import { ForbiddenError, NotFoundError } from '../errors/index.ts';
 import { isoFromDb, jsonFromDb } from '../shared/database.ts';
 import type { ServiceContext } from '../shared/services.ts';
-import { requireOwnedGeneration, requireOwnedPseo } from '../websites/ownership.ts';
-import type { FailedRoute } from '../engine/job-types.ts';
+import { requireOwnedPseo } from '../websites/ownership.ts';
+import { readWebsite } from '../websites/website-store.ts';
 
 const LIST_FIELDS = ['id', 'pseo_id', 'status', 'requested_count', 'created_count', 'failed_count', 'failed_routes', 'date_created', 'date_completed'];
 const RECORD_FIELDS = [...LIST_FIELDS.slice(0, 8), 'date_updated', 'date_completed'];
@@ -21,7 +24,19 @@ function toRecord(row: Record<string, unknown>, fields: string[]): Record<string
 }
 
 function itemsService(context: ServiceContext, accountability: Accountability, schema: SchemaOverview) {
-	return new context.services.ItemsService('pseo_generations', { accountability, schema, knex: context.database });
+	return new context.services.ItemsService(JOBS, { accountability, schema, knex: context.database });
+}
+
+/**
+ * The owner check of a job, on the raw row (see websites/ownership.ts for why): 404 when it does not exist, 403
+ * when it is someone else's. A job without `user_id` (written before that column existed) belongs to its website's
+ * owner.
+ */
+async function requireOwnedGeneration(context: ServiceContext, generationId: number, userId: string): Promise<void> {
+	const owner = await readJobOwner(context.database, generationId);
+	if (!owner) throw new NotFoundError({ resource: 'Generation', id: generationId });
+	const ownerId = owner.userId ?? (await readWebsite(context.database, owner.pseoId))?.backend_user_id;
+	if (ownerId !== userId) throw new ForbiddenError({ resource: 'Generation', id: generationId });
 }
 
 /** 4.6: one job of the caller, every field of interface 2.2. */
@@ -38,10 +53,10 @@ export async function getGeneration(
 		const service = itemsService(context, accountability, schema);
 		row = (await service.readOne(id, { fields: [...RECORD_FIELDS, 'user_id'] })) as Record<string, unknown>;
 	} catch (error) {
-		await requireOwnedGeneration(context.database, id, accountability.user);
+		await requireOwnedGeneration(context, id, accountability.user);
 		throw error;
 	}
-	if (row['user_id'] !== accountability.user) await requireOwnedGeneration(context.database, id, accountability.user);
+	if (row['user_id'] !== accountability.user) await requireOwnedGeneration(context, id, accountability.user);
 	return toRecord(row, RECORD_FIELDS);
 }
 

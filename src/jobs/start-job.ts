@@ -1,11 +1,11 @@
 import type { Knex } from 'knex';
 import { ConflictError } from '../errors/index.ts';
 import { chargeTokens } from '../ledger/token-ledger.ts';
-import { dbTimestamp, insertedId, isUniqueViolation } from '../shared/database.ts';
-import { requireOwnedPseo } from '../websites/ownership.ts';
-import { JOBS } from '../engine/job-store.ts';
+import { hasActiveJob, insertJob } from '../engine/job-store.ts';
 import type { JobMode } from '../engine/job-types.ts';
-import { selectRoutes } from './plan-routes.ts';
+import { isUniqueViolation } from '../shared/database.ts';
+import { requireOwnedPseo } from '../websites/ownership.ts';
+import { selectRoutes } from './select-routes.ts';
 
 export interface StartJobInput {
 	userId: string;
@@ -31,33 +31,12 @@ export async function startJob(knex: Knex, input: StartJobInput): Promise<{ id: 
 	const { userId, pseoId, postCount, mode, rate } = input;
 	await requireOwnedPseo(knex, pseoId, userId);
 	// Cheap early answer; the unique index below is what actually decides.
-	if (await knex(JOBS).where('active_pseo_id', pseoId).first('id')) throw activeConflict(pseoId);
+	if (await hasActiveJob(knex, pseoId)) throw activeConflict(pseoId);
 	const { plan, routes } = await selectRoutes(knex, pseoId, postCount);
 
 	try {
 		return await knex.transaction(async (trx) => {
-			const now = dbTimestamp(trx);
-			const rows = await trx(JOBS).insert(
-				{
-					pseo_id: pseoId,
-					user_id: userId,
-					mode,
-					status: 'pending',
-					requested_count: postCount,
-					created_count: 0,
-					failed_count: 0,
-					failed_routes: JSON.stringify([]),
-					routes: JSON.stringify(routes),
-					token_rate: rate,
-					main_json_id: plan.id,
-					active_pseo_id: pseoId,
-					attempts: 0,
-					date_created: now,
-					date_updated: now,
-				},
-				['id'],
-			);
-			const id = insertedId(rows);
+			const id = await insertJob(trx, { pseoId, userId, mode, routes, rate, planId: plan.id });
 			await chargeTokens(trx, userId, rate * postCount, { generationId: id, note: `${mode} generation of ${postCount} page(s)` });
 			return { id };
 		});

@@ -2,7 +2,7 @@ import type { ChatMessage } from '../provider/types.ts';
 import type { Sibling } from './page-siblings.ts';
 
 export { createSiblingPicker, MAX_SIBLINGS, pickSiblings } from './page-siblings.ts';
-export type { Sibling, SiblingCandidate } from './page-siblings.ts';
+export type { Sibling } from './page-siblings.ts';
 
 /** The plan item of the page to write. */
 export interface PagePromptItem {

@@ -1,13 +1,13 @@
 import { describe, expect, it } from 'vitest';
 import { createSiblingPicker, MAX_SIBLINGS, pickSiblings } from './page-siblings.ts';
-import type { SiblingCandidate } from './page-siblings.ts';
+import type { PlanPage } from '../plan/plan-page.ts';
 
-function page(route: string, extra: Partial<SiblingCandidate> = {}): SiblingCandidate {
+function page(route: string, extra: Partial<PlanPage> = {}): PlanPage {
 	const slug = route.split('/').filter(Boolean).pop() ?? 'home';
 	return { route, title: slug.replace(/-/g, ' '), priority: 3, ...extra };
 }
 
-const PLAN: SiblingCandidate[] = [
+const PLAN: PlanPage[] = [
 	page('/', { priority: 5, title: 'Home' }),
 	page('/services', { priority: 5 }),
 	page('/services/plumbing', { priority: 4, cluster: 'plumbing', primary_keyword: 'plumber' }),
@@ -99,7 +99,7 @@ describe('pickSiblings', () => {
 	});
 
 	it('stays fast and bounded for every page of a 10,000-page plan', () => {
-		const big: SiblingCandidate[] = [];
+		const big: PlanPage[] = [];
 		for (let c = 0; c < 20; c++) {
 			for (let i = 0; i < 500; i++) {
 				big.push(page(`/topic-${c}/page-${i}`, { cluster: `cluster ${c}`, primary_keyword: `topic ${c} guide number ${i % 37} cost`, priority: 1 + (i % 5) }));

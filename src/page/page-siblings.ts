@@ -1,12 +1,4 @@
-/** A page of a content plan, as far as choosing link targets needs it. */
-export interface SiblingCandidate {
-	route: string;
-	title: string;
-	priority: number;
-	primary_keyword?: string | null | undefined;
-	parent_route?: string | null | undefined;
-	cluster?: string | null | undefined;
-}
+import type { PlanPage } from '../plan/plan-page.ts';
 
 /** A page another page may link to. */
 export interface Sibling {
@@ -27,7 +19,7 @@ const STOPWORDS = new Set(
 );
 
 interface Entry {
-	item: SiblingCandidate;
+	item: PlanPage;
 	route: string;
 	segments: string[];
 	/** The parent's route (explicit `parent_route`, else one level up the path); null for the root. */
@@ -51,7 +43,7 @@ interface SiblingIndex {
 	weights: Map<string, number>;
 }
 
-const indexes = new WeakMap<readonly SiblingCandidate[], SiblingIndex>();
+const indexes = new WeakMap<readonly PlanPage[], SiblingIndex>();
 
 /**
  * The `n` pages of the same plan most worth linking to from `item`: its parent and children, pages with the same
@@ -60,7 +52,7 @@ const indexes = new WeakMap<readonly SiblingCandidate[], SiblingIndex>();
  * the list. The plan is indexed once per array (treat it as immutable), so calling this for every page of a
  * 10,000-page plan stays fast, and each page scores at most 200 candidates.
  */
-export function pickSiblings(item: SiblingCandidate, allItems: readonly SiblingCandidate[], n = 8): Sibling[] {
+export function pickSiblings(item: PlanPage, allItems: readonly PlanPage[], n = 8): Sibling[] {
 	if (!Array.isArray(allItems)) throw new TypeError(`Expected \`allItems\` to be an array, got \`${String(allItems)}\``);
 	let index = indexes.get(allItems);
 	if (!index || index.sourceLength !== allItems.length) {
@@ -71,12 +63,12 @@ export function pickSiblings(item: SiblingCandidate, allItems: readonly SiblingC
 }
 
 /** A sibling picker bound to one plan, for callers that prefer to hold the index themselves. */
-export function createSiblingPicker(allItems: readonly SiblingCandidate[]): (item: SiblingCandidate, n?: number) => Sibling[] {
+export function createSiblingPicker(allItems: readonly PlanPage[]): (item: PlanPage, n?: number) => Sibling[] {
 	const index = buildIndex(allItems);
 	return (item, n = 8) => pick(index, item, n);
 }
 
-function pick(index: SiblingIndex, item: SiblingCandidate, n: number): Sibling[] {
+function pick(index: SiblingIndex, item: PlanPage, n: number): Sibling[] {
 	if (!Number.isInteger(n) || n < 0 || n > MAX_SIBLINGS) {
 		throw new TypeError(`Expected \`n\` to be an integer from 0 to ${MAX_SIBLINGS}, got \`${String(n)}\` (${typeof n})`);
 	}
@@ -154,7 +146,7 @@ function relevance(self: Entry, other: Entry, weights: Map<string, number>): num
 	return score + Math.min(keywords, 4.5);
 }
 
-function buildIndex(allItems: readonly SiblingCandidate[]): SiblingIndex {
+function buildIndex(allItems: readonly PlanPage[]): SiblingIndex {
 	const entries: Entry[] = [];
 	const byRoute = new Map<string, Entry>();
 	for (const item of allItems) {
@@ -187,7 +179,7 @@ function buildIndex(allItems: readonly SiblingCandidate[]): SiblingIndex {
 	return { weights, sourceLength: allItems.length, entries, byRoute, byParent, byCluster, bySection, byToken, byPriority };
 }
 
-function toEntry(item: SiblingCandidate): Entry {
+function toEntry(item: PlanPage): Entry {
 	const route = normalizeRoute(item.route) || '/';
 	const segments = route.split('/').filter(Boolean);
 	const explicitParent = normalizeRoute(item.parent_route ?? '');

@@ -3,10 +3,11 @@ import type { PseoConfig } from '../config/config.ts';
 import { ProviderUnavailableError } from '../errors/index.ts';
 import type { JsonProvider } from '../provider/types.ts';
 import type { Logger } from '../shared/logger.ts';
+import { postedRoutes } from '../posts/post-store.ts';
 import { requireOwnedPseo } from '../websites/ownership.ts';
 import { generatePlan } from './generate-plan.ts';
 import type { PlanRequest } from './plan-request.ts';
-import type { PlanPage } from './plan-schema.ts';
+import type { PlanPageItem } from './plan-schema.ts';
 import { completePlan, extendLock, failPlan, startPlan } from './plan-store.ts';
 
 export interface CreatePlanDeps {
@@ -19,7 +20,7 @@ export interface CreatePlanDeps {
 }
 
 export interface CreatedPlan {
-	main_json: { pages: PlanPage[] };
+	main_json: { pages: PlanPageItem[] };
 	total_pages: number;
 }
 
@@ -46,10 +47,12 @@ export async function createPlan(deps: CreatePlanDeps, userId: string, request: 
 	}, Math.max(1000, Math.floor(config.planLockMs / 3)));
 	try {
 		if ('unavailable' in deps.provider) throw new Error(deps.provider.unavailable);
-		const posted = ((await database('pseo_posts').where('pseo_id', pseo.id).select('route')) as { route: string }[]).map(
-			(row) => row.route,
-		);
-		const onSite = await deps.siteRoutes(pseo.website_url, config.planSitemapBudgetMs).catch(() => []);
+		const posted = [...(await postedRoutes(database, pseo.id))];
+		// The sitemap only steers the plan away from pages the site has; a plan without it is still a plan.
+		const onSite = await deps.siteRoutes(pseo.website_url, config.planSitemapBudgetMs).catch((error: unknown) => {
+			logger.warn({ err: error, planId, pseoId: pseo.id }, 'pseo plan: the website\'s sitemap could not be read; planning without it');
+			return [];
+		});
 		const plan = await generatePlan({
 			pseo,
 			languageCode: request.languageCode,

@@ -7,7 +7,7 @@ import type { PlanCluster, PlanItemReport } from './plan-items.ts';
 import { buildClusterMessages, buildPageMessages, MAX_AVOID_ROUTES } from './plan-prompt.ts';
 import type { PlanSite, PromptCluster } from './plan-prompt.ts';
 import { PLAN_CLUSTERS_SCHEMA_NAME, PLAN_PAGES_SCHEMA_NAME, planClustersSchema, planPagesSchema } from './plan-schema.ts';
-import type { PlanPage } from './plan-schema.ts';
+import type { PlanPageItem } from './plan-schema.ts';
 
 /** Input of {@link generatePlan}. */
 export interface GeneratePlanInput {
@@ -32,7 +32,7 @@ export interface GeneratePlanInput {
 
 /** A generated content plan: `pages` is `main_json.pages` (interface 2.3), highest priority first. */
 export interface GeneratedPlan {
-	pages: PlanPage[];
+	pages: PlanPageItem[];
 	total_pages: number;
 }
 
@@ -267,7 +267,7 @@ class PlanRun {
 		const underSlug = (route: string) => slug !== '' && (route === `/${slug}` || route.startsWith(`/${slug}/`));
 		const pages = this.#collector.pages;
 		const existing = [...this.#collector.existingRoutes];
-		const sameCluster = (page: PlanPage) => slug !== '' && (page.cluster === slug || underSlug(page.route));
+		const sameCluster = (page: PlanPageItem) => slug !== '' && (page.cluster === slug || underSlug(page.route));
 		const ordered = [
 			...pages.filter(sameCluster).map((page) => page.route),
 			...existing.filter(underSlug),

@@ -9,7 +9,7 @@ import {
 	validatePlanClustersOutput,
 	validatePlanPagesOutput,
 } from './plan-items.ts';
-import type { PlanPage } from './plan-schema.ts';
+import type { PlanPageItem } from './plan-schema.ts';
 
 function item(overrides: Record<string, unknown> = {}): Record<string, unknown> {
 	return {
@@ -25,7 +25,7 @@ function item(overrides: Record<string, unknown> = {}): Record<string, unknown> 
 	};
 }
 
-function page(overrides: Record<string, unknown> = {}): PlanPage {
+function page(overrides: Record<string, unknown> = {}): PlanPageItem {
 	const result = repairPlanPage(item(overrides));
 	if (!result.ok) throw new Error(`item dropped: ${result.reason}`);
 	return result.page;

@@ -1,6 +1,6 @@
 import { normalizeRoute, routeKey } from './normalize-route.ts';
 import { PAGE_TYPES, SEARCH_INTENTS } from './plan-schema.ts';
-import type { PageType, PlanClusterItem, PlanPage, SearchIntent } from './plan-schema.ts';
+import type { PageType, PlanClusterItem, PlanPageItem, SearchIntent } from './plan-schema.ts';
 
 export const MAX_ROUTE_LENGTH = 200;
 export const MAX_TITLE_LENGTH = 150;
@@ -25,7 +25,7 @@ export interface PlanItemReport {
 }
 
 /** The result of repairing one page item: the page, or why it cannot be used. */
-export type PageRepair = { ok: true; page: PlanPage; repaired: boolean } | { ok: false; reason: PlanDropReason };
+export type PageRepair = { ok: true; page: PlanPageItem; repaired: boolean } | { ok: false; reason: PlanDropReason };
 
 /** Options of {@link repairPlanPage}. */
 export interface RepairOptions {
@@ -151,7 +151,7 @@ export function validatePlanPagesOutput(value: unknown): string | null {
  */
 export class PlanCollector {
 	readonly #existing: ReadonlySet<string>;
-	readonly #pages: PlanPage[] = [];
+	readonly #pages: PlanPageItem[] = [];
 	readonly #routes = new Set<string>();
 	readonly #totals: PlanItemReport = emptyReport();
 
@@ -193,7 +193,7 @@ export class PlanCollector {
 	}
 
 	/** Accepted pages in the order they arrived. */
-	get pages(): readonly PlanPage[] {
+	get pages(): readonly PlanPageItem[] {
 		return this.#pages;
 	}
 

@@ -1,3 +1,4 @@
+import type { PlanPage } from './plan-page.ts';
 // Strict-mode JSON schemas for the two plan calls. They stay constraint-light (no lengths, patterns or bounds) so that
 // every OpenAI-compatible server accepts them; plan-items.ts enforces the real rules on what comes back.
 
@@ -18,21 +19,18 @@ export interface PlanClusterItem {
 	page_count: number;
 }
 
-/** One page as the `pseo_plan_pages` call returns it (before repair). */
-export interface PlanPageItem {
-	route: string;
-	title: string;
-	priority: number;
+/**
+ * One page as the `pseo_plan_pages` call returns it: a {@link PlanPage} whose metadata is all present. After
+ * repair (route a lower-case slug path unique in the plan, priority 0..100 highest first, cluster a slug) it is
+ * stored as is in `main_json.pages[]`.
+ */
+export interface PlanPageItem extends PlanPage {
 	primary_keyword: string;
 	search_intent: SearchIntent;
 	page_type: PageType;
 	parent_route: string | null;
 	cluster: string;
 }
-
-/** One page of a stored plan (`main_json.pages[]`, interface 2.3): the same shape as the model's item, after
- * repair (route a lower-case slug path unique in the plan, priority 0..100 highest first, cluster a slug). */
-export type PlanPage = PlanPageItem;
 
 function strictObject(properties: Record<string, unknown>): Record<string, unknown> {
 	return { type: 'object', properties, required: Object.keys(properties), additionalProperties: false };

@@ -1,9 +1,46 @@
 import type { Knex } from 'knex';
 import { ConflictError } from '../errors/index.ts';
 import { chargeTokens, refundTokens } from '../ledger/token-ledger.ts';
-import { dbTimestamp, insertedId, isUniqueViolation } from '../shared/database.ts';
+import { dbTimestamp, insertedId, isUniqueViolation, jsonFromDb } from '../shared/database.ts';
+import type { PlanPage } from './plan-page.ts';
 
+/** The owner of `pseo_main_json`: generation reads plans through the functions below. */
 export const PLANS = 'pseo_main_json';
+
+/** A stored content plan as generation reads it. */
+export interface StoredPlan {
+	id: number;
+	language_code: string | null;
+	description: string | null;
+	pages: PlanPage[];
+}
+
+/** The current content plan of a website: its newest ready plan, or null. */
+export async function readCurrentPlan(knex: Knex, pseoId: number): Promise<StoredPlan | null> {
+	const row = (await knex(PLANS)
+		.where({ pseo_id: pseoId, status: 'ready' })
+		.orderBy('id', 'desc')
+		.first('id', 'language_code', 'description', 'main_json')) as Record<string, unknown> | undefined;
+	return row ? toStoredPlan(row) : null;
+}
+
+/** The plan `planId` (whatever its state), or null when it was deleted. */
+export async function readPlan(knex: Knex, planId: number): Promise<StoredPlan | null> {
+	const row = (await knex(PLANS).where('id', planId).first('id', 'language_code', 'description', 'main_json')) as
+		| Record<string, unknown>
+		| undefined;
+	return row ? toStoredPlan(row) : null;
+}
+
+function toStoredPlan(row: Record<string, unknown>): StoredPlan {
+	const plan = jsonFromDb<{ pages?: PlanPage[] }>(row['main_json'], {});
+	return {
+		id: Number(row['id']),
+		language_code: (row['language_code'] as string | null) ?? null,
+		description: (row['description'] as string | null) ?? null,
+		pages: Array.isArray(plan.pages) ? plan.pages : [],
+	};
+}
 
 /*
  * A plan generation holds a per-user lock that lives in the database, so it holds across instances: the plan

@@ -2,7 +2,7 @@
  * Yields the non-empty lines of a byte stream as they arrive, holding at most one partial line in memory, so a
  * large JSONL file is never read whole. Breaking out of the loop cancels the stream.
  */
-export async function* readLines(body: ReadableStream<Uint8Array>): AsyncGenerator<string> {
+export async function* readLines(body: ReadableStream<Uint8Array>, onCancelError?: (error: unknown) => void): AsyncGenerator<string> {
 	const reader = body.getReader();
 	const decoder = new TextDecoder('utf-8');
 	let pending = '';
@@ -29,7 +29,7 @@ export async function* readLines(body: ReadableStream<Uint8Array>): AsyncGenerat
 		done = true;
 	} finally {
 		// An early `break` (or a failed consumer) must release the connection rather than leave it half-read.
-		if (!done) await reader.cancel().catch(() => undefined);
+		if (!done) await reader.cancel().catch((error: unknown) => onCancelError?.(error));
 		reader.releaseLock();
 	}
 }

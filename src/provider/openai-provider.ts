@@ -248,7 +248,9 @@ export function createOpenAiProvider(options: OpenAiProviderOptions): OpenAiProv
 		}));
 		if (!response.body) return;
 		try {
-			yield* readLines(response.body);
+			yield* readLines(response.body, (error) =>
+				logger.debug({ op: 'file_content', fileId, reason: classifyError(error, secrets).reason }, 'pseo-automation: closing a provider file early failed'),
+			);
 		} catch (error) {
 			if (error instanceof ProviderCallError) throw error;
 			const failure = classifyError(error, secrets);

@@ -8,6 +8,7 @@ import { registerGenerations } from './routes/generations.ts';
 import { registerTriggers } from './routes/triggers.ts';
 import { registerMainJson } from './routes/main-json.ts';
 import { registerSitemap } from './routes/sitemap.ts';
+import { registerBalance } from './routes/balance.ts';
 import { kickRuntime } from '../engine/runtime-registry.ts';
 
 /** The REST interface under /pseo-endpoints. Handlers parse, call one domain function, and shape the answer. */
@@ -21,6 +22,7 @@ export default defineEndpoint({
 		registerGenerations(router, ctx);
 		registerMainJson(router, ctx);
 		registerSitemap(router, ctx);
+		registerBalance(router, ctx);
 		router.use((req, _res, next) => next(new NotFoundError({ resource: 'Route', id: `${req.method} ${req.path}` })));
 		router.use(errorHandler(ctx.logger));
 	},

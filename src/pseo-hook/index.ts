@@ -38,7 +38,7 @@ export default defineHook(({ init, filter, action }, context) => {
 		const config = useConfig(ctx.env);
 		const runtime = new GenerationRuntime({ database, logger, config, provider: providerFor(config, logger) });
 		setRuntime(runtime);
-		drainBeforeClose(database, () => runtime.drain(config.shutdownGraceMs));
+		drainBeforeClose(database, () => runtime.drain(config.shutdownGraceMs), logger);
 		runtime.start();
 		logger.info({ worker: runtime.worker, concurrency: config.concurrency, bulkMode: config.bulkMode }, 'pseo-automation: job runtime started');
 	});

@@ -2,6 +2,9 @@ import type { Knex } from 'knex';
 import snapshot from '../../snapshots/pseo-schema.json' with { type: 'json' };
 import type { ServiceContext } from '../shared/services.ts';
 import { vendorOf } from '../shared/database.ts';
+import { systemServiceOptions } from '../shared/system-context.ts';
+import { JOBS } from '../engine/job-store.ts';
+import { POSTS } from '../posts/post-store.ts';
 
 interface DiffEntry {
 	collection: string;
@@ -31,7 +34,7 @@ export interface InstallReport {
 export async function installSchema(context: ServiceContext): Promise<InstallReport> {
 	const { services, database, logger } = context;
 	// Installing a schema needs admin rights; no user is involved at start-up (see system-context.ts).
-	const service = new services.SchemaService({ knex: database, accountability: { admin: true, role: null, user: null } });
+	const service = new services.SchemaService(systemServiceOptions(database, undefined, { admin: true }));
 	const current = await service.snapshot();
 	const diff = (await service.diff(snapshot, { currentSnapshot: current, force: true, mode: 'merge' })) as SnapshotDiff | null;
 	const report: InstallReport = { created: [], refreshed: [], skipped: [] };
@@ -77,8 +80,8 @@ export async function installSchema(context: ServiceContext): Promise<InstallRep
  */
 export async function ensureIndexes(knex: Knex): Promise<void> {
 	const statements = [
-		'CREATE UNIQUE INDEX IF NOT EXISTS pseo_posts_pseo_route_unique ON pseo_posts (pseo_id, route)',
-		'CREATE INDEX IF NOT EXISTS pseo_generations_status_lease ON pseo_generations (status, lease_expires_at)',
+		`CREATE UNIQUE INDEX IF NOT EXISTS pseo_posts_pseo_route_unique ON ${POSTS} (pseo_id, route)`,
+		`CREATE INDEX IF NOT EXISTS pseo_generations_status_lease ON ${JOBS} (status, lease_expires_at)`,
 	];
 	if (vendorOf(knex) === 'mysql') {
 		// MySQL has no CREATE INDEX IF NOT EXISTS; a duplicate-key-name error means the index is there.

@@ -1,5 +1,10 @@
 import type { ServiceContext } from '../shared/services.ts';
 import { systemServiceOptions } from '../shared/system-context.ts';
+import { JOBS } from '../engine/job-store.ts';
+import { LEDGER_TABLE } from '../ledger/token-ledger.ts';
+import { PLANS } from '../plan/plan-store.ts';
+import { POSTS } from '../posts/post-store.ts';
+import { WEBSITES } from '../websites/website-store.ts';
 
 /** Fixed ids, so that every instance and every start refers to the same policies and roles. */
 export const USER_POLICY_ID = '5e0a7c1e-7d1b-4f4e-9a61-3b3f2d9c0a01';
@@ -27,14 +32,14 @@ interface PermissionSpec {
  * which charges for them, so there is no create or update on those and none on directus_users.
  */
 export const USER_PERMISSIONS: PermissionSpec[] = [
-	perm('pseo', 'read'),
-	perm('pseo', 'create'),
-	perm('pseo', 'update'),
-	perm('pseo_generations', 'read'),
-	perm('pseo_posts', 'read'),
-	perm('pseo_posts', 'update'),
-	perm('pseo_main_json', 'read'),
-	perm('pseo_token_ledger', 'read'),
+	perm(WEBSITES, 'read'),
+	perm(WEBSITES, 'create'),
+	perm(WEBSITES, 'update'),
+	perm(JOBS, 'read'),
+	perm(POSTS, 'read'),
+	perm(POSTS, 'update'),
+	perm(PLANS, 'read'),
+	perm(LEDGER_TABLE, 'read'),
 ];
 
 function perm(collection: string, action: PermissionSpec['action']): PermissionSpec {
@@ -51,7 +56,7 @@ export async function provisionUserPolicy(context: ServiceContext): Promise<{ ch
 	let changed = false;
 	await database.transaction(async (trx) => {
 		const schema = await context.getSchema({ database: trx });
-		const options = systemServiceOptions(schema, trx);
+		const options = systemServiceOptions(trx, schema);
 		const policies = new services.PoliciesService(options);
 		const roles = new services.RolesService(options);
 		const access = new services.AccessService(options);

@@ -50,56 +50,20 @@ export const DEFAULT_SITEMAP_OPTIONS: Readonly<SitemapOptions> = Object.freeze({
 	userAgent: 'pseo-automation/0.1 (sitemap reader)',
 });
 
-interface IntegerLimit {
-	key: keyof SitemapOptions;
-	env: string;
-	min: number;
-	max: number;
-}
+/** The integer limits of {@link SitemapOptions} and their allowed ranges, for the reader's own checks and config. */
+export const INTEGER_LIMITS = [
+	{ key: 'requestTimeoutMs', min: 1, max: 3_600_000 },
+	{ key: 'totalTimeoutMs', min: 1, max: 3_600_000 },
+	{ key: 'maxBytes', min: 1, max: 1024 * 1024 * 1024 },
+	{ key: 'maxUrlsPerDocument', min: 1, max: 10_000_000 },
+	{ key: 'maxUrls', min: 1, max: 100_000_000 },
+	{ key: 'maxChildren', min: 0, max: 1_000_000 },
+	{ key: 'maxDepth', min: 0, max: 10 },
+	{ key: 'concurrency', min: 1, max: 256 },
+	{ key: 'maxRedirects', min: 0, max: MAX_REDIRECTS_CEILING },
+] as const satisfies readonly { key: keyof SitemapOptions; min: number; max: number }[];
 
-const INTEGER_LIMITS: readonly IntegerLimit[] = [
-	{ key: 'requestTimeoutMs', env: 'PSEO_SITEMAP_REQUEST_TIMEOUT_MS', min: 1, max: 3_600_000 },
-	{ key: 'totalTimeoutMs', env: 'PSEO_SITEMAP_TOTAL_TIMEOUT_MS', min: 1, max: 3_600_000 },
-	{ key: 'maxBytes', env: 'PSEO_SITEMAP_MAX_BYTES', min: 1, max: 1024 * 1024 * 1024 },
-	{ key: 'maxUrlsPerDocument', env: 'PSEO_SITEMAP_MAX_URLS_PER_DOCUMENT', min: 1, max: 10_000_000 },
-	{ key: 'maxUrls', env: 'PSEO_SITEMAP_MAX_URLS', min: 1, max: 100_000_000 },
-	{ key: 'maxChildren', env: 'PSEO_SITEMAP_MAX_CHILDREN', min: 0, max: 1_000_000 },
-	{ key: 'maxDepth', env: 'PSEO_SITEMAP_MAX_DEPTH', min: 0, max: 10 },
-	{ key: 'concurrency', env: 'PSEO_SITEMAP_CONCURRENCY', min: 1, max: 256 },
-	{ key: 'maxRedirects', env: 'PSEO_SITEMAP_MAX_REDIRECTS', min: 0, max: MAX_REDIRECTS_CEILING },
-];
-
-/**
- * Reads `PSEO_SITEMAP_*` overrides and `PSEO_ALLOW_PRIVATE_NETWORKS` from a Directus-style env, whose values
- * may be strings, numbers or booleans. A bad value throws a TypeError naming the variable and the value.
- */
-export function sitemapOptionsFromEnv(env: Record<string, unknown>): SitemapOptions {
-	const options: SitemapOptions = { ...DEFAULT_SITEMAP_OPTIONS };
-	const writable = options as unknown as Record<string, unknown>;
-	for (const limit of INTEGER_LIMITS) {
-		const value = present(env[limit.env]);
-		if (value === undefined) continue;
-		const parsed = typeof value === 'number' ? value : typeof value === 'string' && /^\s*-?\d+\s*$/.test(value) ? Number(value) : NaN;
-		if (!Number.isSafeInteger(parsed) || parsed < limit.min || parsed > limit.max) {
-			throw new TypeError(`${limit.env} must be an integer from ${limit.min} to ${limit.max}, received ${JSON.stringify(value)}`);
-		}
-		writable[limit.key] = parsed;
-	}
-	const allow = present(env.PSEO_ALLOW_PRIVATE_NETWORKS);
-	if (allow !== undefined) {
-		if (allow === true || allow === 'true' || allow === 1 || allow === '1') options.allowPrivateNetworks = true;
-		else if (allow === false || allow === 'false' || allow === 0 || allow === '0') options.allowPrivateNetworks = false;
-		else throw new TypeError(`PSEO_ALLOW_PRIVATE_NETWORKS must be true, false, 1 or 0, received ${JSON.stringify(allow)}`);
-	}
-	const userAgent = present(env.PSEO_SITEMAP_USER_AGENT);
-	if (userAgent !== undefined) {
-		if (typeof userAgent !== 'string' || userAgent.trim() === '' || /[\r\n]/.test(userAgent)) {
-			throw new TypeError(`PSEO_SITEMAP_USER_AGENT must be a non-empty single-line string, received ${JSON.stringify(userAgent)}`);
-		}
-		options.userAgent = userAgent;
-	}
-	return options;
-}
+export type IntegerLimitKey = (typeof INTEGER_LIMITS)[number]['key'];
 
 /** Throws a TypeError naming the first field of `options` that is missing or out of range. */
 export function assertSitemapOptions(options: SitemapOptions): void {
@@ -127,8 +91,4 @@ export function assertSitemapOptions(options: SitemapOptions): void {
 	if (options.allowedHosts !== undefined && (!Array.isArray(options.allowedHosts) || options.allowedHosts.some((host) => typeof host !== 'string'))) {
 		throw new TypeError(`options.allowedHosts must be an array of host names, received ${JSON.stringify(options.allowedHosts)}`);
 	}
-}
-
-function present(value: unknown): unknown {
-	return value === '' || value === null ? undefined : value;
 }

@@ -1,6 +1,7 @@
 import type { Accountability, SchemaOverview } from '@directus/types';
 import type { ServiceContext } from '../shared/services.ts';
 import type { NewWebsite } from './website-request.ts';
+import { WEBSITES } from './website-store.ts';
 
 export interface WebsiteRecord {
 	id: number;
@@ -20,7 +21,7 @@ export async function createWebsite(
 	schema: SchemaOverview,
 	website: NewWebsite,
 ): Promise<WebsiteRecord> {
-	const items = new context.services.ItemsService('pseo', { accountability, schema, knex: context.database });
+	const items = new context.services.ItemsService(WEBSITES, { accountability, schema, knex: context.database });
 	const id = await items.createOne({ ...website });
 	const row = (await items.readOne(id, {
 		fields: ['id', 'website_url', 'website_software', 'backend_user_id', 'post_counts_total'],

@@ -1,5 +1,6 @@
 import type { Knex } from 'knex';
 import { ForbiddenError, NotFoundError } from '../errors/index.ts';
+import { readWebsite, type WebsiteRow } from './website-store.ts';
 
 /*
  * Ownership is checked against the raw row, not through the caller's permissions: the "pSEO user" policy hides
@@ -8,33 +9,12 @@ import { ForbiddenError, NotFoundError } from '../errors/index.ts';
  * are read here; what the caller receives is read through services built from their accountability.
  */
 
-export interface OwnedPseo {
-	id: number;
-	website_url: string;
-	website_software: string;
-	master_prompt: string;
-	backend_user_id: string;
-	post_counts_total: number;
-}
+export type OwnedPseo = WebsiteRow;
 
 /** The PSEO record `pseoId` if `userId` owns it; 404 when it does not exist, 403 when it is someone else's. */
 export async function requireOwnedPseo(knex: Knex, pseoId: number, userId: string): Promise<OwnedPseo> {
-	const row = (await knex('pseo')
-		.where('id', pseoId)
-		.first('id', 'website_url', 'website_software', 'master_prompt', 'backend_user_id', 'post_counts_total')) as
-		| OwnedPseo
-		| undefined;
+	const row = await readWebsite(knex, pseoId);
 	if (!row) throw new NotFoundError({ resource: 'PSEO record', id: pseoId });
 	if (row.backend_user_id !== userId) throw new ForbiddenError({ resource: 'PSEO record', id: pseoId });
-	return { ...row, id: Number(row.id), post_counts_total: Number(row.post_counts_total) };
-}
-
-/** The owner of generation `generationId`; 404 when it does not exist, 403 when it is someone else's. */
-export async function requireOwnedGeneration(knex: Knex, generationId: number, userId: string): Promise<void> {
-	const row = (await knex('pseo_generations as g')
-		.leftJoin('pseo as p', 'p.id', 'g.pseo_id')
-		.where('g.id', generationId)
-		.first('g.user_id', 'p.backend_user_id')) as { user_id: string | null; backend_user_id: string | null } | undefined;
-	if (!row) throw new NotFoundError({ resource: 'Generation', id: generationId });
-	if ((row.user_id ?? row.backend_user_id) !== userId) throw new ForbiddenError({ resource: 'Generation', id: generationId });
+	return row;
 }

@@ -12,6 +12,7 @@ export const ENDPOINTS = [
 	'GET /generations?pseo_id=X',
 	'POST /generate/main-json',
 	'GET /fetch-sitemap?pseo_id=X',
+	'GET /balance',
 ] as const;
 
 /** 4.1 GET / — no authentication. */

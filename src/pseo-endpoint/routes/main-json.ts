@@ -12,7 +12,7 @@ import { siteRoutesReader } from '../../sitemap/site-routes.ts';
 /** 4.8 POST /generate/main-json — generate a website's content plan. */
 export function registerMainJson(router: Router, context: ServiceContext): void {
 	const config = useConfig(context.env);
-	const siteRoutes = siteRoutesReader(config, context.logger);
+	const siteRoutes = siteRoutesReader(config.sitemap, context.logger);
 	router.post(
 		'/generate/main-json',
 		asyncHandler(async (req, res) => {

@@ -1,0 +1,111 @@
+import type { Knex } from 'knex';
+import { isUniqueViolation, vendorOf } from '../shared/database.ts';
+
+/*
+ * The owner of `pseo_posts`: one generated page per row, unique by (pseo_id, route). Posts are written inside the
+ * engine's transactions (post + counters + refund commit together), so these functions take the caller's
+ * transaction and use Knex: the items services cannot join that transaction's conditional, fenced statements.
+ */
+
+export const POSTS = 'pseo_posts';
+
+/** What a generated page stores besides its route. */
+export interface PageContent {
+	title: string;
+	meta_title: string | null;
+	meta_description: string | null;
+	h1: string | null;
+	body: string;
+	faq: unknown;
+	internal_links: unknown;
+}
+
+/** A post as the engine writes it. */
+export interface NewPost {
+	pseo_id: number;
+	generation_id: number;
+	user_id: string;
+	route: string;
+	language: string | null;
+	content: PageContent;
+}
+
+/** Routes per `whereIn` query: keeps every statement under SQLite's bound-variable limit. */
+const ROUTES_PER_QUERY = 500;
+
+/** Posts per INSERT statement: 15 columns a row stays under SQLite's historical limit of 999 bound values. */
+const POSTS_PER_INSERT = 60;
+
+/** The routes of a website that have a post: all of them, or those among `routes`. */
+export async function postedRoutes(knex: Knex, pseoId: number, routes?: readonly string[]): Promise<Set<string>> {
+	if (!routes) {
+		const rows = (await knex(POSTS).where('pseo_id', pseoId).select('route')) as { route: string }[];
+		return new Set(rows.map((row) => row.route));
+	}
+	const posted = new Set<string>();
+	for (let i = 0; i < routes.length; i += ROUTES_PER_QUERY) {
+		const rows = (await knex(POSTS)
+			.where('pseo_id', pseoId)
+			.whereIn('route', routes.slice(i, i + ROUTES_PER_QUERY))
+			.select('route')) as { route: string }[];
+		for (const row of rows) posted.add(row.route);
+	}
+	return posted;
+}
+
+/**
+ * Inserts posts with multi-row statements (one statement per row made ingesting a big batch slow). A statement
+ * that hits the (pseo_id, route) key, because another writer stored one of its routes first, is undone and its
+ * rows are inserted one by one. Returns the routes that already had a post.
+ */
+export async function insertPosts(trx: Knex.Transaction, posts: readonly NewPost[], now: Date | number): Promise<Set<string>> {
+	const duplicates = new Set<string>();
+	for (let i = 0; i < posts.length; i += POSTS_PER_INSERT) {
+		const slice = posts.slice(i, i + POSTS_PER_INSERT);
+		try {
+			await insertAtomically(trx, slice.map((post) => postRow(post, now)));
+			continue;
+		} catch (error) {
+			if (!isUniqueViolation(error)) throw error;
+		}
+		for (const post of slice) {
+			try {
+				await insertAtomically(trx, [postRow(post, now)]);
+			} catch (error) {
+				if (!isUniqueViolation(error)) throw error;
+				duplicates.add(post.route);
+			}
+		}
+	}
+	return duplicates;
+}
+
+/**
+ * One INSERT that applies whole or not at all and leaves the transaction usable. SQLite undoes just the failed
+ * statement; PostgreSQL aborts the whole transaction on an error, so there it runs inside a savepoint.
+ */
+async function insertAtomically(trx: Knex.Transaction, rows: Record<string, unknown>[]): Promise<void> {
+	if (vendorOf(trx) === 'sqlite') await trx(POSTS).insert(rows);
+	else await trx.transaction((savepoint) => savepoint(POSTS).insert(rows));
+}
+
+function postRow(post: NewPost, now: Date | number): Record<string, unknown> {
+	const { content } = post;
+	return {
+		pseo_id: post.pseo_id,
+		generation_id: post.generation_id,
+		user_id: post.user_id,
+		status: 'draft',
+		route: post.route,
+		language: post.language,
+		title: content.title,
+		meta_title: content.meta_title,
+		meta_description: content.meta_description,
+		h1: content.h1,
+		body: content.body,
+		faq: JSON.stringify(content.faq ?? []),
+		internal_links: JSON.stringify(content.internal_links ?? []),
+		date_created: now,
+		date_updated: now,
+	};
+}
