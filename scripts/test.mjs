@@ -1,4 +1,4 @@
-// npm test: type-check, then the whole vitest suite (unit tests and integration tests against real Directus
+// npm test: type-check, the unused-export check, then the whole vitest suite (unit tests and integration tests against real Directus
 // instances on SQLite and, when reachable, PostgreSQL). Ends with one summary line "N passed, N failed".
 import { spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, rmSync } from 'node:fs';
@@ -14,6 +14,13 @@ const typecheck = spawnSync(bin('tsc'), ['--noEmit', '-p', 'tsconfig.json'], { c
 if (typecheck.status !== 0) {
 	console.error('type check failed');
 	process.exit(typecheck.status ?? 1);
+}
+
+// Dead code fails the build: knip reports exports, files and dependencies that nothing uses.
+const knip = spawnSync(bin('knip'), ['--no-progress'], { cwd: root, stdio: 'inherit' });
+if (knip.status !== 0) {
+	console.error('unused-export check (knip) failed');
+	process.exit(knip.status ?? 1);
 }
 
 const vitest = spawnSync(

@@ -2,7 +2,7 @@
 import { readFileSync } from 'node:fs';
 
 /** Direct children of `pid` (every thread's list), or [] when it is gone. */
-export function childPids(pid: number): number[] {
+function childPids(pid: number): number[] {
 	const children: number[] = [];
 	let tasks: string[] = [];
 	try {
@@ -15,7 +15,7 @@ export function childPids(pid: number): number[] {
 }
 
 /** The command line of `pid` with spaces between arguments, or '' when it is gone. */
-export function commandLine(pid: number): string {
+function commandLine(pid: number): string {
 	try {
 		return readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').join(' ').trim();
 	} catch {
@@ -47,7 +47,7 @@ export function descendants(root: number): number[] {
 }
 
 /** VmRSS of `pid` in kB, or null when the process is gone. */
-export function readRssKb(pid: number): number | null {
+function readRssKb(pid: number): number | null {
 	try {
 		const match = /^VmRSS:\s+(\d+)\s+kB$/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
 		return match ? Number(match[1]) : null;

@@ -1,7 +1,7 @@
 import type { SitemapOptions } from '../sitemap/limits.ts';
 import { sitemapOptionsFromEnv } from './sitemap-env.ts';
 
-export type BulkMode = 'batch' | 'concurrent';
+type BulkMode = 'batch' | 'concurrent';
 
 /** Every setting of the extension, read once from the Directus env (operating contract, section 2). */
 export interface PseoConfig {

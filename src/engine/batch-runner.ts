@@ -9,7 +9,7 @@ import { errorMessage, type RunnerDeps } from './page-runner.ts';
 const INGEST_CHUNK = 250;
 
 /** Metadata key that tags a provider batch with its job, so a lost create can be found and adopted. */
-export const BATCH_JOB_KEY = 'pseo_generation_id';
+const BATCH_JOB_KEY = 'pseo_generation_id';
 
 /**
  * One step of a bulk job in batch mode, run by whichever worker claimed it:

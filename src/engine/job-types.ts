@@ -5,10 +5,10 @@ export interface FailedRoute {
 	error: string;
 }
 
-export type JobStatus = 'pending' | 'running' | 'completed' | 'failed';
+type JobStatus = 'pending' | 'running' | 'completed' | 'failed';
 export type JobMode = 'on_demand' | 'bulk';
 
-/** A generation job as the engine reads it from `pseo_generations`. */
+/** A generation job as the engine reads it from the jobs table (job-store.ts). */
 export interface JobRecord {
 	id: number;
 	pseo_id: number;

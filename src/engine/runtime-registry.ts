@@ -10,10 +10,6 @@ export function setRuntime(runtime: GenerationRuntime | null): void {
 	current = runtime;
 }
 
-export function currentRuntime(): GenerationRuntime | null {
-	return current;
-}
-
 /** Asks the local runtime to look for work now. */
 export function kickRuntime(): void {
 	current?.kick();

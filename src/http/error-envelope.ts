@@ -39,7 +39,7 @@ export function statusFor(status: number, code: string): number {
 	return TOKEN_CODES.has(code) ? 401 : status;
 }
 
-export function envelope(status: number, code: string, message: string): ErrorEnvelope {
+function envelope(status: number, code: string, message: string): ErrorEnvelope {
 	// Directus says "Invalid user credentials." for a bad bearer token, which reads like a failed login.
 	const error = status === 401 && TOKEN_CODES.has(code) ? 'Invalid or expired Bearer token.' : message;
 	return { success: false, error, code, timestamp: new Date().toISOString() };

@@ -2,11 +2,11 @@ import type { Knex } from 'knex';
 import { InsufficientTokensError } from '../errors/index.ts';
 import { dbTimestamp, insertedId, isUniqueViolation, vendorOf } from '../shared/database.ts';
 
-export const USERS_TABLE = 'directus_users';
+const USERS_TABLE = 'directus_users';
 export const BALANCE_FIELD = 'pseo_token_balance';
 export const LEDGER_TABLE = 'pseo_token_ledger';
 
-export type LedgerReason = 'grant' | 'charge' | 'refund';
+type LedgerReason = 'grant' | 'charge' | 'refund';
 
 /** What a ledger row points at; all optional. */
 export interface LedgerReference {

@@ -8,7 +8,7 @@ export type PageValidation = { ok: true; page: PageOutput } | { ok: false; error
  * roughly 155 to 160 characters, so above 170 the description is repaired instead: cut at a word boundary to at
  * most 160 characters, which is what a search engine would show anyway and is far cheaper than a new call.
  */
-export const META_DESCRIPTION_MIN = 50;
+const META_DESCRIPTION_MIN = 50;
 export const META_DESCRIPTION_MAX = 170;
 const META_DESCRIPTION_CUT = 160;
 

@@ -1,11 +1,10 @@
 import type { ChatMessage } from '../provider/types.ts';
 import type { Sibling } from './page-siblings.ts';
 
-export { createSiblingPicker, MAX_SIBLINGS, pickSiblings } from './page-siblings.ts';
-export type { Sibling } from './page-siblings.ts';
+export { pickSiblings } from './page-siblings.ts';
 
 /** The plan item of the page to write. */
-export interface PagePromptItem {
+interface PagePromptItem {
 	route: string;
 	title: string;
 	priority: number;

@@ -2,18 +2,18 @@ import { normalizeRoute, routeKey } from './normalize-route.ts';
 import { PAGE_TYPES, SEARCH_INTENTS } from './plan-schema.ts';
 import type { PageType, PlanClusterItem, PlanPageItem, SearchIntent } from './plan-schema.ts';
 
-export const MAX_ROUTE_LENGTH = 200;
+const MAX_ROUTE_LENGTH = 200;
 export const MAX_TITLE_LENGTH = 150;
-export const MAX_KEYWORD_LENGTH = 150;
-export const MAX_CLUSTER_NAME_LENGTH = 100;
-export const MAX_CLUSTER_DESCRIPTION_LENGTH = 500;
-export const MIN_PRIORITY = 0;
-export const MAX_PRIORITY = 100;
+const MAX_KEYWORD_LENGTH = 150;
+const MAX_CLUSTER_NAME_LENGTH = 100;
+const MAX_CLUSTER_DESCRIPTION_LENGTH = 500;
+const MIN_PRIORITY = 0;
+const MAX_PRIORITY = 100;
 /** Cluster slug of pages whose cluster the model left empty or unreadable. */
-export const DEFAULT_CLUSTER = 'general';
+const DEFAULT_CLUSTER = 'general';
 
 /** Why a page item was left out of the plan. */
-export type PlanDropReason = 'not_an_object' | 'invalid_route' | 'root_route' | 'route_too_long' | 'duplicate' | 'existing_route';
+type PlanDropReason = 'not_an_object' | 'invalid_route' | 'root_route' | 'route_too_long' | 'duplicate' | 'existing_route';
 
 /** What became of a batch of page items, for the caller's log line. */
 export interface PlanItemReport {

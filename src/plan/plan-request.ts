@@ -9,8 +9,8 @@ export interface PlanRequest {
 	description: string;
 }
 
-export const DESCRIPTION_MIN_LENGTH = 150;
-export const DESCRIPTION_MAX_LENGTH = 1000;
+const DESCRIPTION_MIN_LENGTH = 150;
+const DESCRIPTION_MAX_LENGTH = 1000;
 
 const KNOWN_FIELDS = new Set(['pseo_id', 'language_code', 'description']);
 const MAX_LANGUAGE_CODE_LENGTH = 35;

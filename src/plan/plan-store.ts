@@ -59,7 +59,7 @@ export interface PlanStart {
 }
 
 /** Frees the user's abandoned plan lock, refunding its charge, in one transaction. */
-export async function releaseStaleLock(knex: Knex, userId: string): Promise<void> {
+async function releaseStaleLock(knex: Knex, userId: string): Promise<void> {
 	const stale = (await knex(PLANS)
 		.where('active_user_id', userId)
 		.andWhere('lock_expires_at', '<', Date.now())

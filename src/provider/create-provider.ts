@@ -4,10 +4,10 @@ import type { Logger } from '../shared/logger.ts';
 import type { GenerationProvider } from './generation-provider.ts';
 
 /** Why generation cannot run without a key; lands in failed_routes and the job's error. */
-export const MISSING_API_KEY = 'OPENAI_API_KEY is not set: the AI provider cannot be called. The tokens were refunded.';
+const MISSING_API_KEY = 'OPENAI_API_KEY is not set: the AI provider cannot be called. The tokens were refunded.';
 
 /** The instance's provider from the configuration, or the reason there is none. */
-export function createGenerationProvider(config: PseoConfig, logger: Logger): GenerationProvider | { unavailable: string } {
+function createGenerationProvider(config: PseoConfig, logger: Logger): GenerationProvider | { unavailable: string } {
 	if (!config.openaiApiKey) return { unavailable: MISSING_API_KEY };
 	return createOpenAiProvider({
 		apiKey: config.openaiApiKey,

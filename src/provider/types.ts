@@ -38,7 +38,7 @@ export type BatchStatus =
 	| 'cancelled';
 
 /** One input-validation error of a failed batch. */
-export interface BatchError {
+interface BatchError {
 	code: string | null;
 	message: string;
 	line: number | null;
@@ -59,7 +59,7 @@ export interface BatchInfo {
 }
 
 /** Batch API operations (`/v1/files` + `/v1/batches`) of an OpenAI-compatible provider. */
-export interface BatchProvider {
+interface BatchProvider {
 	/** One JSONL line for `/v1/chat/completions` with the same body as a direct {@link JsonProvider.completeJson} call. */
 	buildBatchLine(customId: string, request: JsonCompletionRequest): string;
 	/** Uploads JSONL lines with `purpose: 'batch'`; resolves to the file id. Not retried except on 429. */

@@ -22,7 +22,13 @@ export default defineHook(({ init, filter, action }, context) => {
 
 	// A bad setting stops start-up with a message naming the variable, not later in a request.
 	init('app.before', async () => {
-		useConfig(ctx.env);
+		try {
+			useConfig(ctx.env);
+		} catch (error) {
+			// Directus only logs a failing init hook and serves on; a misconfigured instance must not start at all.
+			logger.error({ err: error }, `pseo-automation: invalid configuration, stopping: ${error instanceof Error ? error.message : String(error)}`);
+			process.exit(1);
+		}
 		const report = await retryOnRace(() => installSchema(ctx), logger, 'schema install');
 		await retryOnRace(() => ensureIndexes(database), logger, 'index creation');
 		const policy = await retryOnRace(() => provisionUserPolicy(ctx), logger, 'policy provisioning');

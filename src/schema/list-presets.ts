@@ -7,7 +7,7 @@ import { POSTS } from '../posts/post-store.ts';
 import { WEBSITES } from '../websites/website-store.ts';
 
 /** Columns and order of each collection's list in the app: what an editor looks for first. */
-export const LIST_PRESETS: Record<string, { fields: string[]; sort: string[] }> = {
+const LIST_PRESETS: Record<string, { fields: string[]; sort: string[] }> = {
 	[WEBSITES]: { fields: ['website_url', 'website_software', 'post_counts_total', 'backend_user_id', 'date_created'], sort: ['-date_created'] },
 	[JOBS]: {
 		fields: ['id', 'pseo_id', 'mode', 'status', 'created_count', 'requested_count', 'failed_count', 'date_created', 'date_completed'],

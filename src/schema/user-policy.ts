@@ -7,10 +7,10 @@ import { POSTS } from '../posts/post-store.ts';
 import { WEBSITES } from '../websites/website-store.ts';
 
 /** Fixed ids, so that every instance and every start refers to the same policies and roles. */
-export const USER_POLICY_ID = '5e0a7c1e-7d1b-4f4e-9a61-3b3f2d9c0a01';
-export const APP_POLICY_ID = '5e0a7c1e-7d1b-4f4e-9a61-3b3f2d9c0a03';
-export const USER_ROLE_ID = '5e0a7c1e-7d1b-4f4e-9a61-3b3f2d9c0a02';
-export const API_ROLE_ID = '5e0a7c1e-7d1b-4f4e-9a61-3b3f2d9c0a04';
+const USER_POLICY_ID = '5e0a7c1e-7d1b-4f4e-9a61-3b3f2d9c0a01';
+const APP_POLICY_ID = '5e0a7c1e-7d1b-4f4e-9a61-3b3f2d9c0a03';
+const USER_ROLE_ID = '5e0a7c1e-7d1b-4f4e-9a61-3b3f2d9c0a02';
+const API_ROLE_ID = '5e0a7c1e-7d1b-4f4e-9a61-3b3f2d9c0a04';
 
 interface PermissionSpec {
 	collection: string;
@@ -31,7 +31,7 @@ interface PermissionSpec {
  * edit the copy of their generated posts. Jobs, plans, balances and the ledger are written only by the extension,
  * which charges for them, so there is no create or update on those and none on directus_users.
  */
-export const USER_PERMISSIONS: PermissionSpec[] = [
+const USER_PERMISSIONS: PermissionSpec[] = [
 	perm(WEBSITES, 'read'),
 	perm(WEBSITES, 'create'),
 	perm(WEBSITES, 'update'),

@@ -5,11 +5,3 @@ export interface Logger {
 	warn(obj: object, msg?: string): void;
 	error(obj: object, msg?: string): void;
 }
-
-/** A logger that drops everything, for pure modules called without one. */
-export const silentLogger: Logger = {
-	debug() {},
-	info() {},
-	warn() {},
-	error() {},
-};

@@ -42,7 +42,7 @@ export type FetchOutcome =
 	  }
 	| { ok: false; kind: FetchFailureKind; url: string; message: string };
 
-export interface FetchRequest {
+interface FetchRequest {
 	/** Aborts the fetch and its body, e.g. the crawl's total budget. */
 	signal?: AbortSignal;
 	/** Asked before each redirect is followed; returning a message refuses it (e.g. a cycle). */
@@ -196,7 +196,7 @@ export function guardLookup(baseLookup: LookupFunction, policy: AddressPolicy): 
 }
 
 /** Classifies an error raised while fetching or reading a body, for logs and reasons. */
-export function describeFetchError(error: unknown, deadline?: AbortSignal, callerSignal?: AbortSignal): { kind: FetchFailureKind; message: string } {
+function describeFetchError(error: unknown, deadline?: AbortSignal, callerSignal?: AbortSignal): { kind: FetchFailureKind; message: string } {
 	const code = (error as { code?: unknown } | null)?.code;
 	if (code === BLOCKED_ADDRESS_CODE) return { kind: 'blocked', message: (error as Error).message };
 	if (deadline?.aborted) return { kind: 'timeout', message: 'request deadline passed' };

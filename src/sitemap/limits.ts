@@ -34,7 +34,7 @@ export interface SitemapOptions {
 }
 
 /** Hard ceiling of `maxRedirects`: the reader never follows more than this. */
-export const MAX_REDIRECTS_CEILING = 5;
+const MAX_REDIRECTS_CEILING = 5;
 
 export const DEFAULT_SITEMAP_OPTIONS: Readonly<SitemapOptions> = Object.freeze({
 	requestTimeoutMs: 15_000,

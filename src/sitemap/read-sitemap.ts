@@ -19,7 +19,7 @@ export interface SitemapResult {
 }
 
 /** Paths tried in order, relative to the website's origin (interface 4.9). */
-export const CANDIDATE_PATHS: readonly string[] = ['/sitemap.xml', '/sitemap_index.xml', '/wp-sitemap.xml', '/sitemap'];
+const CANDIDATE_PATHS: readonly string[] = ['/sitemap.xml', '/sitemap_index.xml', '/wp-sitemap.xml', '/sitemap'];
 
 /**
  * Reads the page URLs of a website's sitemap. Tries `CANDIDATE_PATHS` in order, then the `Sitemap:` lines of

@@ -34,7 +34,7 @@ export async function call<T = any>(
 }
 
 export const PSEO_USER_ROLE = '5e0a7c1e-7d1b-4f4e-9a61-3b3f2d9c0a02';
-export const PSEO_API_ROLE = '5e0a7c1e-7d1b-4f4e-9a61-3b3f2d9c0a04';
+const PSEO_API_ROLE = '5e0a7c1e-7d1b-4f4e-9a61-3b3f2d9c0a04';
 
 export interface TestUser {
 	id: string;

@@ -37,7 +37,7 @@ export interface Cluster {
  * Directus's multi-instance settings: Redis for synchronisation, caches and the rate limiter, with every
  * namespace prefixed by `runId` so that parallel runs on one Redis never see each other's keys.
  */
-export function redisEnv(redisUrl: string, runId: string): Record<string, string> {
+function redisEnv(redisUrl: string, runId: string): Record<string, string> {
 	return {
 		REDIS: redisUrl,
 		SYNCHRONIZATION_STORE: 'redis',

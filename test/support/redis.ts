@@ -5,10 +5,10 @@
  */
 import { Socket } from 'node:net';
 
-export type RespValue = string | number | null | RespValue[] | Error;
+type RespValue = string | number | null | RespValue[] | Error;
 
 /** Address of a `redis://host:port[/db]` URL. */
-export function redisAddress(url: string): { host: string; port: number } {
+function redisAddress(url: string): { host: string; port: number } {
 	if (typeof url !== 'string' || !URL.canParse(url)) throw new TypeError(`Redis URL must be redis://host:port, received ${JSON.stringify(url)}`);
 	const parsed = new URL(url);
 	if (parsed.protocol !== 'redis:') throw new TypeError(`Redis URL must use redis://, received ${JSON.stringify(url)}`);
@@ -16,7 +16,7 @@ export function redisAddress(url: string): { host: string; port: number } {
 }
 
 /** Sends one command and resolves with its reply (a Redis error reply resolves as an Error value). */
-export function redisCommand(url: string, args: string[], timeoutMs = 3000): Promise<RespValue> {
+function redisCommand(url: string, args: string[], timeoutMs = 3000): Promise<RespValue> {
 	const { host, port } = redisAddress(url);
 	return new Promise((resolve, reject) => {
 		const socket = new Socket();

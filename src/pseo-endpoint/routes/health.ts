@@ -3,7 +3,7 @@ import manifest from '../../../package.json' with { type: 'json' };
 import { respond } from '../../http/respond.ts';
 
 /** The endpoints the health check lists (interface 4.1). */
-export const ENDPOINTS = [
+const ENDPOINTS = [
 	'GET /',
 	'POST /pseo',
 	'POST /trigger/on-demand-generation',

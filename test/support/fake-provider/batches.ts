@@ -8,9 +8,9 @@ import type { BatchEndState, FakeConfig } from './config.ts';
 import { ChunkWriter } from './files.ts';
 import type { FileStore } from './files.ts';
 
-export type BatchStatus = 'validating' | 'failed' | 'in_progress' | 'finalizing' | 'completed' | 'expired' | 'cancelling' | 'cancelled';
+type BatchStatus = 'validating' | 'failed' | 'in_progress' | 'finalizing' | 'completed' | 'expired' | 'cancelling' | 'cancelled';
 
-export interface BatchErrorItem {
+interface BatchErrorItem {
 	code: string;
 	line: number | null;
 	message: string;
@@ -85,7 +85,7 @@ function fail(status: number, message: string, param: string | null = null): { o
 }
 
 /** Parses an input file into lines and the validation errors that fail the batch. */
-export function parseBatchInput(text: string, endpoint: string): { lines: BatchLine[]; errors: BatchErrorItem[] } {
+function parseBatchInput(text: string, endpoint: string): { lines: BatchLine[]; errors: BatchErrorItem[] } {
 	const lines: BatchLine[] = [];
 	const errors: BatchErrorItem[] = [];
 	const seen = new Set<string>();

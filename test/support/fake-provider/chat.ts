@@ -36,7 +36,7 @@ export type ChatOutcome =
 	| { ok: true; body: ChatCompletion }
 	| { ok: false; status: number; error: ApiError };
 
-export interface ChatCompletion {
+interface ChatCompletion {
 	id: string;
 	object: 'chat.completion';
 	created: number;
@@ -52,7 +52,7 @@ export interface ChatCompletion {
 	system_fingerprint: string;
 }
 
-export interface Usage {
+interface Usage {
 	prompt_tokens: number;
 	completion_tokens: number;
 	total_tokens: number;
@@ -175,7 +175,7 @@ function plainText(request: ChatRequest): string {
 }
 
 /** The message content for a request: a replaced responder's answer, a default responder's, or a generic one. */
-export function produceContent(request: ChatRequest, config: Readonly<FakeConfig>): string {
+function produceContent(request: ChatRequest, config: Readonly<FakeConfig>): string {
 	const taskKey = request.task ?? (request.schemaName ? TASK_BY_SCHEMA_NAME[request.schemaName] : undefined) ?? null;
 	const input: ResponderInput = {
 		task: request.task,

@@ -13,10 +13,10 @@ export type BatchEndState = 'completed' | 'expired' | 'cancelled' | 'failed';
  * - `error-file-http`: a line in the error file with `response.status_code` 500 and `body.error`, `error: null`;
  * - `output-non-200`: a line in the output file with `response.status_code` 500 and `body.error`.
  */
-export type BatchErrorStyle = 'error-file' | 'error-file-http' | 'output-non-200';
+type BatchErrorStyle = 'error-file' | 'error-file-http' | 'output-non-200';
 
 /** A status for every chat call of a task, or for the next `count` of them. */
-export type TaskError = number | { status: number; count: number };
+type TaskError = number | { status: number; count: number };
 
 export interface FakeConfig {
 	/** Delay before every chat-completion answer, in ms. Default 0. */

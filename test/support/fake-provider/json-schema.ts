@@ -22,7 +22,7 @@ function asObject(schema: JsonSchema | undefined): SchemaObject {
 }
 
 /** Resolves a local `$ref` (`#`, `#/$defs/x`, `#/definitions/x`, any JSON pointer into the root). */
-export function resolveRef(ref: string, root: JsonSchema): JsonSchema {
+function resolveRef(ref: string, root: JsonSchema): JsonSchema {
 	if (!ref.startsWith('#')) throw new TypeError(`Only local $ref values are supported, got ${JSON.stringify(ref)}`);
 	const pointer = ref.slice(1);
 	if (pointer === '' || pointer === '/') return root;

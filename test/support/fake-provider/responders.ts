@@ -25,7 +25,7 @@ export interface ResponderInput {
 export type Responder = (input: ResponderInput) => unknown;
 
 /** 32-bit FNV-1a hash, for deterministic choices. */
-export function hashString(text: string): number {
+function hashString(text: string): number {
 	let hash = 0x811c9dc5;
 	for (let i = 0; i < text.length; i++) {
 		hash ^= text.charCodeAt(i);

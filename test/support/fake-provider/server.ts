@@ -16,10 +16,8 @@ import { HttpError, readBody, readJson, sendChunks, sendError, sendJson } from '
 import { countBatchedRoute, countBatchesCreated, countChat } from './request-log.ts';
 import type { RequestLogEntry } from './request-log.ts';
 
-export type { FakeConfig, FakeConfigPatch } from './config.ts';
+export type { FakeConfigPatch } from './config.ts';
 export type { RequestLogEntry } from './request-log.ts';
-export { countBatchedRoute, countBatchesCreated, countChat } from './request-log.ts';
-export type { Responder, ResponderInput } from './responders.ts';
 
 export interface FakeProviderOptions {
 	/** Port to listen on; 0 picks a free one. Default 0. */

@@ -1,0 +1,117 @@
+import { describe, expect, it } from 'vitest';
+import { readConfig, useConfig } from './config.ts';
+
+const escape = (text: string) => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+
+describe('readConfig', () => {
+	it('gives the documented defaults for an empty env (operating contract section 2)', () => {
+		const config = readConfig({});
+		expect(config).toMatchObject({
+			openaiApiKey: undefined,
+			openaiBaseUrl: undefined,
+			model: 'gpt-4o-mini',
+			bulkMode: 'batch',
+			concurrency: 4,
+			batchPollIntervalMs: 30_000,
+			tokenPerPage: 10,
+			tokenPerBatchPage: 5,
+			tokenPerMainJson: 20,
+			planPages: 50,
+			planLockMs: 600_000,
+			leaseMs: 60_000,
+			sweepIntervalMs: 10_000,
+			shutdownGraceMs: 10_000,
+			providerTimeoutMs: 120_000,
+			providerMaxAttempts: 4,
+			providerBackoffMs: 1000,
+			planSitemapBudgetMs: 8000,
+		});
+		expect(config.sitemap.allowPrivateNetworks).toBe(false);
+	});
+
+	it('reads strings and numbers as Directus passes them, and treats an empty value as unset', () => {
+		const config = readConfig({
+			OPENAI_API_KEY: 'sk-test',
+			OPENAI_BASE_URL: 'http://127.0.0.1:4000/v1',
+			PSEO_MODEL: 'my-model',
+			PSEO_BULK_MODE: 'concurrent',
+			PSEO_CONCURRENCY: 8,
+			PSEO_TOKEN_PER_PAGE: '0',
+			PSEO_LEASE_MS: ' 5000 ',
+			PSEO_SWEEP_INTERVAL_MS: '',
+			PSEO_ALLOW_PRIVATE_NETWORKS: 'true',
+		});
+		expect(config).toMatchObject({
+			openaiApiKey: 'sk-test',
+			openaiBaseUrl: 'http://127.0.0.1:4000/v1',
+			model: 'my-model',
+			bulkMode: 'concurrent',
+			concurrency: 8,
+			tokenPerPage: 0,
+			leaseMs: 5000,
+			sweepIntervalMs: 10_000,
+		});
+		expect(config.sitemap.allowPrivateNetworks).toBe(true);
+	});
+
+	// Every variable the extension reads, with values that must stop start-up.
+	const BAD: [string, unknown][] = [
+		['OPENAI_API_KEY', { key: 1 }],
+		['OPENAI_BASE_URL', 'not a url'],
+		['OPENAI_BASE_URL', 'ftp://127.0.0.1/v1'],
+		['PSEO_MODEL', ['gpt']],
+		['PSEO_BULK_MODE', 'sometimes'],
+		['PSEO_CONCURRENCY', '0'],
+		['PSEO_CONCURRENCY', 'four'],
+		['PSEO_CONCURRENCY', '2.5'],
+		['PSEO_BATCH_POLL_INTERVAL_MS', '5'],
+		['PSEO_TOKEN_PER_PAGE', '-1'],
+		['PSEO_TOKEN_PER_BATCH_PAGE', '1e3'],
+		['PSEO_TOKEN_PER_MAIN_JSON', 'twenty'],
+		['PSEO_PLAN_PAGES', '0'],
+		['PSEO_PLAN_LOCK_MS', '10'],
+		['PSEO_LEASE_MS', '100'],
+		['PSEO_SWEEP_INTERVAL_MS', '1'],
+		['PSEO_SHUTDOWN_GRACE_MS', '-5'],
+		['PSEO_PROVIDER_TIMEOUT_MS', '99'],
+		['PSEO_PROVIDER_MAX_ATTEMPTS', '0'],
+		['PSEO_PROVIDER_BACKOFF_MS', 'soon'],
+		['PSEO_PLAN_SITEMAP_BUDGET_MS', '-1'],
+		['PSEO_ALLOW_PRIVATE_NETWORKS', 'yes'],
+		['PSEO_SITEMAP_REQUEST_TIMEOUT_MS', '0'],
+		['PSEO_SITEMAP_TOTAL_TIMEOUT_MS', 'x'],
+		['PSEO_SITEMAP_MAX_BYTES', '0'],
+		['PSEO_SITEMAP_MAX_URLS_PER_DOCUMENT', '0'],
+		['PSEO_SITEMAP_MAX_URLS', '-1'],
+		['PSEO_SITEMAP_MAX_CHILDREN', '-1'],
+		['PSEO_SITEMAP_MAX_DEPTH', '11'],
+		['PSEO_SITEMAP_CONCURRENCY', '0'],
+		['PSEO_SITEMAP_MAX_REDIRECTS', '6'],
+		['PSEO_SITEMAP_USER_AGENT', 'two\nlines'],
+	];
+
+	it.each(BAD)('a bad %s (%j) throws a TypeError naming the variable and the value', (name, value) => {
+		expect(() => readConfig({ [name]: value })).toThrow(TypeError);
+		expect(() => readConfig({ [name]: value })).toThrow(new RegExp(`^${escape(name)} .*${escape(JSON.stringify(value))}`));
+	});
+
+	it('names every variable the README documents in the list above', async () => {
+		const { readFileSync } = await import('node:fs');
+		const readme = readFileSync(new URL('../../README.md', import.meta.url), 'utf8');
+		const documented = new Set([...readme.matchAll(/^\| `((?:PSEO|OPENAI)_[A-Z_]+)` \|/gm)].map((match) => match[1]));
+		expect(documented.size).toBeGreaterThan(20);
+		expect([...documented].filter((name) => !BAD.some(([bad]) => bad === name))).toEqual([]);
+	});
+});
+
+describe('useConfig', () => {
+	it('parses an env once and caches it', () => {
+		const env = { PSEO_CONCURRENCY: '3' };
+		expect(useConfig(env)).toBe(useConfig(env));
+		expect(useConfig(env).concurrency).toBe(3);
+	});
+
+	it('throws on the first use of a bad env, which is start-up (the hook reads it in init app.before)', () => {
+		expect(() => useConfig({ PSEO_LEASE_MS: 'soon' })).toThrow(/PSEO_LEASE_MS/);
+	});
+});
