@@ -60,7 +60,7 @@ function variablesRead(): string[] {
 /** Variable names written in the configuration modules' source. */
 function variablesInSource(): string[] {
 	const names = new Set<string>();
-	for (const file of ['src/config/config.ts', 'src/sitemap/limits.ts']) {
+	for (const file of ['src/config/config.ts', 'src/config/sitemap-env.ts']) {
 		for (const match of read(file).matchAll(/\b(?:PSEO|OPENAI)_[A-Z0-9_]*[A-Z0-9]\b/g)) names.add(match[0]);
 	}
 	return [...names].sort();
@@ -76,8 +76,14 @@ function interpolate(value: string | number | boolean, env: Record<string, strin
 	});
 }
 
+/** The secrets `.env.example` leaves empty, so that compose refuses to start until the user sets them. */
+const SECRETS = ['KEY', 'SECRET', 'ADMIN_PASSWORD', 'DB_PASSWORD'];
+
+/** `.env.example` as a user has it after following docs/deployment.md: the secrets generated and set. */
+const configured = { ...example, ...Object.fromEntries(SECRETS.map((name) => [name, `generated-${name.toLowerCase()}`])) };
+
 const effective = Object.fromEntries(
-	Object.entries(directus.environment ?? {}).map(([name, value]) => [name, interpolate(value, example)]),
+	Object.entries(directus.environment ?? {}).map(([name, value]) => [name, interpolate(value, configured)]),
 );
 
 function durationMs(value: string): number {
@@ -126,6 +132,33 @@ describe('docker-compose.yml and .env.example', () => {
 		expect(new URL(effective['REDIS']!).hostname).toBe('redis');
 	});
 
+	it('ships no secret: KEY, SECRET, ADMIN_PASSWORD and DB_PASSWORD are empty in .env.example', () => {
+		for (const name of SECRETS) expect(example[name], name).toBe('');
+	});
+
+	it('a copied .env.example without its secrets set makes compose refuse to start, naming each secret', () => {
+		for (const name of SECRETS) {
+			const unset = { ...configured, [name]: '' };
+			const refusals = Object.values(services).flatMap((service) =>
+				Object.values(service.environment ?? {}).flatMap((value) => {
+					try {
+						interpolate(value, unset);
+						return [];
+					} catch (error) {
+						return [String(error)];
+					}
+				}),
+			);
+			expect(refusals.join('\n'), name).toContain(`${name} is required`);
+		}
+	});
+
+	it('the deployment guide says how to generate each secret', () => {
+		const guide = read('docs/deployment.md');
+		expect(guide).toMatch(/openssl rand/);
+		for (const name of SECRETS) expect(guide, name).toContain(`\`${name}\``);
+	});
+
 	it('5 every instance shares PostgreSQL and Redis: synchronisation, cache and rate limiter on Redis', () => {
 		for (const name of ['SYNCHRONIZATION_STORE', 'CACHE_STORE', 'RATE_LIMITER_STORE']) {
 			expect(example[name], name).toBe('redis');
@@ -134,9 +167,9 @@ describe('docker-compose.yml and .env.example', () => {
 		expect(services[effective['DB_HOST']!]?.image).toMatch(/^postgres:/);
 		expect(services[new URL(effective['REDIS']!).hostname]?.image).toMatch(/^redis:/);
 		const postgres = services['postgres']!.environment ?? {};
-		expect(interpolate(postgres['POSTGRES_DB']!, example)).toBe(effective['DB_DATABASE']);
-		expect(interpolate(postgres['POSTGRES_USER']!, example)).toBe(effective['DB_USER']);
-		expect(interpolate(postgres['POSTGRES_PASSWORD']!, example)).toBe(effective['DB_PASSWORD']);
+		expect(interpolate(postgres['POSTGRES_DB']!, configured)).toBe(effective['DB_DATABASE']);
+		expect(interpolate(postgres['POSTGRES_USER']!, configured)).toBe(effective['DB_USER']);
+		expect(interpolate(postgres['POSTGRES_PASSWORD']!, configured)).toBe(effective['DB_PASSWORD']);
 	});
 
 	it('runs at least two Directus replicas behind one proxy that balances over them', () => {
