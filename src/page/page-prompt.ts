@@ -1,19 +1,8 @@
+import type { PlanPage } from '../plan/plan-page.ts';
 import type { ChatMessage } from '../provider/types.ts';
 import type { Sibling } from './page-siblings.ts';
 
 export { pickSiblings } from './page-siblings.ts';
-
-/** The plan item of the page to write. */
-interface PagePromptItem {
-	route: string;
-	title: string;
-	priority: number;
-	primary_keyword?: string | null | undefined;
-	search_intent?: string | null | undefined;
-	page_type?: string | null | undefined;
-	parent_route?: string | null | undefined;
-	cluster?: string | null | undefined;
-}
 
 /** Everything a page prompt is built from. */
 export interface PagePromptContext {
@@ -23,7 +12,8 @@ export interface PagePromptContext {
 	/** The plan's language, e.g. `en-US` or `de`. */
 	language: string;
 	businessDescription: string | null;
-	item: PagePromptItem;
+	/** The plan page to write. */
+	item: PlanPage;
 	/** Pages the page may link to, usually from {@link pickSiblings}. */
 	siblings: Sibling[];
 }
