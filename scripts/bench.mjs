@@ -56,7 +56,7 @@ for (const signal of ['SIGINT', 'SIGTERM']) {
 	});
 }
 
-const run = { started: new Date(), loadBefore: os.loadavg(), benches: [] };
+const run = { started: new Date(), commit: gitCommit(), loadBefore: os.loadavg(), benches: [] };
 const rows = [];
 for (const file of files) {
 	const bench = file.replace(/\.bench\.ts$/, '');
@@ -209,7 +209,7 @@ function resultsDocument(run, table) {
 		`- date: ${run.started.toISOString()}`,
 		`- command: \`node scripts/bench.mjs${filters.length ? ` ${filters.join(' ')}` : ''}\``,
 		`- benches run: ${ran.join(', ')}${skipped.length ? `; not run: ${skipped.join(', ')}` : ''}`,
-		`- commit: ${gitCommit()}`,
+		`- commit: ${run.commit}`,
 		`- machine: ${cpus.length} cores (${cpus[0]?.model?.trim() ?? 'unknown CPU'}), ${(os.totalmem() / 2 ** 30).toFixed(1)} GiB memory, ${os.type()} ${os.release()} ${os.arch()}`,
 		`- Node: ${nodeVersion()} (${node})`,
 		`- load average (1, 5, 15 min): ${load(run.loadBefore)} at the start, ${load(run.loadAfter)} at the end`,
