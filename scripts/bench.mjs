@@ -230,7 +230,11 @@ function resultsDocument(run, table) {
 function gitCommit() {
 	const head = spawnSync('git', ['rev-parse', '--short', 'HEAD'], { cwd: root, encoding: 'utf8' });
 	if (head.status !== 0) return 'unknown (not a git checkout)';
-	const dirty = spawnSync('git', ['status', '--porcelain', '--untracked-files=no'], { cwd: root, encoding: 'utf8' });
+	// RESULTS.md itself changes with every run.
+	const dirty = spawnSync('git', ['status', '--porcelain', '--untracked-files=no', '--', '.', ':!bench/RESULTS.md'], {
+		cwd: root,
+		encoding: 'utf8',
+	});
 	return `${head.stdout.trim()}${dirty.stdout?.trim() ? ' with uncommitted changes' : ''}`;
 }
 
