@@ -19,7 +19,8 @@ export interface BenchFigure {
 	name: string;
 	value: number;
 	target: string;
-	pass: boolean;
+	/** Whether the value meets the target; null for an informational figure, which has no target to meet. */
+	pass: boolean | null;
 }
 
 interface RunReport {
@@ -291,7 +292,8 @@ export async function runSitemapBench(options: { repeats?: number; log?: (line: 
 				name: `${name}: time ours/sitemapper`,
 				value: round(timeRatio),
 				target: name === 'index 20x50k' ? '<= 0.5 (at least 2x faster)' : 'informational',
-				pass: name === 'index 20x50k' ? complete && timeRatio <= 0.5 : complete,
+				// The 50k case's completeness is judged by its memory figure below.
+				pass: name === 'index 20x50k' ? complete && timeRatio <= 0.5 : null,
 			});
 			figures.push({ name: `${name}: peak RSS ours/sitemapper`, value: round(memoryRatio), target: '< 1', pass: complete && (!peer.ok || memoryRatio < 1) });
 		}
@@ -309,7 +311,7 @@ export async function runSitemapBench(options: { repeats?: number; log?: (line: 
 			name: `${BOMB_MIB} MiB gzip bomb: sitemapper finished (1) or died (0)`,
 			value: peerBomb.ok ? 1 : 0,
 			target: 'informational',
-			pass: true,
+			pass: null,
 		});
 	} finally {
 		await Promise.all(sites.map((site) => site.close()));
@@ -334,8 +336,9 @@ if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) 
 	} else {
 		const figures = await runSitemapBench({ log: (line) => console.log(line) });
 		for (const figure of figures) {
-			console.log(`${figure.pass ? 'PASS' : 'FAIL'}  ${figure.name} = ${figure.value}  (target ${figure.target})`);
+			const result = figure.pass === null ? 'info' : figure.pass ? 'PASS' : 'FAIL';
+			console.log(`${result.padEnd(4)}  ${figure.name} = ${figure.value}  (target ${figure.target})`);
 		}
-		process.exitCode = figures.every((figure) => figure.pass) ? 0 : 1;
+		process.exitCode = figures.some((figure) => figure.pass === false) ? 1 : 0;
 	}
 }

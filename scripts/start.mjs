@@ -2,6 +2,10 @@
 // database, and serve Directus with the extension (which applies snapshots/ on start-up). Idempotent on an
 // existing database; SIGTERM/SIGINT are forwarded so in-flight work is drained or handed back.
 //
+// The service lives as long as the process that started this script (npm, or whatever ran it): when that
+// process goes away, Directus is stopped as on SIGTERM, never left serving as an orphan. To run it detached,
+// detach that process (a service manager, or `nohup npm start`).
+//
 //   node scripts/start.mjs [--skip-build]
 import { spawn, spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -12,6 +16,8 @@ import { installBundle } from './lib/install-bundle.mjs';
 import { nodeBinary, nodeEnv, root } from './lib/node-runtime.mjs';
 
 const args = new Set(process.argv.slice(2));
+// Read before the build and bootstrap, which block: a parent that dies meanwhile is still noticed.
+const startedBy = process.ppid;
 const node = nodeBinary();
 const cli = path.join(root, 'scripts', 'directus-cli.mjs');
 
@@ -37,6 +43,15 @@ const server = spawn(node, [cli, 'start'], { cwd: root, env: nodeEnv(env), stdio
 for (const signal of ['SIGTERM', 'SIGINT']) {
 	process.on(signal, () => server.kill(signal));
 }
+// A signal to npm reaches this script only when npm runs it directly (the `exec` in package.json); through an
+// `sh -c` wrapper npm's forwarded SIGTERM kills the shell alone, and a SIGKILLed npm forwards nothing. Either
+// way this process is re-parented, which is what the watch below looks for.
+const orphanWatch = setInterval(() => {
+	if (process.ppid === startedBy) return;
+	clearInterval(orphanWatch);
+	server.kill('SIGTERM');
+	log(`the process that started this one (pid ${startedBy}) is gone: stopping Directus`);
+}, 250);
 server.on('exit', (code, signal) => process.exit(code ?? (signal ? 0 : 1)));
 
 function resolveEnv() {

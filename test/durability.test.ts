@@ -16,6 +16,9 @@ import { LEGS, legAvailable } from './support/legs.ts';
 const BULK = '/pseo-endpoints/trigger/bulk-generation';
 const ON_DEMAND = '/pseo-endpoints/trigger/on-demand-generation';
 
+const CONCURRENT = { PSEO_BULK_MODE: 'concurrent' };
+const BATCH = { PSEO_BULK_MODE: 'batch' };
+
 const planned = (directus: DirectusInstance, balance: number, pages = 30) => plannedWebsite(directus, balance, pages);
 
 async function jobRow(directus: DirectusInstance, id: number): Promise<Record<string, any>> {
@@ -38,11 +41,20 @@ describe.each(LEGS)('durability on %s', (leg) => {
 		let fake: FakeProvider;
 		let directus: DirectusInstance;
 
+		/**
+		 * Each test states the environment it needs on top of the one below: Directus is restarted with it, and
+		 * nothing a test set carries over into the next one, whatever the order.
+		 */
+		const runWith = async (env: Record<string, string>) => {
+			await directus.stop();
+			await directus.restart(env);
+		};
+
 		beforeAll(async () => {
 			fake = await startFakeProvider();
 			directus = await startDirectus({
 				leg,
-				env: { OPENAI_BASE_URL: fake.url, PSEO_PROVIDER_BACKOFF_MS: '50', PSEO_CONCURRENCY: '2', PSEO_BULK_MODE: 'concurrent' },
+				env: { OPENAI_BASE_URL: fake.url, PSEO_PROVIDER_BACKOFF_MS: '50', PSEO_CONCURRENCY: '2' },
 			});
 		});
 		afterEach((context) => {
@@ -55,6 +67,7 @@ describe.each(LEGS)('durability on %s', (leg) => {
 		});
 
 		it('5 a concurrent-mode job survives a kill -9 mid-job: finished on restart, no duplicate, no double charge', async () => {
+			await runWith(CONCURRENT);
 			const { user, pseoId } = await planned(directus, 100, 10);
 			fake.configure({ latencyMs: 400 });
 			const res = await call(directus, 'POST', BULK, { token: user.token, body: { pseo_id: pseoId, post_count: 10 } });
@@ -62,7 +75,7 @@ describe.each(LEGS)('durability on %s', (leg) => {
 			const id = res.body.generation_id;
 			await eventually(async () => (await jobRow(directus, id)).created_count >= 2, 30_000, 'two pages');
 			await directus.kill();
-			await directus.restart();
+			await directus.restart(CONCURRENT);
 			const job = await waitForJob(directus, user, id);
 			expect(job).toMatchObject({ status: 'completed', created_count: 10, failed_count: 0, failed_routes: [] });
 			await expectOnePostPerRoute(directus, pseoId, 10);
@@ -76,37 +89,32 @@ describe.each(LEGS)('durability on %s', (leg) => {
 		});
 
 		it('5 SIGTERM hands a running job back at once and the next start finishes it', async () => {
-			// With a one-minute lease, only a job that was handed back can be resumed within the wait below.
-			await directus.stop();
-			await directus.restart({ PSEO_LEASE_MS: '60000' });
-			try {
-				const { user, pseoId } = await planned(directus, 100, 6);
-				fake.configure({ latencyMs: 300 });
-				const res = await call(directus, 'POST', BULK, { token: user.token, body: { pseo_id: pseoId, post_count: 6 } });
-				const id = res.body.generation_id;
-				await eventually(async () => (await jobRow(directus, id)).created_count >= 1, 30_000, 'one page');
-				expect(await directus.stop()).toBe(0);
-				await directus.restart();
-				const job = await waitForJob(directus, user, id, 20_000);
-				expect(job).toMatchObject({ status: 'completed', created_count: 6 });
-				await expectOnePostPerRoute(directus, pseoId, 6);
-				expect(await balanceOf(directus, user.id)).toBe(70);
-			} finally {
-				await directus.stop();
-				await directus.restart({ PSEO_LEASE_MS: '3000' });
-			}
+			// With a one-minute lease on both starts, only a job that was handed back can be resumed within the wait
+			// below.
+			const env = { ...CONCURRENT, PSEO_LEASE_MS: '60000' };
+			await runWith(env);
+			const { user, pseoId } = await planned(directus, 100, 6);
+			fake.configure({ latencyMs: 300 });
+			const res = await call(directus, 'POST', BULK, { token: user.token, body: { pseo_id: pseoId, post_count: 6 } });
+			const id = res.body.generation_id;
+			await eventually(async () => (await jobRow(directus, id)).created_count >= 1, 30_000, 'one page');
+			expect(await directus.stop()).toBe(0);
+			await directus.restart(env);
+			const job = await waitForJob(directus, user, id, 20_000);
+			expect(job).toMatchObject({ status: 'completed', created_count: 6 });
+			await expectOnePostPerRoute(directus, pseoId, 6);
+			expect(await balanceOf(directus, user.id)).toBe(70);
 		});
 
 		it('5 a held provider batch survives a kill -9 and is resumed by its stored id, never created twice', async () => {
-			await directus.stop();
-			await directus.restart({ PSEO_BULK_MODE: 'batch' });
+			await runWith(BATCH);
 			const { user, pseoId } = await planned(directus, 100, 5);
 			fake.configure({ holdBatches: true });
 			const res = await call(directus, 'POST', BULK, { token: user.token, body: { pseo_id: pseoId, post_count: 5 } });
 			const id = res.body.generation_id;
 			await eventually(async () => (await jobRow(directus, id)).batch_id, 30_000, 'a stored batch id');
 			await directus.kill();
-			await directus.restart({ PSEO_BULK_MODE: 'batch' });
+			await directus.restart(BATCH);
 			// Polled again after the restart, still held.
 			const polls = fake.requests.filter((entry) => entry.method === 'GET' && entry.path.startsWith('/v1/batches/')).length;
 			await eventually(
@@ -124,6 +132,7 @@ describe.each(LEGS)('durability on %s', (leg) => {
 		});
 
 		it('4 an expired batch keeps its partial results and refunds every page it did not produce', async () => {
+			await runWith(BATCH);
 			const { user, pseoId } = await planned(directus, 100, 10);
 			fake.configure({ batchEndState: 'expired', batchPartialFraction: 0.5 });
 			const res = await call(directus, 'POST', BULK, { token: user.token, body: { pseo_id: pseoId, post_count: 10 } });
@@ -138,21 +147,15 @@ describe.each(LEGS)('durability on %s', (leg) => {
 		});
 
 		it('2 without OPENAI_API_KEY a job fails cleanly with its tokens back', async () => {
-			await directus.stop();
-			await directus.restart({ OPENAI_API_KEY: '' });
-			try {
-				const { user, pseoId } = await planned(directus, 100, 3);
-				const res = await call(directus, 'POST', ON_DEMAND, { token: user.token, body: { pseo_id: pseoId, post_count: 1 } });
-				expect(res.status).toBe(202);
-				const job = await waitForJob(directus, user, res.body.generation_id);
-				expect(job).toMatchObject({ status: 'failed', created_count: 0, failed_count: 1 });
-				expect(job['failed_routes'][0].error).toMatch(/OPENAI_API_KEY/);
-				expect(await balanceOf(directus, user.id)).toBe(100);
-				expect(fake.countChat()).toBe(0);
-			} finally {
-				await directus.stop();
-				await directus.restart({ OPENAI_API_KEY: 'test-key' });
-			}
+			await runWith({ OPENAI_API_KEY: '' });
+			const { user, pseoId } = await planned(directus, 100, 3);
+			const res = await call(directus, 'POST', ON_DEMAND, { token: user.token, body: { pseo_id: pseoId, post_count: 1 } });
+			expect(res.status).toBe(202);
+			const job = await waitForJob(directus, user, res.body.generation_id);
+			expect(job).toMatchObject({ status: 'failed', created_count: 0, failed_count: 1 });
+			expect(job['failed_routes'][0].error).toMatch(/OPENAI_API_KEY/);
+			expect(await balanceOf(directus, user.id)).toBe(100);
+			expect(fake.countChat()).toBe(0);
 		});
 	});
 });

@@ -20,7 +20,7 @@ export interface FakeProcess {
 
 /** Starts `test/support/fake-provider/cli.ts` on a free loopback port with Node 22 and waits for its URL. */
 export async function spawnFakeProvider(config: FakeConfigPatch = {}, timeoutMs = 20_000): Promise<FakeProcess> {
-	const cli = path.join(ROOT, 'test', 'fake-provider', 'cli.ts');
+	const cli = path.join(ROOT, 'test', 'support', 'fake-provider', 'cli.ts');
 	const child = spawn(process.execPath, [cli, '--port', '0', '--host', '127.0.0.1', '--config', JSON.stringify(config)], {
 		cwd: ROOT,
 		stdio: ['ignore', 'pipe', 'pipe'],

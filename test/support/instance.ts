@@ -19,7 +19,10 @@ export interface DirectusInstance {
 	stop(): Promise<number | null>;
 	/** SIGKILL: a crash. */
 	kill(): Promise<void>;
-	/** Start again on the same database (after stop or kill). */
+	/**
+	 * Start again on the same database (after stop or kill), with the environment the instance was launched with
+	 * plus `extraEnv`. `extraEnv` holds for this start only: the next restart does not inherit it.
+	 */
 	restart(extraEnv?: Record<string, string>): Promise<void>;
 	/** Removes the database copy and temp files. */
 	dispose(): Promise<void>;
@@ -120,15 +123,15 @@ export async function launchDirectus(options: {
 	mkdirSync(path.join(workDir, 'uploads'), { recursive: true });
 	const port = await freePort();
 	const url = `http://127.0.0.1:${port}`;
-	let env = { ...baseEnv(port, workDir), ...database.env, ...options.env };
+	const env = { ...baseEnv(port, workDir), ...database.env, ...options.env };
 	let child: ChildProcess | null = null;
 	let log = '';
 
-	const launch = async () => {
+	const launch = async (extraEnv: Record<string, string> = {}) => {
 		log += `\n--- start ${new Date().toISOString()} ---\n`;
 		child = spawn(process.execPath, [START_SCRIPT, '--skip-build'], {
 			cwd: ROOT,
-			env: { ...process.env, ...env },
+			env: { ...process.env, ...env, ...extraEnv },
 			stdio: ['ignore', 'pipe', 'pipe'],
 		});
 		child.stdout?.on('data', (chunk: Buffer) => (log += chunk.toString()));
@@ -158,10 +161,7 @@ export async function launchDirectus(options: {
 			if (pid) killTree(pid);
 			await waitExit('SIGKILL');
 		},
-		restart: async (extraEnv = {}) => {
-			env = { ...env, ...extraEnv };
-			await launch();
-		},
+		restart: (extraEnv = {}) => launch(extraEnv),
 		dispose: async () => {
 			await waitExit('SIGTERM');
 			await database.dispose();
