@@ -4,9 +4,9 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { adminItems, call, eventually, plannedWebsite, waitForJob } from './support/api.ts';
-import { baseEnv, copyDatabase, freePort, type DatabaseCopy, type DirectusInstance } from './support/directus.ts';
+import { copyDatabase, type DatabaseCopy, type DirectusInstance } from './support/directus.ts';
 import { startFakeProvider, type FakeProvider } from './support/fake-provider/server.ts';
-import { launchDirectus } from './support/instance.ts';
+import { baseEnv, freePort, launchDirectus } from './support/instance.ts';
 import { ADMIN_TOKEN, ROOT } from './support/paths.ts';
 
 // Operating contract section 1: "The process stops cleanly on SIGTERM/SIGINT, finishing or handing back in-flight
