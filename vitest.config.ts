@@ -6,7 +6,7 @@ export default defineConfig({
 			{
 				test: {
 					name: 'unit',
-					include: ['src/**/*.test.ts', 'test/support/fake-provider/**/*.test.ts', 'test/docker-compose.test.ts', 'test/layout.test.ts'],
+					include: ['src/**/*.test.ts', 'test/support/fake-provider/**/*.test.ts', 'test/support/response-contract.test.ts', 'test/docker-compose.test.ts', 'test/layout.test.ts'],
 					// Unit tests run first, and fast, before any Directus boots.
 					sequence: { groupOrder: 0 },
 					testTimeout: 20_000,
@@ -16,7 +16,7 @@ export default defineConfig({
 				test: {
 					name: 'integration',
 					include: ['test/**/*.test.ts'],
-					exclude: ['test/support/fake-provider/**', 'test/docker-compose.test.ts', 'test/layout.test.ts'],
+					exclude: ['test/support/fake-provider/**', 'test/support/response-contract.test.ts', 'test/docker-compose.test.ts', 'test/layout.test.ts'],
 					sequence: { groupOrder: 1 },
 					globalSetup: ['test/support/global-setup.ts'],
 					testTimeout: 120_000,

@@ -1,4 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import manifest from '../package.json' with { type: 'json' };
+import { openApiDocument } from '../src/openapi/openapi-document.ts';
 import { adminItems, balanceOf, call, createUser, createWebsite, expectEnvelope, PSEO_USER_ROLE, type TestUser } from './support/api.ts';
 import { startDirectus, type DirectusInstance } from './support/directus.ts';
 import { LEGS, legAvailable } from './support/legs.ts';
@@ -34,7 +36,24 @@ describe.each(LEGS)('foundation on %s', (leg) => {
 				'POST /generate/main-json',
 				'GET /fetch-sitemap?pseo_id=X',
 				'GET /balance',
+				'GET /openapi.json',
 			]);
+		});
+
+		it('GET /openapi.json serves the OpenAPI document built by the source, without a token', async () => {
+			const res = await call(directus, 'GET', '/pseo-endpoints/openapi.json');
+			expect(res.status).toBe(200);
+			expect(res.headers.get('content-type')).toMatch(/^application\/json/);
+			expect(res.body).toEqual(openApiDocument(manifest.version));
+			// Directus checks any token it receives, even on a route that needs none (the document says 401 there too).
+			expectEnvelope(await call(directus, 'GET', '/pseo-endpoints/openapi.json', { token: 'not-a-real-token' }), 401);
+		});
+
+		it('Directus\'s own /server/specs/oas leaves the extension\'s routes out (hence GET /openapi.json)', async () => {
+			const res = await call(directus, 'GET', '/server/specs/oas', { token: directus.adminToken });
+			expect(res.status).toBe(200);
+			expect(Object.keys(res.body.paths).length).toBeGreaterThan(0);
+			expect(Object.keys(res.body.paths).filter((path) => path.startsWith('/pseo-endpoints'))).toEqual([]);
 		});
 
 		it('4.2 an admin logs in and gets Directus tokens', async () => {

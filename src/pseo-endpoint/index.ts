@@ -9,6 +9,7 @@ import { registerTriggers } from './routes/triggers.ts';
 import { registerMainJson } from './routes/main-json.ts';
 import { registerSitemap } from './routes/sitemap.ts';
 import { registerBalance } from './routes/balance.ts';
+import { registerOpenApi } from './routes/openapi.ts';
 import { kickRuntime } from '../engine/runtime-registry.ts';
 
 /** The REST interface under /pseo-endpoints. Handlers parse, call one domain function, and shape the answer. */
@@ -23,6 +24,7 @@ export default defineEndpoint({
 		registerMainJson(router, ctx);
 		registerSitemap(router, ctx);
 		registerBalance(router, ctx);
+		registerOpenApi(router);
 		router.use((req, _res, next) => next(new NotFoundError({ resource: 'Route', id: `${req.method} ${req.path}` })));
 		router.use(errorHandler(ctx.logger));
 	},

@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import type { DirectusInstance } from './directus.ts';
+import { checkResponse } from './response-contract.ts';
 
 export interface ApiResponse<T = any> {
 	status: number;
@@ -7,7 +8,10 @@ export interface ApiResponse<T = any> {
 	headers: Headers;
 }
 
-/** One HTTP call; `body` as an object is sent as JSON, as a string it is sent verbatim. */
+/**
+ * One HTTP call; `body` as an object is sent as JSON, as a string it is sent verbatim. A response from under
+ * /pseo-endpoints must match the OpenAPI document (`response-contract.ts`), or the call throws.
+ */
 export async function call<T = any>(
 	base: string | DirectusInstance,
 	method: string,
@@ -30,6 +34,8 @@ export async function call<T = any>(
 	} catch {
 		// not JSON; keep the text
 	}
+	// Under /pseo-endpoints, a body the OpenAPI document does not describe fails the test that received it.
+	checkResponse(method, url, res.status, res.headers.get('content-type'), parsed);
 	return { status: res.status, body: parsed as T, headers: res.headers };
 }
 

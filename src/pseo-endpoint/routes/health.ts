@@ -3,7 +3,7 @@ import manifest from '../../../package.json' with { type: 'json' };
 import { respond } from '../../http/respond.ts';
 
 /** The endpoints the health check lists (interface 4.1). */
-const ENDPOINTS = [
+export const ENDPOINTS = [
 	'GET /',
 	'POST /pseo',
 	'POST /trigger/on-demand-generation',
@@ -13,6 +13,7 @@ const ENDPOINTS = [
 	'POST /generate/main-json',
 	'GET /fetch-sitemap?pseo_id=X',
 	'GET /balance',
+	'GET /openapi.json',
 ] as const;
 
 /** 4.1 GET / — no authentication. */

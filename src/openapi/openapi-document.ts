@@ -1,0 +1,478 @@
+import { PAGE_TYPES, SEARCH_INTENTS } from '../plan/plan-schema.ts';
+
+/*
+ * The OpenAPI 3.1 description of every route under /pseo-endpoints, served by GET /pseo-endpoints/openapi.json.
+ *
+ * Adding a route: write its operation in `operations()` under its path (relative to /pseo-endpoints, as in the
+ * health check's list), reuse or add a schema in `schemas`, and list the statuses it can answer with
+ * `errors(...)`. The unit test beside this file checks the document against the OpenAPI 3.1 schema and against
+ * the health check's list; the integration suites check every response they receive against it.
+ */
+
+type Json = Record<string, unknown>;
+
+const ref = (name: string): Json => ({ $ref: `#/components/schemas/${name}` });
+const nullable = (schema: Json): Json => ({ anyOf: [schema, { type: 'null' }] });
+
+/** An object schema whose listed properties are all required and which allows no others. */
+function closed(properties: Record<string, Json>, optional: string[] = []): Json {
+	return {
+		type: 'object',
+		required: Object.keys(properties).filter((key) => !optional.includes(key)),
+		properties,
+		additionalProperties: false,
+	};
+}
+
+/** A success body of the interface's envelope (section 2.4): `success: true`, the payload, `timestamp`. */
+function success(properties: Record<string, Json>, description: string): Json {
+	return { description, ...closed({ success: { const: true }, ...properties, timestamp: ref('Timestamp') }) };
+}
+
+const generationFields: Record<string, Json> = {
+	id: { ...ref('Identifier'), description: 'The `generation_id` returned when the job was started.' },
+	pseo_id: { ...ref('Identifier'), description: 'The website the job belongs to.' },
+	status: ref('GenerationStatus'),
+	requested_count: { type: 'integer', minimum: 1, description: 'Pages requested.' },
+	created_count: { type: 'integer', minimum: 0, description: 'Pages created so far.' },
+	failed_count: { type: 'integer', minimum: 0, description: 'Pages that failed (each refunded).' },
+	failed_routes: { type: 'array', items: ref('FailedRoute'), description: 'Every route that produced no post; empty when none.' },
+	date_created: ref('Timestamp'),
+};
+const dateCompleted: Json = { ...nullable(ref('Timestamp')), description: 'When the job finished; null while it is pending or running.' };
+
+const schemas: Record<string, Json> = {
+	Timestamp: {
+		type: 'string',
+		format: 'date-time',
+		pattern: '^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}:\\d{2}\\.\\d{3}Z$',
+		description: 'ISO 8601 UTC timestamp with milliseconds.',
+		examples: ['2026-01-31T09:30:00.000Z'],
+	},
+	Identifier: { type: 'integer', minimum: 1, description: 'A positive integer identifier.', examples: [1] },
+	ErrorEnvelope: {
+		description:
+			'Every error under /pseo-endpoints, Directus\'s own included (an invalid token, malformed JSON, an unknown path), has this shape (interface section 7).',
+		...closed({
+			success: { const: false },
+			error: { type: 'string', minLength: 1, description: 'A human-readable message.' },
+			code: {
+				type: 'string',
+				minLength: 1,
+				description:
+					'A machine-readable code: `PSEO_INVALID_PAYLOAD`, `PSEO_UNAUTHORIZED`, `PSEO_INSUFFICIENT_TOKENS`, `PSEO_FORBIDDEN`, `PSEO_NOT_FOUND`, `PSEO_CONFLICT`, `PSEO_PROVIDER_UNAVAILABLE`, `INTERNAL_SERVER_ERROR`, or the code of an error Directus raised itself (`INVALID_CREDENTIALS`, `INVALID_TOKEN`, `TOKEN_EXPIRED`, `INVALID_PAYLOAD`, `FORBIDDEN`, `SERVICE_UNAVAILABLE`...).',
+				examples: ['PSEO_NOT_FOUND'],
+			},
+			timestamp: ref('Timestamp'),
+		}),
+	},
+	Health: success(
+		{
+			status: { const: 'ok' },
+			extension: { const: 'pseo-automation' },
+			version: { type: 'string', pattern: '^\\d+\\.\\d+\\.\\d+', description: 'The extension\'s semantic version.', examples: ['0.1.0'] },
+			endpoints: {
+				type: 'array',
+				items: { type: 'string' },
+				description: 'The available endpoints, as `METHOD /path` relative to /pseo-endpoints.',
+				examples: [['GET /', 'POST /pseo', 'GET /generations/:id', 'GET /generations?pseo_id=X']],
+			},
+		},
+		'Interface 4.1: the extension is loaded and answering.',
+	),
+	NewWebsite: {
+		description: 'Interface 4.3. Unknown fields are refused with 400.',
+		...closed(
+			{
+				website_url: {
+					type: 'string',
+					maxLength: 2048,
+					description: 'Absolute http(s) URL of the website, without credentials.',
+					examples: ['https://bakery.example'],
+				},
+				master_prompt: {
+					type: 'string',
+					minLength: 1,
+					description: 'Instructions guiding the AI for every page of this website; not blank.',
+					examples: ['Warm, expert tone. Short paragraphs.'],
+				},
+				website_software: {
+					type: 'string',
+					minLength: 1,
+					maxLength: 100,
+					default: 'wordpress',
+					description: 'CMS or platform identifier.',
+					examples: ['wordpress'],
+				},
+			},
+			['website_software'],
+		),
+	},
+	Website: {
+		description: 'A PSEO record (interface 2.1), as answered on creation.',
+		...closed({
+			id: ref('Identifier'),
+			website_url: { type: 'string', minLength: 1 },
+			website_software: { type: 'string', minLength: 1 },
+			backend_user_id: { type: 'string', format: 'uuid', description: 'The owner: the user who created the record.' },
+			post_counts_total: { type: 'integer', minimum: 0, description: 'Pages generated for the website; 0 on creation.' },
+		}),
+	},
+	WebsiteCreated: success(
+		{ message: { type: 'string' }, data: ref('Website') },
+		'Interface 4.3: the website is registered and owned by the caller.',
+	),
+	OnDemandGenerationRequest: {
+		description: 'Interface 4.4: one page, in test mode.',
+		type: 'object',
+		required: ['pseo_id', 'post_count'],
+		properties: {
+			pseo_id: ref('Identifier'),
+			post_count: { const: 1, description: 'Must be 1.' },
+		},
+	},
+	BulkGenerationRequest: {
+		description: 'Interface 4.5: any number of pages, through the provider\'s Batch API.',
+		type: 'object',
+		required: ['pseo_id', 'post_count'],
+		properties: {
+			pseo_id: ref('Identifier'),
+			post_count: {
+				type: 'integer',
+				minimum: 1,
+				description: 'Pages to generate; at most the plan\'s routes that have no post yet.',
+				examples: [25],
+			},
+		},
+	},
+	GenerationAccepted: success(
+		{
+			message: { type: 'string' },
+			generation_id: { ...ref('Identifier'), description: 'Poll GET /generations/{id} with it.' },
+			status: { const: 'pending' },
+		},
+		'Interfaces 4.4 and 4.5: the job is queued and its tokens are charged.',
+	),
+	GenerationStatus: {
+		type: 'string',
+		enum: ['pending', 'running', 'completed', 'failed'],
+		description:
+			'`pending`: queued; `running`: pages are being generated; `completed`: every page was created; `failed`: some page was not (see `failed_routes`).',
+	},
+	FailedRoute: {
+		description: 'A route that produced no post, and why (operating contract section 4).',
+		...closed({ route: { type: 'string' }, error: { type: 'string' } }),
+	},
+	GenerationSummary: {
+		description: 'A generation job as listed (interface 2.2, without `date_updated`).',
+		...closed({ ...generationFields, date_completed: dateCompleted }),
+	},
+	Generation: {
+		description: 'A generation job (interface 2.2).',
+		...closed({ ...generationFields, date_updated: ref('Timestamp'), date_completed: dateCompleted }),
+	},
+	GenerationResponse: success({ data: ref('Generation') }, 'Interface 4.6.'),
+	GenerationList: success(
+		{ data: { type: 'array', maxItems: 50, items: ref('GenerationSummary'), description: 'Newest first.' } },
+		'Interface 4.7: the caller\'s 50 newest jobs of the website.',
+	),
+	PlanRequest: {
+		description: 'Interface 4.8. Unknown fields are refused with 400.',
+		...closed({
+			pseo_id: ref('Identifier'),
+			language_code: {
+				type: 'string',
+				maxLength: 35,
+				description:
+					'A plain locale: language, optional script, optional region (`en`, `en-US`, `tr-TR`, `zh-Hant-TW`, `es-419`). Case and `_` are forgiven.',
+				examples: ['en-US'],
+			},
+			description: {
+				type: 'string',
+				minLength: 150,
+				maxLength: 1000,
+				description:
+					'The business: sector, services, audience and goals. 150 to 1000 characters (Unicode code points) after trimming.',
+			},
+		}),
+	},
+	PlanPage: {
+		description: 'One page of a content plan (interface 2.3), with its SEO metadata.',
+		...closed({
+			route: { type: 'string', pattern: '^/', description: 'Lower-case slug path, unique in the plan.', examples: ['/sourdough-bread'] },
+			title: { type: 'string' },
+			priority: { type: 'number', minimum: 0, maximum: 100, description: 'Business value; pages are listed highest first.' },
+			primary_keyword: { type: 'string' },
+			search_intent: { type: 'string', enum: [...SEARCH_INTENTS] },
+			page_type: { type: 'string', enum: [...PAGE_TYPES] },
+			parent_route: { ...nullable({ type: 'string', pattern: '^/' }), description: 'The hub page above this one, or null.' },
+			cluster: { type: 'string', description: 'Slug of the topical cluster.' },
+		}),
+	},
+	ContentPlan: {
+		description: 'The `main_json` of a website (interface 2.3).',
+		...closed({ pages: { type: 'array', items: ref('PlanPage') } }),
+	},
+	PlanResponse: success(
+		{
+			message: { type: 'string' },
+			data: closed({ main_json: ref('ContentPlan'), total_pages: { type: 'integer', minimum: 1 } }),
+		},
+		'Interface 4.8: the plan is generated and stored as the website\'s current plan.',
+	),
+	SitemapResponse: success(
+		{ urls: { type: 'array', items: { type: 'string' }, description: 'Every page URL found, once each, in document order.' } },
+		'Interface 4.9. A missing sitemap or an unreachable website is not an error: `urls` is then empty.',
+	),
+	Balance: success(
+		{
+			data: closed({
+				balance: { type: 'integer', minimum: 0, description: 'The caller\'s token balance.' },
+				rates: closed({
+					token_per_page: { type: 'integer', minimum: 0, description: 'Charged per on-demand page.' },
+					token_per_batch_page: { type: 'integer', minimum: 0, description: 'Charged per bulk page.' },
+					token_per_main_json: { type: 'integer', minimum: 0, description: 'Charged per content plan.' },
+				}),
+			}),
+		},
+		'The caller\'s balance and the current rates.',
+	),
+	OpenApiDocument: {
+		type: 'object',
+		required: ['openapi', 'info', 'paths'],
+		properties: {
+			openapi: { type: 'string', pattern: '^3\\.1\\.' },
+			info: { type: 'object', required: ['title', 'version'], properties: { title: { type: 'string' }, version: { type: 'string' } } },
+			paths: { type: 'object' },
+		},
+		description: 'This document.',
+	},
+};
+
+/** The error statuses a route can answer; each is the envelope, with a meaning of its own. */
+const errorResponses: Record<number, { name: string; description: string }> = {
+	400: { name: 'BadRequest', description: 'A parameter is missing or invalid (identifiers must be positive integers), or the body is not a JSON object.' },
+	401: {
+		name: 'Unauthorized',
+		description: 'The Bearer token is missing, malformed, signed with another secret, expired, or an unknown static token.',
+	},
+	402: { name: 'PaymentRequired', description: 'The token balance does not cover the operation; nothing was charged.' },
+	403: { name: 'Forbidden', description: 'The resource belongs to another user (admins included).' },
+	404: { name: 'NotFound', description: 'The website or generation does not exist.' },
+	409: { name: 'Conflict', description: 'A concurrent generation is already active.' },
+	500: { name: 'InternalServerError', description: 'An unexpected error; the message leaks nothing.' },
+	502: { name: 'BadGateway', description: 'The AI provider failed after bounded retries, or none is configured; the tokens were refunded.' },
+	503: { name: 'ServiceUnavailable', description: 'Directus is under pressure or shutting down; retry later.' },
+};
+
+/** Every status in `statuses` as a reference to its shared response, with a route-specific description if given. */
+function errors(statuses: (number | [number, string])[]): Json {
+	const responses: Json = {};
+	for (const entry of [...statuses, 500, 503]) {
+		const [status, description] = Array.isArray(entry) ? entry : [entry, undefined];
+		const shared = errorResponses[status];
+		if (!shared) throw new TypeError(`No shared response for status ${status}`);
+		responses[String(status)] = { $ref: `#/components/responses/${shared.name}`, ...(description ? { description } : {}) };
+	}
+	return responses;
+}
+
+const json = (schema: Json, description: string): Json => ({ description, content: { 'application/json': { schema } } });
+const body = (name: string): Json => ({ required: true, content: { 'application/json': { schema: ref(name) } } });
+const pseoIdQuery: Json = {
+	name: 'pseo_id',
+	in: 'query',
+	required: true,
+	description: 'The website; a positive integer, given once.',
+	schema: ref('Identifier'),
+};
+const noToken = { security: [] };
+const tokenRefusedAnyway: [number, string] = [
+	401,
+	'Only when a Bearer token is sent and refused: the route needs none, but Directus checks every token it receives.',
+];
+
+/** The operations, by path relative to /pseo-endpoints. */
+function operations(): Json {
+	return {
+		'/': {
+			get: {
+				operationId: 'getHealth',
+				tags: ['Health'],
+				summary: 'Health check (4.1)',
+				...noToken,
+				responses: { 200: json(ref('Health'), 'The extension is up.'), ...errors([tokenRefusedAnyway]) },
+			},
+		},
+		'/openapi.json': {
+			get: {
+				operationId: 'getOpenApiDocument',
+				tags: ['Health'],
+				summary: 'This OpenAPI document',
+				...noToken,
+				responses: { 200: json(ref('OpenApiDocument'), 'The OpenAPI 3.1 document.'), ...errors([tokenRefusedAnyway]) },
+			},
+		},
+		'/pseo': {
+			post: {
+				operationId: 'createWebsite',
+				tags: ['Websites'],
+				summary: 'Register a website (4.3)',
+				requestBody: body('NewWebsite'),
+				responses: {
+					201: json(ref('WebsiteCreated'), 'Created.'),
+					...errors([400, 401, [403, 'The caller\'s role has no permission to create websites.']]),
+				},
+			},
+		},
+		'/trigger/on-demand-generation': {
+			post: {
+				operationId: 'startOnDemandGeneration',
+				tags: ['Generations'],
+				summary: 'Generate one page in test mode (4.4)',
+				description:
+					'Takes the highest-priority route of the website\'s current plan that has no post yet, charges `token_per_page` and runs in the background.',
+				requestBody: body('OnDemandGenerationRequest'),
+				responses: {
+					202: json(ref('GenerationAccepted'), 'Accepted; poll the generation.'),
+					...errors([
+						[400, 'Invalid body, `post_count` other than 1, no content plan, or no route left without a post.'],
+						401,
+						402,
+						403,
+						[404, 'The website does not exist.'],
+						[409, 'A job of this website is pending or running.'],
+					]),
+				},
+			},
+		},
+		'/trigger/bulk-generation': {
+			post: {
+				operationId: 'startBulkGeneration',
+				tags: ['Generations'],
+				summary: 'Generate many pages (4.5)',
+				description:
+					'Takes the `post_count` highest-priority routes of the website\'s current plan that have no post yet, charges `token_per_batch_page` each and runs in the background.',
+				requestBody: body('BulkGenerationRequest'),
+				responses: {
+					202: json(ref('GenerationAccepted'), 'Accepted; poll the generation.'),
+					...errors([
+						[400, 'Invalid body, no content plan, or fewer routes without a post than `post_count`.'],
+						401,
+						402,
+						403,
+						[404, 'The website does not exist.'],
+						[409, 'A job of this website is pending or running.'],
+					]),
+				},
+			},
+		},
+		'/generations': {
+			get: {
+				operationId: 'listGenerations',
+				tags: ['Generations'],
+				summary: 'List a website\'s jobs (4.7)',
+				parameters: [pseoIdQuery],
+				responses: {
+					200: json(ref('GenerationList'), 'Up to 50 jobs, newest first.'),
+					...errors([400, 401, 403, [404, 'The website does not exist.']]),
+				},
+			},
+		},
+		'/generations/{id}': {
+			get: {
+				operationId: 'getGeneration',
+				tags: ['Generations'],
+				summary: 'Read one job (4.6)',
+				parameters: [{ name: 'id', in: 'path', required: true, description: 'The `generation_id`.', schema: ref('Identifier') }],
+				responses: {
+					200: json(ref('GenerationResponse'), 'The job.'),
+					...errors([400, 401, 403, [404, 'The generation does not exist.']]),
+				},
+			},
+		},
+		'/generate/main-json': {
+			post: {
+				operationId: 'generateContentPlan',
+				tags: ['Content plans'],
+				summary: 'Generate a website\'s content plan (4.8)',
+				description:
+					'Charges `token_per_main_json`, asks the AI for a plan that avoids the routes the website already has, and stores it as the website\'s current plan. Synchronous: it can take a minute.',
+				requestBody: body('PlanRequest'),
+				responses: {
+					200: json(ref('PlanResponse'), 'The plan.'),
+					...errors([
+						400,
+						401,
+						402,
+						403,
+						[404, 'The website does not exist.'],
+						[409, 'A content plan of this user is already being generated.'],
+						502,
+					]),
+				},
+			},
+		},
+		'/fetch-sitemap': {
+			get: {
+				operationId: 'fetchSitemap',
+				tags: ['Sitemap'],
+				summary: 'Read the website\'s sitemap (4.9)',
+				description:
+					'Tries /sitemap.xml, /sitemap_index.xml, /wp-sitemap.xml and /sitemap (and robots.txt), following index files.',
+				parameters: [pseoIdQuery],
+				responses: {
+					200: json(ref('SitemapResponse'), 'The page URLs; empty when there is no sitemap or the site is unreachable.'),
+					...errors([400, 401, 403, [404, 'The website does not exist.']]),
+				},
+			},
+		},
+		'/balance': {
+			get: {
+				operationId: 'getBalance',
+				tags: ['Tokens'],
+				summary: 'The caller\'s token balance and the rates',
+				responses: { 200: json(ref('Balance'), 'The balance.'), ...errors([401]) },
+			},
+		},
+	};
+}
+
+/** The OpenAPI 3.1 document of /pseo-endpoints, for extension version `version`. */
+export function openApiDocument(version: string): Json {
+	return {
+		openapi: '3.1.0',
+		info: {
+			title: 'pseo-automation',
+			version,
+			summary: 'Programmatic-SEO content generation inside Directus.',
+			description:
+				'Websites, content plans, background page-generation jobs and a token balance. Every route except the health check and this document needs `Authorization: Bearer <token>`: a Directus access token (`POST /auth/login` on the Directus root) or a user\'s static token. Directus\'s own `/server/specs/oas` does not list these routes.',
+			license: { name: 'MIT', identifier: 'MIT' },
+		},
+		servers: [{ url: '/pseo-endpoints', description: 'The Directus instance serving this document.' }],
+		security: [{ bearerAuth: [] }],
+		tags: [
+			{ name: 'Health' },
+			{ name: 'Websites', description: 'PSEO records.' },
+			{ name: 'Generations', description: 'Background page-generation jobs.' },
+			{ name: 'Content plans', description: 'The `main_json` of a website.' },
+			{ name: 'Sitemap' },
+			{ name: 'Tokens' },
+		],
+		paths: operations(),
+		components: {
+			securitySchemes: {
+				bearerAuth: {
+					type: 'http',
+					scheme: 'bearer',
+					description: 'A Directus access token (from `POST /auth/login`) or a static token from the user\'s profile.',
+				},
+			},
+			schemas,
+			responses: Object.fromEntries(
+				Object.values(errorResponses).map(({ name, description }) => [name, json(ref('ErrorEnvelope'), description)]),
+			),
+		},
+	};
+}
