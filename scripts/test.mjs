@@ -1,8 +1,10 @@
-// npm test: type-check, then the whole vitest suite (unit tests and integration tests against real Directus
-// instances on SQLite and, when reachable, PostgreSQL). Ends with one summary line "N passed, N failed".
+// npm test: type-check, install the Directus 11 host when missing (scripts/lib/hosts.mjs), then the whole vitest
+// suite (unit tests and integration tests against real Directus instances: Directus 12 on SQLite and, when
+// reachable, PostgreSQL; Directus 11 on SQLite). Ends with one summary line "N passed, N failed".
 import { spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, rmSync } from 'node:fs';
 import path from 'node:path';
+import { ensureHosts } from './lib/hosts.mjs';
 import { root } from './lib/node-runtime.mjs';
 
 const bin = (name) => path.join(root, 'node_modules', '.bin', name);
@@ -15,6 +17,8 @@ if (typecheck.status !== 0) {
 	console.error('type check failed');
 	process.exit(typecheck.status ?? 1);
 }
+
+ensureHosts();
 
 const vitest = spawnSync(
 	bin('vitest'),

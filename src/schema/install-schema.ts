@@ -2,6 +2,7 @@ import type { Knex } from 'knex';
 import snapshot from '../../snapshots/pseo-schema.json' with { type: 'json' };
 import type { ServiceContext } from '../shared/services.ts';
 import { vendorOf } from '../shared/database.ts';
+import { snapshotForHost } from '../shared/host-compat.ts';
 
 interface DiffEntry {
 	collection: string;
@@ -33,7 +34,8 @@ export async function installSchema(context: ServiceContext): Promise<InstallRep
 	// Installing a schema needs admin rights; no user is involved at start-up (see system-context.ts).
 	const service = new services.SchemaService({ knex: database, accountability: { admin: true, role: null, user: null } });
 	const current = await service.snapshot();
-	const diff = (await service.diff(snapshot, { currentSnapshot: current, force: true, mode: 'merge' })) as SnapshotDiff | null;
+	const desired = snapshotForHost(snapshot, (current as { directus: string }).directus);
+	const diff = (await service.diff(desired, { currentSnapshot: current, force: true, mode: 'merge' })) as SnapshotDiff | null;
 	const report: InstallReport = { created: [], refreshed: [], skipped: [] };
 	if (!diff) return report;
 
