@@ -46,10 +46,14 @@ export function directusCliEntry(home = directusHome()) {
 	}
 }
 
-/** The version of the Directus installed under `home`. */
+/** The version of the Directus installed under `home`, for logs; "(version unknown)" without its `directus` package. */
 export function directusVersion(home = directusHome()) {
 	const require = createRequire(path.join(home, 'package.json'));
-	return JSON.parse(readFileSync(require.resolve('directus/package.json'), 'utf8')).version;
+	try {
+		return JSON.parse(readFileSync(require.resolve('directus/package.json'), 'utf8')).version;
+	} catch {
+		return '(version unknown)';
+	}
 }
 
 /**

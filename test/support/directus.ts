@@ -1,7 +1,7 @@
 import { inject } from 'vitest';
 import { copyDatabase as copyFrom, launchDirectus, type DatabaseCopy, type DirectusInstance, type Leg } from './instance.ts';
 
-export { baseEnv, freePort, legHome, legVendor } from './instance.ts';
+export { baseEnv, freePort } from './instance.ts';
 export type { DatabaseCopy, DirectusInstance, Leg } from './instance.ts';
 
 /** A fresh database for one test file, copied from the template global-setup bootstrapped. */
