@@ -7,11 +7,15 @@
 // detach that process (a service manager, or `nohup npm start`).
 //
 //   node scripts/start.mjs [--skip-build]
+//
+// PSEO_DIRECTUS_HOME picks the Directus that serves (scripts/lib/hosts.mjs): unset, the project's own Directus 12;
+// hosts/directus-11, the Directus 11 host, installed here first if it is not yet.
 import { spawn, spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { parseEnv } from 'node:util';
+import { directusHome, directusVersion, EXTRA_HOSTS, ensureHost } from './lib/hosts.mjs';
 import { installBundle } from './lib/install-bundle.mjs';
 import { nodeBinary, nodeEnv, root } from './lib/node-runtime.mjs';
 
@@ -23,6 +27,9 @@ const cli = path.join(root, 'scripts', 'directus-cli.mjs');
 
 const env = resolveEnv();
 const extensionsPath = path.resolve(root, env.EXTENSIONS_PATH);
+const home = directusHome(env);
+const extraHost = EXTRA_HOSTS.find((name) => path.join(root, 'hosts', name) === home);
+if (extraHost) ensureHost(extraHost, { log });
 
 if (!args.has('--skip-build')) {
 	log('building the extension');
@@ -38,7 +45,7 @@ if (bootstrap.includes('Adding first admin user') && env.__GENERATED_ADMIN_PASSW
 }
 delete env.__GENERATED_ADMIN_PASSWORD;
 
-log(`serving Directus on ${env.PUBLIC_URL}`);
+log(`serving Directus ${directusVersion(home)} on ${env.PUBLIC_URL}`);
 const server = spawn(node, [cli, 'start'], { cwd: root, env: nodeEnv(env), stdio: 'inherit' });
 for (const signal of ['SIGTERM', 'SIGINT']) {
 	process.on(signal, () => server.kill(signal));

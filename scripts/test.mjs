@@ -1,8 +1,11 @@
-// npm test: type-check, the unused-export check, then the whole vitest suite (unit tests and integration tests against real Directus
-// instances on SQLite and, when reachable, PostgreSQL). Ends with one summary line "N passed, N failed".
+// npm test: type-check, the unused-export check (knip), install the Directus 11 host when missing
+// (scripts/lib/hosts.mjs), then the whole vitest suite (unit tests and integration tests against real Directus
+// instances: Directus 12 on SQLite and, when reachable, PostgreSQL; Directus 11 on SQLite). Ends with one summary
+// line "N passed, N failed".
 import { spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, rmSync } from 'node:fs';
 import path from 'node:path';
+import { ensureHosts } from './lib/hosts.mjs';
 import { root } from './lib/node-runtime.mjs';
 
 const bin = (name) => path.join(root, 'node_modules', '.bin', name);
@@ -22,6 +25,8 @@ if (knip.status !== 0) {
 	console.error('unused-export check (knip) failed');
 	process.exit(knip.status ?? 1);
 }
+
+ensureHosts();
 
 const vitest = spawnSync(
 	bin('vitest'),

@@ -3,9 +3,9 @@ import manifest from '../package.json' with { type: 'json' };
 import { openApiDocument } from '../src/openapi/openapi-document.ts';
 import { adminItems, balanceOf, call, createUser, createWebsite, expectEnvelope, PSEO_USER_ROLE, type TestUser } from './support/api.ts';
 import { startDirectus, type DirectusInstance } from './support/directus.ts';
-import { LEGS, legAvailable } from './support/legs.ts';
+import { INTERFACE_LEGS, legAvailable } from './support/legs.ts';
 
-describe.each(LEGS)('foundation on %s', (leg) => {
+describe.each(INTERFACE_LEGS)('foundation on %s', (leg) => {
 	describe.skipIf(!legAvailable(leg))(`${leg}`, () => {
 		let directus: DirectusInstance;
 		let alice: TestUser;

@@ -5,6 +5,7 @@ import { vendorOf } from '../shared/database.ts';
 import { systemServiceOptions } from '../shared/system-context.ts';
 import { JOBS } from '../engine/job-store.ts';
 import { POSTS } from '../posts/post-store.ts';
+import { snapshotForHost } from '../shared/host-compat.ts';
 
 interface DiffEntry {
 	collection: string;
@@ -36,7 +37,8 @@ export async function installSchema(context: ServiceContext): Promise<InstallRep
 	// Installing a schema needs admin rights; no user is involved at start-up (see system-context.ts).
 	const service = new services.SchemaService(systemServiceOptions(database, undefined, { admin: true }));
 	const current = await service.snapshot();
-	const diff = (await service.diff(snapshot, { currentSnapshot: current, force: true, mode: 'merge' })) as SnapshotDiff | null;
+	const desired = snapshotForHost(snapshot, (current as { directus: string }).directus);
+	const diff = (await service.diff(desired, { currentSnapshot: current, force: true, mode: 'merge' })) as SnapshotDiff | null;
 	const report: InstallReport = { created: [], refreshed: [], skipped: [] };
 	if (!diff) return report;
 

@@ -5,7 +5,8 @@ export type { DatabaseCopy, DirectusInstance, Leg } from './instance.ts';
 
 /** A fresh database for one test file, copied from the template global-setup bootstrapped. */
 export function copyDatabase(leg: Leg): Promise<DatabaseCopy> {
-	return copyFrom(leg, leg === 'sqlite' ? inject('sqliteTemplate') : inject('pgTemplate'), inject('pgPrefix'));
+	const template = { sqlite: inject('sqliteTemplate'), 'sqlite-d11': inject('sqliteD11Template'), postgres: inject('pgTemplate') }[leg];
+	return copyFrom(leg, template, inject('pgPrefix'));
 }
 
 /** Starts Directus (as `npm start` does) on a fresh copy of the template, or on `database`. */

@@ -3,6 +3,8 @@ import { copyFileSync, existsSync, mkdirSync, readFileSync, rmSync } from 'node:
 import os from 'node:os';
 import path from 'node:path';
 import type { TestProject } from 'vitest/node';
+import { ensureHost } from '../../scripts/lib/hosts.mjs';
+import { legHome } from './instance.ts';
 import { bootstrapTemplate, buildExtension } from './templates.ts';
 import { CACHE_DIR, PG, ROOT } from './paths.ts';
 import { dropDatabase, pgAdmin, postgresReachable } from './postgres.ts';
@@ -10,6 +12,8 @@ import { dropDatabase, pgAdmin, postgresReachable } from './postgres.ts';
 declare module 'vitest' {
 	export interface ProvidedContext {
 		sqliteTemplate: string;
+		/** The SQLite template bootstrapped by the Directus 11 host (leg `sqlite-d11`). */
+		sqliteD11Template: string;
 		pgTemplate: string;
 		postgresAvailable: boolean;
 		/** Name prefix of this run's PostgreSQL copies: teardown drops only these, so parallel runs do not collide. */
@@ -18,23 +22,18 @@ declare module 'vitest' {
 }
 
 /**
- * Builds the extension once and bootstraps template databases (SQLite, and PostgreSQL when reachable) through
- * the same start script as `npm start`. Each test file then copies a template instead of bootstrapping.
- * The SQLite template is cached across runs, keyed by everything that shapes it.
+ * Builds the extension once, installs the Directus 11 host when missing (scripts/lib/hosts.mjs), and bootstraps
+ * template databases (SQLite on each host, and PostgreSQL when reachable) through the same start script as
+ * `npm start`. Each test file then copies a template instead of bootstrapping. The SQLite templates are cached
+ * across runs, keyed by everything that shapes them.
  */
 export default async function setup(project: TestProject) {
 	buildExtension();
+	ensureHost('directus-11');
 	const key = templateKey();
 
-	const sqliteTemplate = path.join(CACHE_DIR, `sqlite-${key}.db`);
-	if (!existsSync(sqliteTemplate)) {
-		mkdirSync(CACHE_DIR, { recursive: true });
-		const scratch = path.join(os.tmpdir(), `pseo-template-${process.pid}.db`);
-		rmSync(scratch, { force: true });
-		await bootstrapTemplate({ DB_CLIENT: 'sqlite3', DB_FILENAME: scratch });
-		copyFileSync(scratch, sqliteTemplate);
-		rmSync(scratch, { force: true });
-	}
+	const sqliteTemplate = await sqliteTemplateOf('sqlite', key);
+	const sqliteD11Template = await sqliteTemplateOf('sqlite-d11', templateKey(['hosts/directus-11/package-lock.json']));
 
 	const postgresAvailable = await postgresReachable();
 	const requirePostgres = process.env['PSEO_TEST_REQUIRE_POSTGRES'] === '1';
@@ -56,10 +55,12 @@ export default async function setup(project: TestProject) {
 			DB_USER: PG.user,
 			DB_PASSWORD: PG.password,
 			DB_DATABASE: pgTemplate,
+			PSEO_DIRECTUS_HOME: legHome('postgres'),
 		});
 	}
 
 	project.provide('sqliteTemplate', sqliteTemplate);
+	project.provide('sqliteD11Template', sqliteD11Template);
 	project.provide('pgTemplate', pgTemplate);
 	project.provide('postgresAvailable', postgresAvailable);
 	project.provide('pgPrefix', pgPrefix);
@@ -74,9 +75,23 @@ export default async function setup(project: TestProject) {
 	};
 }
 
-function templateKey(): string {
+/** The cached SQLite template of a leg's host, bootstrapped when the cache has none for `key`. */
+async function sqliteTemplateOf(leg: 'sqlite' | 'sqlite-d11', key: string): Promise<string> {
+	const template = path.join(CACHE_DIR, `${leg}-${key}.db`);
+	if (existsSync(template)) return template;
+	mkdirSync(CACHE_DIR, { recursive: true });
+	const scratch = path.join(os.tmpdir(), `pseo-template-${leg}-${process.pid}.db`);
+	rmSync(scratch, { force: true });
+	await bootstrapTemplate({ DB_CLIENT: 'sqlite3', DB_FILENAME: scratch, PSEO_DIRECTUS_HOME: legHome(leg) });
+	copyFileSync(scratch, template);
+	rmSync(scratch, { force: true });
+	return template;
+}
+
+function templateKey(extra: string[] = []): string {
 	const hash = createHash('sha256');
-	for (const file of ['snapshots/pseo-schema.json', 'src/schema/user-policy.ts', 'src/schema/install-schema.ts', 'src/schema/list-presets.ts', 'package-lock.json']) {
+	const shaping = ['snapshots/pseo-schema.json', 'src/schema/user-policy.ts', 'src/schema/install-schema.ts', 'src/schema/list-presets.ts', 'src/shared/host-compat.ts', 'package-lock.json'];
+	for (const file of [...shaping, ...extra]) {
 		hash.update(readFileSync(path.join(ROOT, file)));
 	}
 	return hash.digest('hex').slice(0, 16);

@@ -7,7 +7,21 @@ import path from 'node:path';
 import { cloneDatabase, dropDatabase } from './postgres.ts';
 import { ADMIN_EMAIL, ADMIN_PASSWORD, ADMIN_TOKEN, PG, ROOT, SECRET, START_SCRIPT } from './paths.ts';
 
-export type Leg = 'sqlite' | 'postgres';
+/**
+ * Where an integration suite runs: a database vendor on a Directus host. `sqlite` and `postgres` run on the
+ * project's own Directus 12; `sqlite-d11` runs on the Directus 11 host of hosts/directus-11.
+ */
+export type Leg = 'sqlite' | 'postgres' | 'sqlite-d11';
+
+/** The database vendor of a leg. */
+function legVendor(leg: Leg): 'sqlite' | 'postgres' {
+	return leg === 'postgres' ? 'postgres' : 'sqlite';
+}
+
+/** The directory whose node_modules holds the leg's Directus (PSEO_DIRECTUS_HOME, see scripts/lib/hosts.mjs). */
+export function legHome(leg: Leg): string {
+	return leg === 'sqlite-d11' ? path.join(ROOT, 'hosts', 'directus-11') : ROOT;
+}
 
 export interface DirectusInstance {
 	url: string;
@@ -39,7 +53,7 @@ export interface DatabaseCopy {
  * `template` is the file path (SQLite) or the database name (PostgreSQL).
  */
 export async function copyDatabase(leg: Leg, template: string, prefix = 'pseo_t'): Promise<DatabaseCopy> {
-	if (leg === 'sqlite') {
+	if (legVendor(leg) === 'sqlite') {
 		const dir = mkdtempSync(path.join(os.tmpdir(), 'pseo-db-'));
 		const file = path.join(dir, 'directus.db');
 		copyFileSync(template, file);
@@ -123,7 +137,7 @@ export async function launchDirectus(options: {
 	mkdirSync(path.join(workDir, 'uploads'), { recursive: true });
 	const port = await freePort();
 	const url = `http://127.0.0.1:${port}`;
-	const env = { ...baseEnv(port, workDir), ...database.env, ...options.env };
+	const env = { ...baseEnv(port, workDir), PSEO_DIRECTUS_HOME: legHome(options.leg), ...database.env, ...options.env };
 	let child: ChildProcess | null = null;
 	let log = '';
 

@@ -38,6 +38,9 @@ export async function bootstrapTemplate(dbEnv: Record<string, string>): Promise<
 	// The admin's static token must work on every copy.
 	const me = await fetch(`http://127.0.0.1:${port}/users/me`, { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } });
 	if (!me.ok) throw new Error(`template admin token does not work (${me.status}):\n${log}`);
+	// The extension installs its schema at start-up and only logs a failure; a template without it is no template.
+	const schema = await fetch(`http://127.0.0.1:${port}/collections/pseo`, { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } });
+	if (!schema.ok) throw new Error(`the extension's schema is missing from the template (${schema.status}):\n${log}`);
 	await new Promise<void>((resolve) => {
 		child.once('exit', () => resolve());
 		child.kill('SIGTERM');
