@@ -7,7 +7,7 @@
 // (default: the project root). scripts/directus-cli.mjs, and so `npm start`, honour it.
 import { spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { cpSync, existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import { nodeBinary, nodeEnv, root } from './node-runtime.mjs';
@@ -84,8 +84,14 @@ export function ensureHost(name, { log = (message) => console.log(`[pseo-automat
 	log(`installing the ${name} host into ${path.relative(root, dir)}/node_modules (once per lock change)`);
 	// The headers of the Node that runs Directus, so sqlite3, argon2 and isolated-vm are built for it.
 	const env = nodeEnv();
-	const npm = spawnSync('npm', ['ci', '--no-audit', '--no-fund', '--loglevel=error'], { cwd: dir, env, stdio: 'inherit' });
+	// Install scripts are skipped here and only the addons that do not load are built below: an addon of the same
+	// version as the project's own is copied from the root, already built for the same Node (isolated-vm alone
+	// takes minutes to compile).
+	const npm = spawnSync('npm', ['ci', '--ignore-scripts', '--no-audit', '--no-fund', '--loglevel=error'], { cwd: dir, env, stdio: 'inherit' });
 	if (npm.status !== 0) throw new Error(`npm ci in ${dir} failed (exit ${npm.status})`);
+	for (const addon of ADDONS) {
+		if (reuseRootBuild(addon, dir)) log(`${addon} of the ${name} host: the project's own build is reused (same version)`);
+	}
 
 	const broken = ADDONS.filter(
 		(addon) => spawnSync(nodeBinary(), ['-e', `require(${JSON.stringify(addon)})`], { cwd: dir, stdio: 'pipe' }).status !== 0,
@@ -100,6 +106,27 @@ export function ensureHost(name, { log = (message) => console.log(`[pseo-automat
 	}
 	writeFileSync(stampFile, `${expected}\n`);
 	log(`${name} host ready: Directus ${directusVersion(dir)} in ${Math.round((Date.now() - started) / 1000)} s`);
+	return true;
+}
+
+/** Where each addon keeps its compiled binary, relative to its package directory. */
+const BUILD_DIRS = { sqlite3: 'build', 'isolated-vm': 'out', argon2: 'build' };
+
+/**
+ * Copies the root's compiled `addon` into the host when both have the same version and the root's loads: the
+ * same source built for the same Node gives the same binary. False when there is nothing to reuse.
+ */
+function reuseRootBuild(addon, dir) {
+	const version = (base) => {
+		try {
+			return JSON.parse(readFileSync(path.join(base, 'node_modules', addon, 'package.json'), 'utf8')).version;
+		} catch {
+			return null;
+		}
+	};
+	const from = path.join(root, 'node_modules', addon, BUILD_DIRS[addon]);
+	if (!existsSync(from) || version(root) === null || version(root) !== version(dir)) return false;
+	cpSync(from, path.join(dir, 'node_modules', addon, BUILD_DIRS[addon]), { recursive: true });
 	return true;
 }
 
