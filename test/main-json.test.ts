@@ -1,7 +1,7 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { startFixtureServer, type FixtureServer } from './support/sitemap-fixture-server.ts';
 import { startFakeProvider, type FakeProvider } from './support/fake-provider/server.ts';
-import { adminItems, balanceOf, call, createUser, createWebsite, expectEnvelope, ledgerOf, waitForJob, type TestUser } from './support/api.ts';
+import { adminItems, balanceOf, call, createUser, createWebsite, eventually, expectEnvelope, ledgerOf, waitForJob, type TestUser } from './support/api.ts';
 import { startDirectus, type DirectusInstance } from './support/directus.ts';
 import { INTERFACE_LEGS, legAvailable } from './support/legs.ts';
 
@@ -139,11 +139,14 @@ describe.each(INTERFACE_LEGS)('4.8 content plan on %s', (leg) => {
 			const secondSite = await createWebsite(directus, a.user, { website_url: site.origin });
 			fake.configure({ latencyMs: 600 });
 			const body = (pseoId: number) => ({ pseo_id: pseoId, language_code: 'en-US', description: DESCRIPTION });
+			const calls = fake.countChat();
+			const firstCall = call(directus, 'POST', PLAN, { token: a.user.token, body: body(a.pseoId) });
+			// The lock is taken before the provider is called: once the first plan's call reached the provider, the
+			// user's lock is held, and it stays held while that call (600 ms) and the rest of the plan run.
+			await eventually(async () => fake.countChat() > calls, 30_000, "the first plan's provider call");
 			const [first, twin, otherUser] = await Promise.all([
-				call(directus, 'POST', PLAN, { token: a.user.token, body: body(a.pseoId) }),
-				new Promise((resolve) => setTimeout(resolve, 150)).then(() =>
-					call(directus, 'POST', PLAN, { token: a.user.token, body: body(secondSite.id) }),
-				),
+				firstCall,
+				call(directus, 'POST', PLAN, { token: a.user.token, body: body(secondSite.id) }),
 				call(directus, 'POST', PLAN, { token: b.user.token, body: body(b.pseoId) }),
 			]);
 			expect(first.status).toBe(200);
@@ -189,16 +192,22 @@ describe.each(INTERFACE_LEGS)('4.8 content plan on %s', (leg) => {
 
 		it('4.8 a kill -9 during generation leaves no stale lock: the next request succeeds and the lost charge is refunded', async () => {
 			const { user, pseoId } = await owner(100);
-			fake.configure({ latencyMs: 20_000 });
+			// The provider never answers: the plan is provably in flight (charged, lock held) when the instance dies.
+			fake.configure({ hangChat: true });
 			const body = { pseo_id: pseoId, language_code: 'en-US', description: DESCRIPTION };
+			const calls = fake.countChat();
 			const pending = call(directus, 'POST', PLAN, { token: user.token, body }).catch(() => null);
-			await new Promise((resolve) => setTimeout(resolve, 1500));
+			await eventually(async () => fake.countChat() > calls, 30_000, "the plan's provider call");
 			await directus.kill();
 			await pending;
-			fake.configure({ latencyMs: 0 });
+			fake.configure({ hangChat: false });
 			await directus.restart();
-			await new Promise((resolve) => setTimeout(resolve, 3000));
-			const res = await call(directus, 'POST', PLAN, { token: user.token, body });
+			// The dead request's lock blocks its user (409, nothing charged) until PSEO_PLAN_LOCK_MS has passed; then the
+			// next request releases it, refunds it, and goes through.
+			const res = await eventually(async () => {
+				const attempt = await call(directus, 'POST', PLAN, { token: user.token, body });
+				return attempt.status === 409 ? null : attempt;
+			}, 60_000, 'the stale plan lock to be released');
 			expect(res.status).toBe(200);
 			expect((await ledgerOf(directus, user.id)).map((row) => [row.reason, row.amount])).toEqual([
 				['grant', 100],
