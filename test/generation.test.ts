@@ -108,10 +108,13 @@ describe.each(INTERFACE_LEGS)('generation engine on %s', (leg) => {
 
 		it('4.4 twenty simultaneous triggers on one website give one 202 and nineteen 409s', async () => {
 			const { user, pseoId } = await planned(directus, 1000, 5);
-			fake.configure({ latencyMs: 300 });
+			// The accepted job's page is held at the provider, so the job is provably active through every trigger.
+			fake.configure({ holdChat: true });
 			const answers = await Promise.all(
 				Array.from({ length: 20 }, () => call(directus, 'POST', ON_DEMAND, { token: user.token, body: { pseo_id: pseoId, post_count: 1 } })),
 			);
+			fake.configure({ holdChat: false });
+			fake.releaseChat();
 			const statuses = answers.map((a) => a.status).sort();
 			expect(statuses.filter((s) => s === 202)).toHaveLength(1);
 			expect(statuses.filter((s) => s === 409)).toHaveLength(19);

@@ -43,6 +43,8 @@ export interface FakeConfig {
 	batchOutputOrder: 'input' | 'reversed';
 	/** Chat calls never answer (until the client gives up or the server closes). Default false. */
 	hangChat: boolean;
+	/** Chat calls wait, logged and counted, until `releaseChat()` (or the client gives up). Default false. */
+	holdChat: boolean;
 	/** Calls whose prompt context has this `task` answer this status (in chat, and as batch lines). Default {}. */
 	chatErrorsForTask: Record<string, TaskError>;
 	/** Plan calls (`plan_clusters`, `plan_pages`) answer 500 (in chat, and as batch lines). Default false. */
@@ -74,6 +76,7 @@ export function defaultConfig(): FakeConfig {
 		batchErrorStyle: 'error-file',
 		batchOutputOrder: 'reversed',
 		hangChat: false,
+		holdChat: false,
 		chatErrorsForTask: {},
 		planFail: false,
 		planDuplicateRate: 0,
@@ -162,6 +165,7 @@ const PARSERS: { [K in keyof FakeConfig]: Parser } = {
 	batchErrorStyle: (v) => oneOf('batchErrorStyle', v, ERROR_STYLES),
 	batchOutputOrder: (v) => oneOf('batchOutputOrder', v, ['input', 'reversed'] as const),
 	hangChat: (v) => boolean('hangChat', v),
+	holdChat: (v) => boolean('holdChat', v),
 	chatErrorsForTask: (v) => {
 		if (!isRecord(v)) throw new TypeError(`chatErrorsForTask must be an object of task to status, got ${show(v)}`);
 		const out: Record<string, TaskError> = {};

@@ -336,6 +336,26 @@ describe('chat faults', () => {
 		await expect(page('/flaky')).resolves.toBeDefined();
 	});
 
+	it('holdChat keeps chat calls waiting, logged and counted, until releaseChat()', async () => {
+		fake.configure({ holdChat: true });
+		let answered = 0;
+		const calls = ['/held-1', '/held-2'].map((route) =>
+			client.chat.completions.create({ model: 'm', messages: messagesFor(pageContext(route)) }).then((answer) => {
+				answered++;
+				return answer;
+			}),
+		);
+		while (fake.heldChat() < 2) await new Promise((resolve) => setTimeout(resolve, 10));
+		expect(fake.countChat()).toBe(2);
+		expect(answered).toBe(0);
+		expect(fake.requests.map((entry) => entry.status)).toEqual([null, null]);
+		fake.configure({ holdChat: false });
+		expect(fake.releaseChat()).toBe(2);
+		const answers = await Promise.all(calls);
+		expect(answers.map((answer) => answer.choices[0]?.finish_reason)).toEqual(['stop', 'stop']);
+		expect(fake.heldChat()).toBe(0);
+	});
+
 	it('hangChat never answers, so the client times out', async () => {
 		fake.configure({ hangChat: true });
 		const error = await client.chat.completions

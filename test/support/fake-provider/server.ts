@@ -39,6 +39,10 @@ export interface FakeProvider {
 	reset(): void;
 	/** Lets every batch held by `holdBatches` move on at its next retrieve. */
 	releaseBatches(): void;
+	/** Answers every chat call held by `holdChat`; returns how many there were. */
+	releaseChat(): number;
+	/** Chat calls waiting for `releaseChat()`. */
+	heldChat(): number;
 	close(): Promise<void>;
 	/** Chat-completion requests received, optionally for one route. */
 	countChat(route?: string): number;
@@ -92,6 +96,8 @@ class FakeProviderServer implements FakeProvider {
 	#server: Server;
 	#url = '';
 	#config: FakeConfig = defaultConfig();
+	/** Chat calls held by `holdChat`, each with the function that lets it go on. */
+	readonly #heldChat = new Set<() => void>();
 	#log: RequestLogEntry[] = [];
 	#attempts = new Map<string, number>();
 	#files = new FileStore();
@@ -172,6 +178,7 @@ class FakeProviderServer implements FakeProvider {
 	}
 
 	reset(): void {
+		this.releaseChat();
 		this.#config = defaultConfig();
 		this.#log.length = 0;
 		this.#attempts.clear();
@@ -181,6 +188,16 @@ class FakeProviderServer implements FakeProvider {
 
 	releaseBatches(): void {
 		this.#batches.release();
+	}
+
+	releaseChat(): number {
+		const held = [...this.#heldChat];
+		for (const release of held) release();
+		return held.length;
+	}
+
+	heldChat(): number {
+		return this.#heldChat.size;
 	}
 
 	async close(): Promise<void> {
@@ -252,6 +269,7 @@ class FakeProviderServer implements FakeProvider {
 			await new Promise((resolve) => res.on('close', resolve));
 			return;
 		}
+		if (config.holdChat && !(await this.#holdChat(res))) return;
 		if (config.rateLimit && config.rateLimit.count > 0) {
 			config.rateLimit.count--;
 			throw new HttpError(429, apiError('Rate limit reached for requests. Please try again later.', 'requests', 'rate_limit_exceeded'), {
@@ -268,6 +286,23 @@ class FakeProviderServer implements FakeProvider {
 		const outcome = answerChat(parsed.request, this.#chatState());
 		if (!outcome.ok) throw new HttpError(outcome.status, outcome.error);
 		sendJson(res, 200, outcome.body, { 'x-request-id': newId('req_'), 'openai-processing-ms': String(config.latencyMs) });
+	}
+
+	/** Waits for `releaseChat()`; false when the client went away meanwhile. */
+	#holdChat(res: ServerResponse): Promise<boolean> {
+		return new Promise((resolve) => {
+			const release = (): void => {
+				res.off('close', gone);
+				this.#heldChat.delete(release);
+				resolve(true);
+			};
+			const gone = (): void => {
+				this.#heldChat.delete(release);
+				resolve(false);
+			};
+			this.#heldChat.add(release);
+			res.on('close', gone);
+		});
 	}
 
 	async #uploadFile({ req, res, entry }: RouteContext): Promise<void> {
