@@ -1,4 +1,5 @@
 import { FINAL_BATCH_STATES, type BatchInfo, type GenerationProvider } from '../provider/generation-provider.ts';
+import { faultPoint } from '../shared/fault-injection.ts';
 import { loadJobContext, type JobContext } from './job-context.ts';
 import { finishJob, recordOutcomes, releaseJob, saveBatch, settledRoutes, type PageOutcome } from './job-store.ts';
 import type { JobRecord } from './job-types.ts';
@@ -25,7 +26,7 @@ export async function runBatchStep(job: JobRecord, deps: RunnerDeps, pollInterva
 		const reason = deps.provider.unavailable;
 		const settled = await settledRoutes(database, job);
 		const remaining = job.routes.filter((item) => !settled.has(item.route));
-		await recordOutcomes(database, job, worker, remaining.map((item) => ({ route: item.route, error: reason })));
+		await recordOutcomes(database, job, worker, remaining.map((item) => ({ route: item.route, error: reason })), logger);
 		await finishJob(database, job.id, worker, reason);
 		return;
 	}
@@ -66,19 +67,21 @@ async function submitBatch(
 	const lines = remaining.map((item) => provider.buildBatchLine(item.route, buildPageRequest(context, item)));
 	const inputFileId = await provider.uploadBatchFile(lines, `pseo-generation-${job.id}.jsonl`);
 	const batch = await provider.createBatch(inputFileId, { [BATCH_JOB_KEY]: String(job.id), pseo_id: String(job.pseo_id) });
+	faultPoint('after-batch-create');
 	return { id: batch.id, inputFileId, adopted: false };
 }
 
 async function ingestBatch(job: JobRecord, batch: BatchInfo, deps: RunnerDeps, provider: GenerationProvider): Promise<void> {
-	const { database, worker } = deps;
+	const { database, worker, logger } = deps;
 	const context: JobContext = await loadJobContext(database, job);
 	const wanted = new Set(job.routes.map((item) => item.route));
 	const seen = new Set<string>();
 	let chunk: PageOutcome[] = [];
 	const flush = async () => {
 		if (chunk.length === 0) return;
-		await recordOutcomes(database, job, worker, chunk);
+		await recordOutcomes(database, job, worker, chunk, logger);
 		chunk = [];
+		faultPoint('mid-batch-ingest');
 	};
 
 	for (const fileId of [batch.outputFileId, batch.errorFileId]) {
@@ -98,7 +101,7 @@ async function ingestBatch(job: JobRecord, batch: BatchInfo, deps: RunnerDeps, p
 	if (missing.length > 0) {
 		const reason = missingReason(batch);
 		for (let i = 0; i < missing.length; i += INGEST_CHUNK) {
-			await recordOutcomes(database, job, worker, missing.slice(i, i + INGEST_CHUNK).map((route) => ({ route, error: reason })));
+			await recordOutcomes(database, job, worker, missing.slice(i, i + INGEST_CHUNK).map((route) => ({ route, error: reason })), logger);
 		}
 	}
 }

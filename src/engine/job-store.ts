@@ -1,8 +1,10 @@
 import type { Knex } from 'knex';
-import { refundTokens } from '../ledger/token-ledger.ts';
+import { lockPayer, refundTokens } from '../ledger/token-ledger.ts';
 import type { PlanPage } from '../plan/plan-page.ts';
 import { insertPosts, postedRoutes, type PageContent } from '../posts/post-store.ts';
 import { dbTimestamp, insertedId, jsonFromDb, vendorOf } from '../shared/database.ts';
+import type { Logger } from '../shared/logger.ts';
+import { retryConflicts, transact } from '../shared/transaction.ts';
 import { addPostCount } from '../websites/website-store.ts';
 import type { FailedRoute, JobMode, JobRecord } from './job-types.ts';
 
@@ -95,7 +97,11 @@ export async function findClaimable(knex: Knex, now: number, limit: number): Pro
  * Claims a job with one conditional UPDATE: only one worker can move it from claimable to leased, whatever the
  * number of instances. Returns false when another worker got there first.
  */
-export async function claimJob(knex: Knex, jobId: number, worker: string, leaseMs: number): Promise<boolean> {
+export async function claimJob(knex: Knex, jobId: number, worker: string, leaseMs: number, logger: Logger): Promise<boolean> {
+	return retryConflicts(() => tryClaim(knex, jobId, worker, leaseMs), { logger, what: 'job claim', context: { jobId, worker } });
+}
+
+async function tryClaim(knex: Knex, jobId: number, worker: string, leaseMs: number): Promise<boolean> {
 	const now = Date.now();
 	const updated = await knex(JOBS)
 		.where('id', jobId)
@@ -182,76 +188,90 @@ export interface PageOutcome {
 /**
  * Records a chunk of finished pages in one transaction: posts for the successes, `failed_routes` entries and
  * refunds for the failures, and the counters of the job and the website. A route that meanwhile got a post
- * (a retried chunk, a resumed job) is skipped, so nothing is stored or counted twice.
+ * (a retried chunk, a resumed job) is skipped, so nothing is stored or counted twice. The payer's row is locked
+ * first, as in every transaction that moves money (ledger/token-ledger.ts `lockPayer`).
  */
 export async function recordOutcomes(
 	knex: Knex,
 	job: JobRecord,
 	worker: string,
 	outcomes: PageOutcome[],
+	logger: Logger,
 ): Promise<{ created: number; failed: number }> {
 	if (outcomes.length === 0) return { created: 0, failed: 0 };
-	return knex.transaction(async (trx) => {
-		let lockQuery = trx(JOBS).where({ id: job.id, lease_owner: worker, status: 'running' });
-		if (vendorOf(trx) === 'postgres') lockQuery = lockQuery.forUpdate();
-		const current = (await lockQuery.first('failed_routes')) as { failed_routes: unknown } | undefined;
-		if (!current) throw new LeaseLostError(job.id);
-		const failedRoutes = jsonFromDb<FailedRoute[]>(current.failed_routes, []);
-		const routes = outcomes.map((outcome) => outcome.route);
-		const existing = await postedRoutes(trx, job.pseo_id, routes);
-
-		// The first outcome for a route counts; later ones, and routes already posted or failed, are skipped.
-		const taken = new Set([...failedRoutes.map((failure) => failure.route), ...existing]);
-		const fresh: PageOutcome[] = [];
-		for (const outcome of outcomes) {
-			if (taken.has(outcome.route)) continue;
-			taken.add(outcome.route);
-			fresh.push(outcome);
-		}
-
-		const now = dbTimestamp(trx);
-		const duplicates = await insertPosts(
-			trx,
-			fresh.flatMap((outcome) =>
-				outcome.content
-					? [{ pseo_id: job.pseo_id, generation_id: job.id, user_id: job.user_id, route: outcome.route, language: outcome.language ?? null, content: outcome.content }]
-					: [],
-			),
-			now,
-		);
-		let created = 0;
-		let failed = 0;
-		for (const outcome of fresh) {
-			if (outcome.content && !duplicates.has(outcome.route)) {
-				created++;
-				continue;
-			}
-			if (outcome.content) outcome.error = 'A post for this route already exists.';
-			failedRoutes.push({ route: outcome.route, error: outcome.error ?? 'Generation failed.' });
-			failed++;
-			await refundTokens(trx, job.user_id, job.token_rate, {
-				generationId: job.id,
-				route: outcome.route,
-				note: 'page failed',
-				idempotencyKey: `refund:generation:${job.id}:${outcome.route}`,
-			});
-		}
-
-		if (created > 0 || failed > 0) {
-			await trx(JOBS)
-				.where({ id: job.id })
-				.update({
-					created_count: trx.raw('created_count + ?', [created]),
-					failed_count: trx.raw('failed_count + ?', [failed]),
-					failed_routes: JSON.stringify(failedRoutes),
-					date_updated: now,
-				});
-		}
-		if (created > 0) {
-			await addPostCount(trx, job.pseo_id, created);
-		}
-		return { created, failed };
+	return transact(knex, (trx) => recordInTransaction(trx, job, worker, outcomes), {
+		logger,
+		what: 'page results',
+		context: { jobId: job.id, worker },
 	});
+}
+
+async function recordInTransaction(
+	trx: Knex.Transaction,
+	job: JobRecord,
+	worker: string,
+	outcomes: PageOutcome[],
+): Promise<{ created: number; failed: number }> {
+	await lockPayer(trx, job.user_id);
+	let lockQuery = trx(JOBS).where({ id: job.id, lease_owner: worker, status: 'running' });
+	if (vendorOf(trx) !== 'sqlite') lockQuery = lockQuery.forUpdate();
+	const current = (await lockQuery.first('failed_routes')) as { failed_routes: unknown } | undefined;
+	if (!current) throw new LeaseLostError(job.id);
+	const failedRoutes = jsonFromDb<FailedRoute[]>(current.failed_routes, []);
+	const routes = outcomes.map((outcome) => outcome.route);
+	const existing = await postedRoutes(trx, job.pseo_id, routes);
+
+	// The first outcome for a route counts; later ones, and routes already posted or failed, are skipped.
+	const taken = new Set([...failedRoutes.map((failure) => failure.route), ...existing]);
+	const fresh: PageOutcome[] = [];
+	for (const outcome of outcomes) {
+		if (taken.has(outcome.route)) continue;
+		taken.add(outcome.route);
+		fresh.push(outcome);
+	}
+
+	const now = dbTimestamp(trx);
+	const duplicates = await insertPosts(
+		trx,
+		fresh.flatMap((outcome) =>
+			outcome.content
+				? [{ pseo_id: job.pseo_id, generation_id: job.id, user_id: job.user_id, route: outcome.route, language: outcome.language ?? null, content: outcome.content }]
+				: [],
+		),
+		now,
+	);
+	let created = 0;
+	let failed = 0;
+	for (const outcome of fresh) {
+		if (outcome.content && !duplicates.has(outcome.route)) {
+			created++;
+			continue;
+		}
+		if (outcome.content) outcome.error = 'A post for this route already exists.';
+		failedRoutes.push({ route: outcome.route, error: outcome.error ?? 'Generation failed.' });
+		failed++;
+		await refundTokens(trx, job.user_id, job.token_rate, {
+			generationId: job.id,
+			route: outcome.route,
+			note: 'page failed',
+			idempotencyKey: `refund:generation:${job.id}:${outcome.route}`,
+		});
+	}
+
+	if (created > 0 || failed > 0) {
+		await trx(JOBS)
+			.where({ id: job.id })
+			.update({
+				created_count: trx.raw('created_count + ?', [created]),
+				failed_count: trx.raw('failed_count + ?', [failed]),
+				failed_routes: JSON.stringify(failedRoutes),
+				date_updated: now,
+			});
+	}
+	if (created > 0) {
+		await addPostCount(trx, job.pseo_id, created);
+	}
+	return { created, failed };
 }
 
 /**

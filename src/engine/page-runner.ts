@@ -29,14 +29,14 @@ export async function runPages(job: JobRecord, deps: RunnerDeps): Promise<void> 
 
 	if ('unavailable' in deps.provider) {
 		const reason = deps.provider.unavailable;
-		await recordOutcomes(database, job, worker, remaining.map((item) => ({ route: item.route, error: reason })));
+		await recordOutcomes(database, job, worker, remaining.map((item) => ({ route: item.route, error: reason })), logger);
 		await finishJob(database, job.id, worker, reason);
 		return;
 	}
 	const provider = deps.provider;
 	const context = await loadJobContext(database, job);
 
-	const store = coalesceWrites<PageOutcome>((outcomes) => recordOutcomes(database, job, worker, outcomes));
+	const store = coalesceWrites<PageOutcome>((outcomes) => recordOutcomes(database, job, worker, outcomes, logger));
 	let dropped = false;
 	const tasks = remaining.map((item) =>
 		queue

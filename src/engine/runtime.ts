@@ -66,7 +66,7 @@ export class GenerationRuntime {
 		for (const jobId of candidates) {
 			if (this.#stopping || this.#owned.size >= this.#maxJobs) return;
 			if (this.#owned.has(jobId)) continue;
-			if (await claimJob(database, jobId, this.worker, config.leaseMs)) this.#run(jobId);
+			if (await claimJob(database, jobId, this.worker, config.leaseMs, this.#options.logger)) this.#run(jobId);
 		}
 	}
 

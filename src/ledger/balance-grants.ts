@@ -1,6 +1,8 @@
 import type { Accountability } from '@directus/types';
 import type { Knex } from 'knex';
 import { ForbiddenError, InvalidPayloadError } from '../errors/index.ts';
+import type { Logger } from '../shared/logger.ts';
+import { transact } from '../shared/transaction.ts';
 import { BALANCE_FIELD, recordGrant, setBalanceAsGrant } from './token-ledger.ts';
 
 function parseBalance(value: unknown): number {
@@ -18,7 +20,7 @@ function parseBalance(value: unknown): number {
  * too, but this filter runs before them and must not apply a change they would have refused.
  */
 export async function applyBalanceEdits(
-	database: Knex,
+	{ database, logger }: { database: Knex; logger: Logger },
 	payload: Record<string, unknown>,
 	keys: readonly string[],
 	accountability: Accountability | null,
@@ -31,7 +33,7 @@ export async function applyBalanceEdits(
 	const balance = parseBalance(raw);
 	const note = accountability?.user ? `set by ${accountability.user}` : 'set by the system';
 	for (const userId of keys) {
-		await database.transaction((trx) => setBalanceAsGrant(trx, userId, balance, note));
+		await transact(database, (trx) => setBalanceAsGrant(trx, userId, balance, note), { logger, what: 'balance edit', context: { userId } });
 	}
 	return rest;
 }

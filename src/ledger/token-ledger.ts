@@ -32,6 +32,21 @@ export interface LedgerEntry {
  */
 
 /**
+ * Locks the payer's row for the rest of the transaction. Every transaction that moves money calls it before it
+ * touches any other row, so they all take their locks in one order (payer, then job or plan, then posts and
+ * website) and cannot deadlock one another. InnoDB needs it most: inserting a row that references the user takes
+ * a shared lock on the user's row, and two transactions that each hold one and then both update the balance
+ * deadlock. PostgreSQL's foreign-key locks do not conflict with a balance update, so there it takes the weaker
+ * row lock that an UPDATE of a non-key column takes anyway. SQLite serialises writers by itself.
+ */
+export async function lockPayer(trx: Knex.Transaction, userId: string): Promise<void> {
+	const vendor = vendorOf(trx);
+	if (vendor === 'sqlite') return;
+	const query = trx(USERS_TABLE).where('id', userId).first('id');
+	await (vendor === 'postgres' ? query.forNoKeyUpdate() : query.forUpdate());
+}
+
+/**
  * Takes `amount` tokens from `userId`. One conditional UPDATE (`balance >= amount`) makes an overdraft impossible
  * whatever the concurrency: PostgreSQL re-checks the condition after a concurrent writer commits, and SQLite
  * serialises writers. Throws InsufficientTokensError (402) when the balance is short.
@@ -83,7 +98,7 @@ export async function refundTokens(
 
 /**
  * Sets a balance to `newBalance` (an admin's edit) and records the difference as a grant (negative when an admin
- * lowers it). Reads under a row lock on PostgreSQL so a concurrent charge cannot slip between read and write.
+ * lowers it). Reads under a row lock (PostgreSQL, MySQL) so a concurrent charge cannot slip between read and write.
  */
 export async function setBalanceAsGrant(
 	trx: Knex.Transaction,
@@ -112,7 +127,7 @@ export async function recordGrant(knex: Knex, userId: string, amount: number, no
 /** The current balance of a user (0 for an unknown user). */
 export async function readBalance(knex: Knex, userId: string, forUpdate = false): Promise<number> {
 	let query = knex(USERS_TABLE).where('id', userId).first(BALANCE_FIELD);
-	if (forUpdate && vendorOf(knex) === 'postgres') query = query.forUpdate();
+	if (forUpdate && vendorOf(knex) !== 'sqlite') query = query.forUpdate();
 	const row = (await query) as Record<string, unknown> | undefined;
 	return Number(row?.[BALANCE_FIELD] ?? 0);
 }

@@ -39,7 +39,7 @@ export async function createPlan(deps: CreatePlanDeps, userId: string, request: 
 		description: request.description,
 		rate: config.tokenPerMainJson,
 		lockMs: config.planLockMs,
-	});
+	}, logger);
 	const renew = setInterval(() => {
 		extendLock(database, planId, userId, config.planLockMs).catch((error: unknown) =>
 			logger.warn({ err: error, planId }, 'pseo plan lock renewal failed'),
@@ -67,7 +67,7 @@ export async function createPlan(deps: CreatePlanDeps, userId: string, request: 
 		return { main_json: { pages: plan.pages }, total_pages: plan.total_pages };
 	} catch (error) {
 		const reason = error instanceof Error ? error.message : String(error);
-		await failPlan(database, planId, userId, reason);
+		await failPlan(database, planId, userId, reason, logger);
 		logger.warn({ planId, pseoId: pseo.id, reason }, 'pseo content plan failed; tokens refunded');
 		throw new ProviderUnavailableError({ reason: `${reason} The ${config.tokenPerMainJson} tokens were refunded.` });
 	} finally {

@@ -1,7 +1,9 @@
 import type { Knex } from 'knex';
 import { ConflictError } from '../errors/index.ts';
-import { chargeTokens, refundTokens } from '../ledger/token-ledger.ts';
+import { chargeTokens, lockPayer, refundTokens } from '../ledger/token-ledger.ts';
 import { dbTimestamp, insertedId, isUniqueViolation, jsonFromDb } from '../shared/database.ts';
+import type { Logger } from '../shared/logger.ts';
+import { transact } from '../shared/transaction.ts';
 import type { PlanPage } from './plan-page.ts';
 
 /** The owner of `pseo_main_json`: generation reads plans through the functions below. */
@@ -59,13 +61,14 @@ export interface PlanStart {
 }
 
 /** Frees the user's abandoned plan lock, refunding its charge, in one transaction. */
-async function releaseStaleLock(knex: Knex, userId: string): Promise<void> {
+async function releaseStaleLock(knex: Knex, userId: string, logger: Logger): Promise<void> {
 	const stale = (await knex(PLANS)
 		.where('active_user_id', userId)
 		.andWhere('lock_expires_at', '<', Date.now())
 		.first('id', 'tokens_charged')) as { id: number; tokens_charged: number } | undefined;
 	if (!stale) return;
-	await knex.transaction(async (trx) => {
+	await transact(knex, async (trx) => {
+		await lockPayer(trx, userId);
 		const updated = await trx(PLANS)
 			.where({ id: stale.id, active_user_id: userId })
 			.andWhere('lock_expires_at', '<', Date.now())
@@ -77,14 +80,18 @@ async function releaseStaleLock(knex: Knex, userId: string): Promise<void> {
 				date_updated: dbTimestamp(trx),
 			});
 		if (updated === 1) await refundPlan(trx, userId, Number(stale.id), Number(stale.tokens_charged));
-	});
+	}, { logger, what: 'stale plan lock release', context: { userId, planId: stale.id } });
 }
 
-/** Takes the lock and charges the plan rate together: 409 when the user already has a plan generating, 402 when short. */
-export async function startPlan(knex: Knex, input: PlanStart): Promise<number> {
-	await releaseStaleLock(knex, input.userId);
+/**
+ * Takes the lock and charges the plan rate together: 409 when the user already has a plan generating, 402 when
+ * short. The payer's row is locked first, as in every transaction that moves money.
+ */
+export async function startPlan(knex: Knex, input: PlanStart, logger: Logger): Promise<number> {
+	await releaseStaleLock(knex, input.userId, logger);
 	try {
-		return await knex.transaction(async (trx) => {
+		return await transact(knex, async (trx) => {
+			await lockPayer(trx, input.userId);
 			const now = dbTimestamp(trx);
 			const rows = await trx(PLANS).insert(
 				{
@@ -105,7 +112,7 @@ export async function startPlan(knex: Knex, input: PlanStart): Promise<number> {
 			const id = insertedId(rows);
 			await chargeTokens(trx, input.userId, input.rate, { mainJsonId: id, note: 'content plan' });
 			return id;
-		});
+		}, { logger, what: 'content plan start', context: { userId: input.userId, pseoId: input.pseoId } });
 	} catch (error) {
 		if (isUniqueViolation(error)) {
 			throw new ConflictError({ reason: 'A content plan is already being generated for this user; wait for it to finish.' });
@@ -141,8 +148,9 @@ export async function completePlan(knex: Knex, planId: number, plan: { pages: un
 }
 
 /** Marks the plan failed, refunds its charge and releases the lock, in one transaction. */
-export async function failPlan(knex: Knex, planId: number, userId: string, error: string): Promise<void> {
-	await knex.transaction(async (trx) => {
+export async function failPlan(knex: Knex, planId: number, userId: string, error: string, logger: Logger): Promise<void> {
+	await transact(knex, async (trx) => {
+		await lockPayer(trx, userId);
 		const row = (await trx(PLANS).where('id', planId).first('tokens_charged', 'status')) as
 			| { tokens_charged: number; status: string }
 			| undefined;
@@ -151,7 +159,7 @@ export async function failPlan(knex: Knex, planId: number, userId: string, error
 			.where('id', planId)
 			.update({ status: 'failed', error, active_user_id: null, lock_expires_at: null, date_updated: dbTimestamp(trx) });
 		await refundPlan(trx, userId, planId, Number(row.tokens_charged));
-	});
+	}, { logger, what: 'content plan failure', context: { userId, planId } });
 }
 
 async function refundPlan(trx: Knex.Transaction, userId: string, planId: number, amount: number): Promise<void> {

@@ -78,7 +78,7 @@ export default defineHook(({ init, filter, action }, context) => {
 	filter('users.update', async (payload, meta, eventContext) => {
 		const { keys } = meta as { keys: string[] };
 		const accountability = accountabilityOf(eventContext);
-		return applyBalanceEdits(database, payload as Record<string, unknown>, keys, accountability);
+		return applyBalanceEdits({ database, logger }, payload as Record<string, unknown>, keys, accountability);
 	});
 
 	action('users.create', async (meta, eventContext) => {

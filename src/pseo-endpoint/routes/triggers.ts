@@ -6,6 +6,7 @@ import type { JobMode } from '../../engine/job-types.ts';
 import { asyncHandler } from '../../http/async-handler.ts';
 import { requireObjectBody, requirePositiveInteger, requireUser } from '../../http/request-input.ts';
 import { respond } from '../../http/respond.ts';
+import { faultPoint } from '../../shared/fault-injection.ts';
 import type { ServiceContext } from '../../shared/services.ts';
 
 /** Wakes the local runtime after a job is accepted, so it starts without waiting for the next sweep. */
@@ -24,7 +25,8 @@ export function registerTriggers(router: Router, context: ServiceContext, notify
 				throw new InvalidPayloadError({ reason: '"post_count" must be 1 for on-demand generation (test mode).' });
 			}
 			const rate = mode === 'on_demand' ? config.tokenPerPage : config.tokenPerBatchPage;
-			const { id } = await startJob(context.database, { userId: accountability.user, pseoId, postCount, mode, rate });
+			const { id } = await startJob(context, { userId: accountability.user, pseoId, postCount, mode, rate });
+			faultPoint('after-trigger-commit');
 			notify();
 			respond(res, 202, {
 				message: `Generation of ${postCount} page(s) accepted; poll GET /pseo-endpoints/generations/${id} for progress.`,
