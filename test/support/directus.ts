@@ -5,7 +5,12 @@ export type { DatabaseCopy, DirectusInstance, Leg } from './instance.ts';
 
 /** A fresh database for one test file, copied from the template global-setup bootstrapped. */
 export function copyDatabase(leg: Leg): Promise<DatabaseCopy> {
-	const template = { sqlite: inject('sqliteTemplate'), 'sqlite-d11': inject('sqliteD11Template'), postgres: inject('pgTemplate') }[leg];
+	const template = {
+		sqlite: inject('sqliteTemplate'),
+		'sqlite-d11': inject('sqliteD11Template'),
+		postgres: inject('pgTemplate'),
+		mariadb: inject('mariadbTemplate'),
+	}[leg];
 	return copyFrom(leg, template, inject('pgPrefix'));
 }
 

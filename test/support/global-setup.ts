@@ -4,9 +4,10 @@ import os from 'node:os';
 import path from 'node:path';
 import type { TestProject } from 'vitest/node';
 import { ensureHost } from '../../scripts/lib/hosts.mjs';
-import { legHome } from './instance.ts';
+import { legHome, mariadbEnv } from './instance.ts';
+import { dropMariaDatabase, mariaDatabasesLike, mariadbAdmin, mariadbReachable } from './mariadb.ts';
 import { bootstrapTemplate, buildExtension } from './templates.ts';
-import { CACHE_DIR, PG, ROOT } from './paths.ts';
+import { CACHE_DIR, MARIADB, PG, ROOT } from './paths.ts';
 import { dropDatabase, pgAdmin, postgresReachable } from './postgres.ts';
 
 declare module 'vitest' {
@@ -16,14 +17,16 @@ declare module 'vitest' {
 		sqliteD11Template: string;
 		pgTemplate: string;
 		postgresAvailable: boolean;
-		/** Name prefix of this run's PostgreSQL copies: teardown drops only these, so parallel runs do not collide. */
+		/** Name prefix of this run's PostgreSQL and MariaDB copies: teardown drops only these, so parallel runs do not collide. */
 		pgPrefix: string;
+		mariadbTemplate: string;
+		mariadbAvailable: boolean;
 	}
 }
 
 /**
  * Builds the extension once, installs the Directus 11 host when missing (scripts/lib/hosts.mjs), and bootstraps
- * template databases (SQLite on each host, and PostgreSQL when reachable) through the same start script as
+ * template databases (SQLite on each host, and PostgreSQL and MariaDB when reachable) through the same start script as
  * `npm start`. Each test file then copies a template instead of bootstrapping. The SQLite templates are cached
  * across runs, keyed by everything that shapes them.
  */
@@ -59,11 +62,27 @@ export default async function setup(project: TestProject) {
 		});
 	}
 
+	const mariadbAvailable = await mariadbReachable();
+	if (!mariadbAvailable && process.env['PSEO_TEST_REQUIRE_MARIADB'] === '1') {
+		throw new Error(`MariaDB is not reachable at ${MARIADB.host}:${MARIADB.port} as ${MARIADB.user} and PSEO_TEST_REQUIRE_MARIADB=1.`);
+	}
+	if (!mariadbAvailable) {
+		console.warn(`MariaDB is not reachable at ${MARIADB.host}:${MARIADB.port}: the MariaDB leg is skipped.`);
+	}
+	const mariadbTemplate = `pseo_tpl_${key.slice(0, 12)}_${process.pid}`;
+	if (mariadbAvailable) {
+		await dropMariaDatabase(mariadbTemplate);
+		await mariadbAdmin(`CREATE DATABASE \`${mariadbTemplate}\``);
+		await bootstrapTemplate({ ...mariadbEnv(mariadbTemplate), PSEO_DIRECTUS_HOME: legHome('mariadb') });
+	}
+
 	project.provide('sqliteTemplate', sqliteTemplate);
 	project.provide('sqliteD11Template', sqliteD11Template);
 	project.provide('pgTemplate', pgTemplate);
 	project.provide('postgresAvailable', postgresAvailable);
 	project.provide('pgPrefix', pgPrefix);
+	project.provide('mariadbTemplate', mariadbTemplate);
+	project.provide('mariadbAvailable', mariadbAvailable);
 
 	return async () => {
 		if (postgresAvailable) {
@@ -71,6 +90,9 @@ export default async function setup(project: TestProject) {
 				`SELECT datname FROM pg_database WHERE datname LIKE '${pgPrefix}\\_%' OR datname = '${pgTemplate}'`,
 			);
 			for (const { datname } of leftovers) await dropDatabase(datname);
+		}
+		if (mariadbAvailable) {
+			for (const name of [...(await mariaDatabasesLike(`${pgPrefix}_`)), mariadbTemplate]) await dropMariaDatabase(name);
 		}
 	};
 }

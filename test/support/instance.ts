@@ -4,18 +4,32 @@ import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node
 import { createServer } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
+import { cloneMariaDatabase, dropMariaDatabase } from './mariadb.ts';
 import { cloneDatabase, dropDatabase } from './postgres.ts';
-import { ADMIN_EMAIL, ADMIN_PASSWORD, ADMIN_TOKEN, PG, ROOT, SECRET, START_SCRIPT } from './paths.ts';
+import { ADMIN_EMAIL, ADMIN_PASSWORD, ADMIN_TOKEN, MARIADB, PG, ROOT, SECRET, START_SCRIPT } from './paths.ts';
 
 /**
  * Where an integration suite runs: a database vendor on a Directus host. `sqlite` and `postgres` run on the
- * project's own Directus 12; `sqlite-d11` runs on the Directus 11 host of hosts/directus-11.
+ * project's own Directus 12; `sqlite-d11` runs on the Directus 11 host of hosts/directus-11; `mariadb` runs on the
+ * project's own Directus 12 with MariaDB through Directus's `mysql` client.
  */
-export type Leg = 'sqlite' | 'postgres' | 'sqlite-d11';
+export type Leg = 'sqlite' | 'postgres' | 'sqlite-d11' | 'mariadb';
 
 /** The database vendor of a leg. */
-function legVendor(leg: Leg): 'sqlite' | 'postgres' {
-	return leg === 'postgres' ? 'postgres' : 'sqlite';
+function legVendor(leg: Leg): 'sqlite' | 'postgres' | 'mariadb' {
+	return leg === 'postgres' || leg === 'mariadb' ? leg : 'sqlite';
+}
+
+/** Directus's database variables for a MariaDB database. */
+export function mariadbEnv(database: string): Record<string, string> {
+	return {
+		DB_CLIENT: 'mysql',
+		DB_HOST: MARIADB.host,
+		DB_PORT: String(MARIADB.port),
+		DB_USER: MARIADB.user,
+		DB_PASSWORD: MARIADB.password,
+		DB_DATABASE: database,
+	};
 }
 
 /** The directory whose node_modules holds the leg's Directus (PSEO_DIRECTUS_HOME, see scripts/lib/hosts.mjs). */
@@ -50,7 +64,7 @@ export interface DatabaseCopy {
 
 /**
  * A fresh database copied from a template: a SQLite file, or a PostgreSQL database used as TEMPLATE.
- * `template` is the file path (SQLite) or the database name (PostgreSQL).
+ * `template` is the file path (SQLite) or the database name (PostgreSQL, MariaDB).
  */
 export async function copyDatabase(leg: Leg, template: string, prefix = 'pseo_t'): Promise<DatabaseCopy> {
 	if (legVendor(leg) === 'sqlite') {
@@ -64,6 +78,10 @@ export async function copyDatabase(leg: Leg, template: string, prefix = 'pseo_t'
 		};
 	}
 	const name = `${prefix}_${process.pid}_${randomBytes(4).toString('hex')}`;
+	if (legVendor(leg) === 'mariadb') {
+		await cloneMariaDatabase(template, name);
+		return { leg, env: mariadbEnv(name), dispose: () => dropMariaDatabase(name) };
+	}
 	await cloneDatabase(template, name);
 	return {
 		leg,

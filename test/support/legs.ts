@@ -8,11 +8,14 @@ import type { Leg } from './directus.ts';
 export const LEGS: Leg[] = ['sqlite', 'postgres'];
 
 /**
- * The legs of the suites that cover the interface (websites, generation, content plan, sitemap): the two above,
- * and SQLite on Directus 11.16, the other host the bundle supports (`directus:extension.host`).
+ * The legs of the suites that cover the interface and its concurrency races (websites, authentication,
+ * generation, content plan, sitemap): the two above, SQLite on Directus 11.16, the other host the bundle supports
+ * (`directus:extension.host`), and MariaDB, the third database vendor.
  */
-export const INTERFACE_LEGS: Leg[] = [...LEGS, 'sqlite-d11'];
+export const INTERFACE_LEGS: Leg[] = [...LEGS, 'sqlite-d11', 'mariadb'];
 
 export function legAvailable(leg: Leg): boolean {
-	return leg !== 'postgres' || inject('postgresAvailable');
+	if (leg === 'postgres') return inject('postgresAvailable');
+	if (leg === 'mariadb') return inject('mariadbAvailable');
+	return true;
 }

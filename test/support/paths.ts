@@ -19,4 +19,11 @@ export const PG = {
 	user: process.env['PSEO_TEST_PG_USER'] ?? 'postgres',
 	password: process.env['PSEO_TEST_PG_PASSWORD'] ?? '',
 };
+/** MariaDB of these machines: 127.0.0.1:3306, root without a password. */
+export const MARIADB = {
+	host: process.env['PSEO_TEST_MARIADB_HOST'] ?? '127.0.0.1',
+	port: Number(process.env['PSEO_TEST_MARIADB_PORT'] ?? 3306),
+	user: process.env['PSEO_TEST_MARIADB_USER'] ?? 'root',
+	password: process.env['PSEO_TEST_MARIADB_PASSWORD'] ?? '',
+};
 export const REDIS_URL = process.env['PSEO_TEST_REDIS'] ?? 'redis://127.0.0.1:6379';
