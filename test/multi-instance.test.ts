@@ -1,4 +1,4 @@
-import { afterAll, afterEach, beforeAll, describe, expect, inject, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { startFakeProvider, type FakeProvider } from './support/fake-provider/server.ts';
 import {
 	adminItems,
@@ -8,17 +8,15 @@ import {
 	createWebsite,
 	eventually,
 	expectEnvelope,
-	ledgerOf,
-	planPages,
-	seedPlan,
 	waitForJob,
 	type ApiResponse,
 	type TestUser,
 } from './support/api.ts';
 import { copyDatabase, type DirectusInstance } from './support/directus.ts';
-import { PG } from './support/paths.ts';
-import { REDIS_URL, startCluster, type Cluster } from './support/cluster.ts';
-import { redisKeys, redisReachable } from './support/redis.ts';
+import { startCluster, type Cluster } from './support/cluster.ts';
+import { redisKeys } from './support/redis.ts';
+import { clusterMissing } from './support/cluster-prerequisites.ts';
+import { batchesOf, expectLedgerBalances, expectPostsOnce, jobRow, plannedSite } from './support/job-checks.ts';
 
 /*
  * Operating contract section 5: several Directus instances on one PostgreSQL database, with Redis for Directus's
@@ -36,60 +34,7 @@ const POLL_MS = 400;
 const PAGE_RATE = 10;
 const BATCH_RATE = 5;
 
-const postgresUp = inject('postgresAvailable');
-const redisUp = await redisReachable(REDIS_URL);
-const required = process.env['PSEO_TEST_REQUIRE_POSTGRES'] === '1';
-const missing = [
-	...(postgresUp ? [] : [`PostgreSQL at ${PG.host}:${PG.port}`]),
-	...(redisUp ? [] : [`Redis at ${REDIS_URL}`]),
-];
-if (missing.length > 0 && !required) {
-	console.warn(`multi-instance suite skipped: ${missing.join(' and ')} not reachable (set PSEO_TEST_REQUIRE_POSTGRES=1 to fail instead).`);
-}
-
-describe('multi-instance prerequisites', () => {
-	it.runIf(missing.length > 0 && required)('PostgreSQL and Redis are reachable (PSEO_TEST_REQUIRE_POSTGRES=1)', () => {
-		throw new Error(`the multi-instance suite needs ${missing.join(' and ')}, which ${missing.length > 1 ? 'are' : 'is'} not reachable`);
-	});
-});
-
-let serial = 0;
-
-/** A website with a plan whose routes are unique in the whole run, so the fake's per-route counts are exact. */
-async function plannedSite(directus: DirectusInstance, user: TestUser, pages: number): Promise<{ pseoId: number; routes: string[] }> {
-	const { id } = await createWebsite(directus, user);
-	const plan = planPages(pages, `/s${++serial}-page`);
-	await seedPlan(directus, user, id, plan);
-	return { pseoId: id, routes: plan.map((page) => page.route) };
-}
-
-async function jobRow(directus: DirectusInstance, id: number): Promise<Record<string, any>> {
-	const [row] = await adminItems(directus, 'pseo_generations', `filter[id][_eq]=${id}`);
-	return row;
-}
-
-/** One post per route of the website, and its counter agrees. */
-async function expectPostsOnce(directus: DirectusInstance, pseoId: number, routes: string[]): Promise<void> {
-	const posts = await adminItems(directus, 'pseo_posts', `filter[pseo_id][_eq]=${pseoId}&fields=route`);
-	expect(posts.map((post) => post.route).sort()).toEqual([...routes].sort());
-	const [website] = await adminItems(directus, 'pseo', `filter[id][_eq]=${pseoId}`);
-	expect(website.post_counts_total).toBe(routes.length);
-}
-
-/** Batches created for one generation, from the fake's log (the batch metadata names the job). */
-function batchesOf(fake: FakeProvider, generationId: number): number {
-	return fake.requests.filter(
-		(entry) => entry.method === 'POST' && entry.path === '/v1/batches' && entry.status === 200 && entry.metadata?.['pseo_generation_id'] === String(generationId),
-	).length;
-}
-
-/** The ledger of a user agrees with the balance: grants - charges + refunds. */
-async function expectLedgerBalances(directus: DirectusInstance, user: TestUser): Promise<Record<string, any>[]> {
-	const ledger = await ledgerOf(directus, user.id);
-	const sum = ledger.reduce((total, row) => total + Number(row.amount), 0);
-	expect(await balanceOf(directus, user.id)).toBe(sum);
-	return ledger;
-}
+const missing = clusterMissing('multi-instance suite');
 
 describe.skipIf(missing.length > 0)('several instances on one PostgreSQL database and Redis', () => {
 	let fake: FakeProvider;

@@ -3,7 +3,7 @@ import type PQueue from 'p-queue';
 import type { Logger } from '../shared/logger.ts';
 import type { GenerationProvider } from '../provider/generation-provider.ts';
 import { loadJobContext } from './job-context.ts';
-import { finishJob, recordOutcomes, settledRoutes, type PageOutcome } from './job-store.ts';
+import { finishJob, LeaseLostError, recordOutcomes, settledRoutes, type PageOutcome } from './job-store.ts';
 import type { JobRecord } from './job-types.ts';
 import { generatePage } from './page-request.ts';
 
@@ -60,6 +60,8 @@ export async function runPages(job: JobRecord, deps: RunnerDeps): Promise<void> 
 			// database must not keep the next call from starting.
 			.then((outcome) => (outcome ? store(outcome) : undefined))
 			.catch((error: unknown) => {
+				// A write refused by the fence says more than the abort that may have come with it: the runtime logs it.
+				if (error instanceof LeaseLostError) throw error;
 				// Queued pages are dropped on shutdown (the queue is cleared): the job is handed back, not failed.
 				if (signal.aborted || isAbortError(error)) {
 					dropped = true;

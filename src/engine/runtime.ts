@@ -111,8 +111,14 @@ export class GenerationRuntime {
 			}
 		} catch (error) {
 			if (this.#stopping) return; // drain() hands the job back
-			if (error instanceof LeaseLostError || controller.signal.aborted) {
-				logger.warn({ jobId }, 'pseo job handed over to another worker');
+			if (error instanceof LeaseLostError) {
+				// The fence at work: this worker stalled past its lease, another took the job over, and the database
+				// refused the write this worker was about to make.
+				logger.warn({ jobId, worker: this.worker }, 'pseo job handed over to another worker; a late write from this worker was refused');
+				return;
+			}
+			if (controller.signal.aborted) {
+				logger.warn({ jobId, worker: this.worker }, 'pseo job handed over to another worker');
 				return;
 			}
 			// An unexpected fault (database, provider outage on a batch call): hand the job back so it is retried

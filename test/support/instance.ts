@@ -48,6 +48,13 @@ export interface DirectusInstance {
 	/** SIGKILL: a crash. */
 	kill(): Promise<void>;
 	/**
+	 * SIGSTOP to Directus and the start script: a stalled worker. It keeps its connections and its state; its
+	 * lease lapses while it cannot renew it.
+	 */
+	pause(): void;
+	/** SIGCONT after `pause`: the stalled worker goes on where it stopped, with whatever it was about to write. */
+	resume(): void;
+	/**
 	 * Start again on the same database (after stop or kill), with the environment the instance was launched with
 	 * plus `extraEnv`. `extraEnv` holds for this start only: the next restart does not inherit it.
 	 */
@@ -193,6 +200,12 @@ export async function launchDirectus(options: {
 			if (pid) killTree(pid);
 			await waitExit('SIGKILL');
 		},
+		pause: () => {
+			if (child?.pid) signalTree(child.pid, 'SIGSTOP');
+		},
+		resume: () => {
+			if (child?.pid) signalTree(child.pid, 'SIGCONT');
+		},
 		restart: (extraEnv = {}) => launch(extraEnv),
 		dispose: async () => {
 			await waitExit('SIGTERM');
@@ -203,9 +216,14 @@ export async function launchDirectus(options: {
 }
 
 function killTree(pid: number): void {
-	for (const child of childPids(pid)) killTree(child);
+	signalTree(pid, 'SIGKILL');
+}
+
+/** Sends `signal` to a process and all its descendants, children first. */
+function signalTree(pid: number, signal: NodeJS.Signals): void {
+	for (const child of childPids(pid)) signalTree(child, signal);
 	try {
-		process.kill(pid, 'SIGKILL');
+		process.kill(pid, signal);
 	} catch {
 		// already gone
 	}

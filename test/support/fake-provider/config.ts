@@ -45,6 +45,11 @@ export interface FakeConfig {
 	hangChat: boolean;
 	/** Chat calls wait, logged and counted, until `releaseChat()` (or the client gives up). Default false. */
 	holdChat: boolean;
+	/**
+	 * A file download sends its first N lines, then waits, its connection open, until `releaseFiles()` (or the client
+	 * gives up): a reader caught in the middle of a batch's results. Default null (no hold).
+	 */
+	holdFileAfterLines: number | null;
 	/** Calls whose prompt context has this `task` answer this status (in chat, and as batch lines). Default {}. */
 	chatErrorsForTask: Record<string, TaskError>;
 	/** Plan calls (`plan_clusters`, `plan_pages`) answer 500 (in chat, and as batch lines). Default false. */
@@ -77,6 +82,7 @@ export function defaultConfig(): FakeConfig {
 		batchOutputOrder: 'reversed',
 		hangChat: false,
 		holdChat: false,
+		holdFileAfterLines: null,
 		chatErrorsForTask: {},
 		planFail: false,
 		planDuplicateRate: 0,
@@ -166,6 +172,7 @@ const PARSERS: { [K in keyof FakeConfig]: Parser } = {
 	batchOutputOrder: (v) => oneOf('batchOutputOrder', v, ['input', 'reversed'] as const),
 	hangChat: (v) => boolean('hangChat', v),
 	holdChat: (v) => boolean('holdChat', v),
+	holdFileAfterLines: (v) => (v === null ? null : nonNegativeInteger('holdFileAfterLines', v)),
 	chatErrorsForTask: (v) => {
 		if (!isRecord(v)) throw new TypeError(`chatErrorsForTask must be an object of task to status, got ${show(v)}`);
 		const out: Record<string, TaskError> = {};

@@ -356,6 +356,38 @@ describe('chat faults', () => {
 		expect(fake.heldChat()).toBe(0);
 	});
 
+	it('releaseChat(count) lets the oldest held calls go first and keeps the rest', async () => {
+		fake.configure({ holdChat: true });
+		const order: string[] = [];
+		const first = page('/first').then(() => order.push('/first'));
+		while (fake.heldChat() < 1) await new Promise((resolve) => setTimeout(resolve, 10));
+		const second = page('/second').then(() => order.push('/second'));
+		while (fake.heldChat() < 2) await new Promise((resolve) => setTimeout(resolve, 10));
+		expect(fake.releaseChat(1)).toBe(1);
+		await first;
+		expect(order).toEqual(['/first']);
+		expect(fake.heldChat()).toBe(1);
+		expect(fake.releaseChat()).toBe(1);
+		await second;
+		expect(order).toEqual(['/first', '/second']);
+	});
+
+	it('holdFileAfterLines sends the first lines of a download and the rest only after releaseFiles()', async () => {
+		const lines = ['{"n":1}', '{"n":2}', '{"n":3}'];
+		const file = await uploadBatchFile(lines);
+		fake.configure({ holdFileAfterLines: 2 });
+		const response = await client.files.content(file.id);
+		const reader = response.body!.getReader();
+		let received = '';
+		while (received.split('\n').length - 1 < 2) received += new TextDecoder().decode((await reader.read()).value);
+		expect(received).toBe(`${lines[0]}\n${lines[1]}\n`);
+		while (fake.heldFiles() < 1) await new Promise((resolve) => setTimeout(resolve, 10));
+		expect(fake.releaseFiles()).toBe(1);
+		for (let chunk = await reader.read(); !chunk.done; chunk = await reader.read()) received += new TextDecoder().decode(chunk.value);
+		expect(received).toBe(`${lines.join('\n')}\n`);
+		expect(fake.heldFiles()).toBe(0);
+	});
+
 	it('hangChat never answers, so the client times out', async () => {
 		fake.configure({ hangChat: true });
 		const error = await client.chat.completions

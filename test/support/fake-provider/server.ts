@@ -39,10 +39,17 @@ export interface FakeProvider {
 	reset(): void;
 	/** Lets every batch held by `holdBatches` move on at its next retrieve. */
 	releaseBatches(): void;
-	/** Answers every chat call held by `holdChat`; returns how many there were. */
-	releaseChat(): number;
+	/**
+	 * Lets the chat calls held by `holdChat` go on, oldest first: all of them, or the `count` oldest. Returns how
+	 * many it let go.
+	 */
+	releaseChat(count?: number): number;
 	/** Chat calls waiting for `releaseChat()`. */
 	heldChat(): number;
+	/** Lets the downloads held by `holdFileAfterLines` finish, oldest first: all, or the `count` oldest. */
+	releaseFiles(count?: number): number;
+	/** Downloads waiting for `releaseFiles()`. */
+	heldFiles(): number;
 	close(): Promise<void>;
 	/** Chat-completion requests received, optionally for one route. */
 	countChat(route?: string): number;
@@ -92,12 +99,38 @@ function wait(res: ServerResponse, ms: number): Promise<boolean> {
 	});
 }
 
+/** Waits until the release function it adds to `held` is called (true), or the client goes away (false). */
+function holdUntilReleased(held: Set<() => void>, res: ServerResponse): Promise<boolean> {
+	return new Promise((resolve) => {
+		const release = (): void => {
+			res.off('close', gone);
+			held.delete(release);
+			resolve(true);
+		};
+		const gone = (): void => {
+			held.delete(release);
+			resolve(false);
+		};
+		held.add(release);
+		res.on('close', gone);
+	});
+}
+
+/** Calls the `count` oldest release functions of `held` (a Set keeps insertion order), or all of them. */
+function releaseOldest(held: Set<() => void>, count = held.size): number {
+	const oldest = [...held].slice(0, Math.max(0, count));
+	for (const release of oldest) release();
+	return oldest.length;
+}
+
 class FakeProviderServer implements FakeProvider {
 	#server: Server;
 	#url = '';
 	#config: FakeConfig = defaultConfig();
 	/** Chat calls held by `holdChat`, each with the function that lets it go on. */
 	readonly #heldChat = new Set<() => void>();
+	/** Downloads held by `holdFileAfterLines`, the same way. */
+	readonly #heldFiles = new Set<() => void>();
 	#log: RequestLogEntry[] = [];
 	#attempts = new Map<string, number>();
 	#files = new FileStore();
@@ -179,6 +212,7 @@ class FakeProviderServer implements FakeProvider {
 
 	reset(): void {
 		this.releaseChat();
+		this.releaseFiles();
 		this.#config = defaultConfig();
 		this.#log.length = 0;
 		this.#attempts.clear();
@@ -190,14 +224,20 @@ class FakeProviderServer implements FakeProvider {
 		this.#batches.release();
 	}
 
-	releaseChat(): number {
-		const held = [...this.#heldChat];
-		for (const release of held) release();
-		return held.length;
+	releaseChat(count?: number): number {
+		return releaseOldest(this.#heldChat, count);
 	}
 
 	heldChat(): number {
 		return this.#heldChat.size;
+	}
+
+	releaseFiles(count?: number): number {
+		return releaseOldest(this.#heldFiles, count);
+	}
+
+	heldFiles(): number {
+		return this.#heldFiles.size;
 	}
 
 	async close(): Promise<void> {
@@ -290,19 +330,7 @@ class FakeProviderServer implements FakeProvider {
 
 	/** Waits for `releaseChat()`; false when the client went away meanwhile. */
 	#holdChat(res: ServerResponse): Promise<boolean> {
-		return new Promise((resolve) => {
-			const release = (): void => {
-				res.off('close', gone);
-				this.#heldChat.delete(release);
-				resolve(true);
-			};
-			const gone = (): void => {
-				this.#heldChat.delete(release);
-				resolve(false);
-			};
-			this.#heldChat.add(release);
-			res.on('close', gone);
-		});
+		return holdUntilReleased(this.#heldChat, res);
 	}
 
 	async #uploadFile({ req, res, entry }: RouteContext): Promise<void> {
@@ -348,7 +376,19 @@ class FakeProviderServer implements FakeProvider {
 	}
 
 	async #fileContent({ res, params, entry }: RouteContext): Promise<void> {
-		await sendChunks(res, this.#file(params[0], entry).chunks, 'application/octet-stream');
+		const { chunks } = this.#file(params[0], entry);
+		const holdAfter = this.#config.holdFileAfterLines;
+		if (holdAfter === null) return sendChunks(res, chunks, 'application/octet-stream');
+		// The first lines go out at once; the rest waits, with the connection open, for releaseFiles().
+		const content = Buffer.concat(chunks);
+		let cut = 0;
+		for (let line = 0; line < holdAfter && cut < content.length; line++) {
+			const newline = content.indexOf(0x0a, cut);
+			cut = newline === -1 ? content.length : newline + 1;
+		}
+		res.writeHead(200, { 'content-type': 'application/octet-stream', 'content-length': content.length });
+		res.write(content.subarray(0, cut));
+		if (await holdUntilReleased(this.#heldFiles, res)) res.end(content.subarray(cut));
 	}
 
 	async #createBatch({ req, res, entry }: RouteContext): Promise<void> {
