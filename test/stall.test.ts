@@ -4,15 +4,17 @@ import { call, createUser, eventually, waitForJob } from './support/api.ts';
 import { copyDatabase, type DirectusInstance } from './support/directus.ts';
 import { startCluster, type Cluster } from './support/cluster.ts';
 import { clusterMissing } from './support/cluster-prerequisites.ts';
+import { lockUserRow, lockWaiters } from './support/pg-locks.ts';
 import { batchesOf, expectLedgerBalances, expectPostsOnce, jobRow, plannedSite, postedRoutes } from './support/job-checks.ts';
 
 /*
  * Operating contract section 5, the fence: a worker that stalls (SIGSTOP: a long GC pause, a frozen VM, a
  * partition) past its lease loses the job to another instance, and when it wakes up, whatever it was about to
  * write must not land. A kill -9 cannot prove that, because a dead worker writes nothing; only a worker that
- * comes back can. Each test freezes the lease holder at a point where it has a write pending, waits for the other
- * instance to take the job over and to be held at the provider in turn, lets the frozen worker's pending answer
- * through, resumes it, and checks that nothing it wrote landed before the survivor is allowed to finish.
+ * comes back can. Each test parks the lease holder's write on a row lock the test holds (so the write is provably
+ * in flight), freezes the holder, waits for the other instance to take the job over and to be held at the provider
+ * in turn, lets the lock go (the frozen worker now holds it, its next statement the fenced one), resumes it, and
+ * checks that nothing it wrote landed before the survivor is allowed to finish.
  */
 
 const ON_DEMAND = '/pseo-endpoints/trigger/on-demand-generation';
@@ -30,12 +32,15 @@ describe.skipIf(missing.length > 0)('a stalled lease holder on PostgreSQL with t
 	let fake: FakeProvider;
 	let cluster: Cluster;
 	let reader: DirectusInstance;
+	let databaseName: string;
 
 	beforeAll(async () => {
 		fake = await startFakeProvider();
+		const database = await copyDatabase('postgres');
+		databaseName = database.env['DB_DATABASE']!;
 		cluster = await startCluster({
 			size: 2,
-			database: await copyDatabase('postgres'),
+			database,
 			env: {
 				OPENAI_BASE_URL: fake.url,
 				PSEO_PROVIDER_BACKOFF_MS: '50',
@@ -65,10 +70,16 @@ describe.skipIf(missing.length > 0)('a stalled lease holder on PostgreSQL with t
 		return { frozen, survivor, survivorWorker: cluster.workerOf(survivor)! };
 	}
 
-	/** Waits until the frozen worker, resumed, has given up the job: it logged the refusal or the hand-over. */
-	async function waitForHandOver(frozen: DirectusInstance, before: number, jobId: number): Promise<void> {
+	/**
+	 * Waits until the frozen worker, resumed, has given the job up (it logs that), or until its late write shows in
+	 * the job row (`landed`), so that a broken fence fails on the state it left rather than on a timeout.
+	 */
+	async function waitForHandOver(frozen: DirectusInstance, before: number, jobId: number, landed: () => Promise<boolean>): Promise<void> {
 		await eventually(
-			async () => frozen.output().slice(before).includes('pseo job handed over to another worker') && frozen.output().slice(before).includes(`"jobId":${jobId}`),
+			async () => {
+				const since = frozen.output().slice(before);
+				return (since.includes('pseo job handed over to another worker') && since.includes(`"jobId":${jobId}`)) || (await landed());
+			},
 			20_000,
 			'the resumed worker to give the job up',
 		);
@@ -85,28 +96,28 @@ describe.skipIf(missing.length > 0)('a stalled lease holder on PostgreSQL with t
 		const { frozen, survivor, survivorWorker } = await holderOf(id);
 		// The frozen instance answers nothing: every read from here goes through the survivor.
 		const via = survivor;
-
-		// The holder's call for the page is out at the provider when it freezes.
 		await eventually(async () => fake.heldChat() === 1, 20_000, 'the holder\'s call at the provider');
-		frozen.pause();
-		await eventually(async () => (await jobRow(via, id)).lease_owner === survivorWorker, LEASE_MS + 15_000, 'the survivor to take the job over');
-		await eventually(async () => fake.heldChat() === 2, 20_000, 'the survivor\'s call at the provider');
 
-		// The frozen worker's call is answered with a permanent error while it cannot act on it; on waking, it
-		// would record the page failed and refund it, unless the fence refuses the write.
+		// The holder's page fails at the provider, and its write of that failure (and its refund) is parked on the
+		// payer's row while the holder freezes.
+		const lock = await lockUserRow(databaseName, user.id);
 		fake.configure({ chatErrorsForTask: { page: 400 } });
 		expect(fake.releaseChat(1)).toBe(1);
-		await eventually(async () => fake.requests.filter((entry) => entry.route === route && entry.status === 400).length === 1, 10_000, 'the error sent');
+		await eventually(async () => (await lockWaiters(databaseName)) === 1, 20_000, 'the holder\'s write waiting on the lock');
 		fake.configure({ chatErrorsForTask: {} });
+		frozen.pause();
+		await eventually(async () => (await jobRow(via, id)).lease_owner === survivorWorker, LEASE_MS + 15_000, 'the survivor to take the job over');
+		await eventually(async () => fake.heldChat() === 1, 20_000, 'the survivor\'s call at the provider');
+		// The frozen worker gets the lock while it cannot run; on waking, its next statement is the fenced one.
+		await lock.release();
 		const before = frozen.output().length;
 		frozen.resume();
-		await waitForHandOver(frozen, before, id);
-		expect(frozen.output().slice(before)).toContain('a late write from this worker was refused');
+		await waitForHandOver(frozen, before, id, async () => Number((await jobRow(via, id)).failed_count) > 0);
 
-		// Nothing of the frozen worker's landed: the survivor still holds the job and no failure, refund or post exists.
+		// Nothing of the frozen worker's landed: no failure, no refund, and the survivor still holds the job.
 		expect(await jobRow(via, id)).toMatchObject({ status: 'running', lease_owner: survivorWorker, created_count: 0, failed_count: 0 });
-		expect(await postedRoutes(via, site.pseoId)).toEqual([]);
 		expect((await expectLedgerBalances(via, user)).filter((row) => row.reason === 'refund')).toEqual([]);
+		expect(frozen.output().slice(before)).toContain('a late write from this worker was refused');
 
 		fake.configure({ holdChat: false });
 		expect(fake.releaseChat()).toBe(1);
@@ -123,7 +134,7 @@ describe.skipIf(missing.length > 0)('a stalled lease holder on PostgreSQL with t
 	it('5 a batch ingest: the resumed worker\'s second chunk never lands, and the survivor ingests every page once', async () => {
 		const user = await createUser(reader, { balance: 10_000 });
 		const site = await plannedSite(reader, user, BULK_PAGES);
-		// Every download of the results stops after 260 lines: the first 250 are a chunk the holder stores, the
+		// Every download of the results stops after 260 lines: the first 250 are a chunk the reader stores, the
 		// next 10 wait in its buffer for the rest of the file.
 		fake.configure({ holdFileAfterLines: HELD_AFTER_LINES });
 		const res = await call(reader, 'POST', BULK, { token: user.token, body: { pseo_id: site.pseoId, post_count: BULK_PAGES } });
@@ -133,21 +144,24 @@ describe.skipIf(missing.length > 0)('a stalled lease holder on PostgreSQL with t
 		await eventually(async () => fake.heldFiles() === 1, 60_000, 'the holder\'s download held mid-file');
 		await eventually(async () => Number((await jobRow(reader, id)).created_count) === 250, 20_000, 'the first chunk stored');
 		const { frozen, survivor, survivorWorker } = await holderOf(id);
-		// The frozen instance answers nothing: every read from here goes through the survivor.
 		const via = survivor;
+
+		// The holder gets the rest of its file; its write of the last 50 pages is parked on the payer's row while
+		// it freezes.
+		const lock = await lockUserRow(databaseName, user.id);
+		expect(fake.releaseFiles(1)).toBe(1);
+		await eventually(async () => (await lockWaiters(databaseName)) === 1, 20_000, 'the holder\'s write waiting on the lock');
 		frozen.pause();
 		await eventually(async () => (await jobRow(via, id)).lease_owner === survivorWorker, LEASE_MS + 15_000, 'the survivor to take the job over');
-		await eventually(async () => fake.heldFiles() === 2, 20_000, 'the survivor\'s download held mid-file');
-
-		// The frozen worker gets the rest of its file while it cannot act on it; on waking it would store the
-		// remaining 50 pages, unless the fence refuses the write.
-		expect(fake.releaseFiles(1)).toBe(1);
+		// The survivor's download stops mid-file too; its first chunk (all 250 already stored) waits on the lock.
+		await eventually(async () => fake.heldFiles() === 1, 20_000, 'the survivor\'s download held mid-file');
+		await lock.release();
 		const before = frozen.output().length;
 		frozen.resume();
-		await waitForHandOver(frozen, before, id);
-		expect(frozen.output().slice(before)).toContain('a late write from this worker was refused');
+		await waitForHandOver(frozen, before, id, async () => Number((await jobRow(via, id)).created_count) > 250);
 		expect(await jobRow(via, id)).toMatchObject({ status: 'running', lease_owner: survivorWorker, created_count: 250, failed_count: 0 });
 		expect(await postedRoutes(via, site.pseoId)).toHaveLength(250);
+		expect(frozen.output().slice(before)).toContain('a late write from this worker was refused');
 
 		fake.configure({ holdFileAfterLines: null });
 		expect(fake.releaseFiles()).toBe(1);
