@@ -18,6 +18,11 @@ export interface ClusterOptions {
 	env?: Record<string, string>;
 	/** Redis of the cluster. Default `PSEO_TEST_REDIS` or redis://127.0.0.1:6379. */
 	redisUrl?: string;
+	/**
+	 * Start every instance at once, as replicas do on a deployment's first start, instead of the first alone.
+	 * Default false.
+	 */
+	together?: boolean;
 }
 
 export interface Cluster {
@@ -62,7 +67,8 @@ function redisEnv(redisUrl: string, runId: string): Record<string, string> {
 
 /**
  * Starts `size` instances on the shared database: the first alone (it runs Directus's bootstrap and the
- * extension's schema install against the database first), the others side by side.
+ * extension's schema install against the database first), the others side by side; or, with `together`, all side
+ * by side.
  */
 export async function startCluster(options: ClusterOptions): Promise<Cluster> {
 	const size = options.size ?? 3;
@@ -84,11 +90,12 @@ export async function startCluster(options: ClusterOptions): Promise<Cluster> {
 		await redisDeleteMatching(redisUrl, `*${runId}*`).catch(() => 0);
 	};
 	try {
-		instances.push(await launchDirectus({ leg: 'postgres', database: shared, env }));
-		const rest = await Promise.all(
-			Array.from({ length: size - 1 }, () => launchDirectus({ leg: 'postgres', database: shared, env })),
-		);
-		instances.push(...rest);
+		const launch = () => launchDirectus({ leg: 'postgres', database: shared, env });
+		if (!options.together) instances.push(await launch());
+		const rest = await Promise.allSettled(Array.from({ length: size - instances.length }, launch));
+		for (const result of rest) if (result.status === 'fulfilled') instances.push(result.value);
+		const failed = rest.find((result) => result.status === 'rejected');
+		if (failed) throw failed.reason;
 	} catch (error) {
 		await dispose();
 		throw error;

@@ -45,6 +45,8 @@ export interface DirectusInstance {
 	output(): string;
 	/** SIGTERM and wait for exit. */
 	stop(): Promise<number | null>;
+	/** Whether the current process is still running (false once it exited, crashed or was killed). */
+	running(): boolean;
 	/** SIGKILL: a crash. */
 	kill(): Promise<void>;
 	/**
@@ -194,6 +196,10 @@ export async function launchDirectus(options: {
 		adminToken: ADMIN_TOKEN,
 		output: () => log,
 		stop: () => waitExit('SIGTERM'),
+		running: () => {
+			const current = child as ChildProcess | null;
+			return !!current && current.exitCode === null && current.signalCode === null;
+		},
 		kill: async () => {
 			// start.mjs forwards signals but SIGKILL cannot be forwarded: kill Directus itself, then the wrapper.
 			const pid = child?.pid;
