@@ -69,12 +69,17 @@ describe.each(LEGS)('durability on %s', (leg) => {
 		it('5 a concurrent-mode job survives a kill -9 mid-job: finished on restart, no duplicate, no double charge', async () => {
 			await runWith(CONCURRENT);
 			const { user, pseoId } = await planned(directus, 100, 10);
-			fake.configure({ latencyMs: 400 });
+			// Mid-job, provably: two pages answered and stored, the next two out at the provider when the kill lands.
+			fake.configure({ holdChat: true });
 			const res = await call(directus, 'POST', BULK, { token: user.token, body: { pseo_id: pseoId, post_count: 10 } });
 			expect(res.status).toBe(202);
 			const id = res.body.generation_id;
-			await eventually(async () => (await jobRow(directus, id)).created_count >= 2, 30_000, 'two pages');
+			await eventually(async () => fake.heldChat() === 2, 30_000, 'two pages at the provider');
+			expect(fake.releaseChat(2)).toBe(2);
+			await eventually(async () => (await jobRow(directus, id)).created_count === 2, 30_000, 'two pages stored');
+			await eventually(async () => fake.heldChat() === 2, 30_000, 'the next two pages at the provider');
 			await directus.kill();
+			fake.configure({ holdChat: false });
 			await directus.restart(CONCURRENT);
 			const job = await waitForJob(directus, user, id);
 			expect(job).toMatchObject({ status: 'completed', created_count: 10, failed_count: 0, failed_routes: [] });
@@ -94,11 +99,16 @@ describe.each(LEGS)('durability on %s', (leg) => {
 			const env = { ...CONCURRENT, PSEO_LEASE_MS: '60000' };
 			await runWith(env);
 			const { user, pseoId } = await planned(directus, 100, 6);
-			fake.configure({ latencyMs: 300 });
+			// Mid-job, provably: one page stored, the next ones out at the provider when SIGTERM arrives.
+			fake.configure({ holdChat: true });
 			const res = await call(directus, 'POST', BULK, { token: user.token, body: { pseo_id: pseoId, post_count: 6 } });
 			const id = res.body.generation_id;
-			await eventually(async () => (await jobRow(directus, id)).created_count >= 1, 30_000, 'one page');
+			await eventually(async () => fake.heldChat() === 2, 30_000, 'two pages at the provider');
+			expect(fake.releaseChat(1)).toBe(1);
+			await eventually(async () => (await jobRow(directus, id)).created_count === 1, 30_000, 'one page stored');
+			await eventually(async () => fake.heldChat() === 2, 30_000, 'the next page at the provider');
 			expect(await directus.stop()).toBe(0);
+			fake.configure({ holdChat: false });
 			await directus.restart(env);
 			const job = await waitForJob(directus, user, id, 20_000);
 			expect(job).toMatchObject({ status: 'completed', created_count: 6 });

@@ -137,24 +137,23 @@ describe.each(INTERFACE_LEGS)('4.8 content plan on %s', (leg) => {
 			const a = await owner(100);
 			const b = await owner(100);
 			const secondSite = await createWebsite(directus, a.user, { website_url: site.origin });
-			fake.configure({ latencyMs: 600 });
+			fake.configure({ holdChat: true });
 			const body = (pseoId: number) => ({ pseo_id: pseoId, language_code: 'en-US', description: DESCRIPTION });
-			const calls = fake.countChat();
 			const firstCall = call(directus, 'POST', PLAN, { token: a.user.token, body: body(a.pseoId) });
-			// The lock is taken before the provider is called: once the first plan's call reached the provider, the
-			// user's lock is held, and it stays held while that call (600 ms) and the rest of the plan run.
-			await eventually(async () => fake.countChat() > calls, 30_000, "the first plan's provider call");
-			const [first, twin, otherUser] = await Promise.all([
-				firstCall,
-				call(directus, 'POST', PLAN, { token: a.user.token, body: body(secondSite.id) }),
-				call(directus, 'POST', PLAN, { token: b.user.token, body: body(b.pseoId) }),
-			]);
+			// The lock is taken before the provider is called: while the first plan's call is held at the provider, the
+			// user's lock is provably held.
+			await eventually(async () => fake.heldChat() === 1, 30_000, "the first plan's provider call");
+			expectEnvelope(await call(directus, 'POST', PLAN, { token: a.user.token, body: body(secondSite.id) }), 409);
+			// Another user is not blocked: their plan reaches the provider too.
+			const otherCall = call(directus, 'POST', PLAN, { token: b.user.token, body: body(b.pseoId) });
+			await eventually(async () => fake.heldChat() === 2, 30_000, "the other user's provider call");
+			fake.configure({ holdChat: false });
+			fake.releaseChat();
+			const [first, otherUser] = await Promise.all([firstCall, otherCall]);
 			expect(first.status).toBe(200);
-			expectEnvelope(twin, 409);
 			expect(otherUser.status).toBe(200);
 			expect(await balanceOf(directus, a.user.id)).toBe(80);
 			// The lock is released when the plan is done.
-			fake.configure({ latencyMs: 0 });
 			expect((await call(directus, 'POST', PLAN, { token: a.user.token, body: body(secondSite.id) })).status).toBe(200);
 		});
 

@@ -82,8 +82,9 @@ describe.skipIf(missing.length > 0)('several instances on one PostgreSQL databas
 	});
 
 	it('4.4 and 4.5 a trigger storm over every instance gives exactly one 202 per PSEO and never overdraws', async () => {
-		// Accepted jobs stay active through the storm (slow chat, held batches), so every later trigger meets them.
-		fake.configure({ latencyMs: 6000, holdBatches: true });
+		// Accepted jobs stay active through the storm (chat and batches held at the provider), so every later trigger
+		// meets them.
+		fake.configure({ holdChat: true, holdBatches: true });
 		const rich = [await createUser(reader, { balance: 1000 }), await createUser(reader, { balance: 1000 })];
 		// Pays for two on-demand pages only, whatever the number of websites and instances.
 		const poor = await createUser(reader, { balance: 25 });
@@ -134,7 +135,8 @@ describe.skipIf(missing.length > 0)('several instances on one PostgreSQL databas
 		}
 
 		// Every accepted job then runs exactly once.
-		fake.configure({ latencyMs: 0, holdBatches: false });
+		fake.configure({ holdChat: false, holdBatches: false });
+		fake.releaseChat();
 		fake.releaseBatches();
 		for (const { target, res } of answers.filter((answer) => answer.res.status === 202)) {
 			const job = await waitForJob(reader, target.user, res.body.generation_id);
@@ -220,7 +222,7 @@ describe.skipIf(missing.length > 0)('several instances on one PostgreSQL databas
 	});
 
 	it('4.8 concurrent plan requests by one user on different instances give one 200 and the rest 409', async () => {
-		fake.configure({ latencyMs: 1500 });
+		fake.configure({ holdChat: true });
 		const user = await createUser(reader, { balance: 1000 });
 		// A loopback website: the sitemap reader refuses it without connecting, so no request leaves the machine.
 		const { id } = await createWebsite(reader, user, { website_url: 'http://127.0.0.1:9' });
@@ -230,9 +232,15 @@ describe.skipIf(missing.length > 0)('several instances on one PostgreSQL databas
 			description:
 				'A family-run bakery in Leeds that sells sourdough bread, pastries and celebration cakes to local households, offices and cafes, and wants more online orders and wholesale enquiries.',
 		};
-		const answers = await Promise.all(
-			Array.from({ length: 6 }, (_, i) => call(instances[i % INSTANCES]!, 'POST', PLAN, { token: user.token, body })),
+		// The winner's provider call is held until the five others have their answer.
+		let answered = 0;
+		const pending = Array.from({ length: 6 }, (_, i) =>
+			call(instances[i % INSTANCES]!, 'POST', PLAN, { token: user.token, body }).finally(() => answered++),
 		);
+		await eventually(async () => answered === 5 && fake.heldChat() === 1, 30_000, 'five answers while the winner is at the provider');
+		fake.configure({ holdChat: false });
+		fake.releaseChat();
+		const answers = await Promise.all(pending);
 		const statuses = answers.map((answer) => answer.status);
 		expect(statuses.filter((status) => status === 200), JSON.stringify(answers.map((a) => a.body))).toHaveLength(1);
 		expect(statuses.filter((status) => status === 409)).toHaveLength(5);
@@ -273,7 +281,8 @@ describe.skipIf(missing.length > 0)('several instances on one PostgreSQL databas
 	});
 
 	it('5 after a kill -9 of the instance running jobs, a survivor takes them over within the lease and finishes them once', async () => {
-		fake.configure({ latencyMs: 2500 });
+		// Every page waits at the provider until the takeover is measured.
+		fake.configure({ holdChat: true });
 		const user = await createUser(reader, { balance: 1000 });
 		const sites: { pseoId: number; routes: string[] }[] = [];
 		for (let i = 0; i < 4; i++) sites.push(await plannedSite(reader, user, 3));
@@ -317,6 +326,8 @@ describe.skipIf(missing.length > 0)('several instances on one PostgreSQL databas
 		);
 		// Bounded by the lease: the last renewal before the kill, plus one sweep, plus slack for a loaded machine.
 		expect(takeover).toBeLessThanOrEqual(LEASE_MS + SWEEP_MS + 3000);
+		fake.configure({ holdChat: false });
+		fake.releaseChat();
 
 		for (const [index, id] of ids.entries()) {
 			const job = await waitForJob(reader, user, id, 30_000);

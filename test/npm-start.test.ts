@@ -128,18 +128,23 @@ describe('npm start', () => {
 		const env = { OPENAI_BASE_URL: fake.url, PSEO_BULK_MODE: 'concurrent', PSEO_CONCURRENCY: '2', PSEO_LEASE_MS: '60000' };
 		const run = await npmStart({ database, env });
 		const { user, pseoId } = await plannedWebsite(run.api, 100, 6);
-		fake.configure({ latencyMs: 400 });
+		// Mid-job, provably: one page stored, the next ones out at the provider when SIGTERM arrives.
+		fake.configure({ holdChat: true });
 		const res = await call(run.url, 'POST', BULK, { token: user.token, body: { pseo_id: pseoId, post_count: 6 } });
 		expect(res.status).toBe(202);
 		const id = res.body.generation_id;
+		await eventually(async () => fake.heldChat() === 2, 30_000, 'two pages at the provider');
+		expect(fake.releaseChat(1)).toBe(1);
 		await eventually(
-			async () => (await adminItems(run.api, 'pseo_generations', `filter[id][_eq]=${id}`))[0]?.created_count >= 1,
+			async () => (await adminItems(run.api, 'pseo_generations', `filter[id][_eq]=${id}`))[0]?.created_count === 1,
 			30_000,
-			'one page',
+			'one page stored',
 		);
+		await eventually(async () => fake.heldChat() === 2, 30_000, 'the next page at the provider');
 
 		await expectCleanStop(run, () => process.kill(run.npm.pid!, 'SIGTERM'));
 		expect(await run.exited).toEqual({ code: 0, signal: null });
+		fake.configure({ holdChat: false });
 
 		databases.delete(database); // the instance below disposes of it
 		const next = await launchDirectus({ leg: 'sqlite', database, env });
