@@ -1,5 +1,7 @@
 import { spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
+import { rmSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { startFakeProvider, type FakeProvider } from './support/fake-provider/server.ts';
@@ -16,7 +18,7 @@ import { dropDatabase, pgAdmin } from './support/postgres.ts';
 /*
  * Operating contract section 5, window by window: the process dies between two writes that cannot share a
  * transaction, and every accepted job still finishes once, with every token accounted for. The extension kills
- * itself at a named point when the harness arms it (PSEO_TEST_FAULT, src/shared/fault-injection.ts), so each
+ * itself at a named point when the harness arms it (PSEO_TEST_FAULT_FILE, src/shared/fault-injection.ts), so each
  * test lands in its window every time instead of by luck. The other windows need no hook: a SIGTERM while a page
  * is out, a kill -9 of the instance that created a batch, two replicas starting at once.
  */
@@ -44,32 +46,29 @@ describe.skipIf(missing.length > 0)('crash windows on PostgreSQL with two instan
 	let a: DirectusInstance;
 	let b: DirectusInstance;
 	let databaseName: string;
+	const faultFile = path.join(os.tmpdir(), `pseo-fault-${process.pid}-${randomBytes(3).toString('hex')}`);
 
 	beforeAll(async () => {
 		fake = await startFakeProvider();
+		writeFileSync(faultFile, '');
 		const database = await copyDatabase('postgres');
 		databaseName = database.env['DB_DATABASE']!;
-		cluster = await startCluster({ size: 2, database, env: { OPENAI_BASE_URL: fake.url, ...ENV } });
+		cluster = await startCluster({ size: 2, database, env: { OPENAI_BASE_URL: fake.url, PSEO_TEST_FAULT_FILE: faultFile, ...ENV } });
 		[a, b] = cluster.instances as [DirectusInstance, DirectusInstance];
 	});
 	afterEach(async () => {
+		writeFileSync(faultFile, '');
 		fake.reset();
-		// Every test starts with both instances up and unarmed.
+		// Every test starts with both instances up.
 		for (const instance of cluster.instances) if (!instance.running()) await instance.restart();
 	});
 	afterAll(async () => {
 		await cluster?.dispose();
 		await fake?.close();
+		rmSync(faultFile, { force: true });
 	});
 
-	/** Stops A and restarts B armed at `point`: B alone takes the work, and dies in the window. */
-	async function armOnly(point: string): Promise<void> {
-		await a.stop();
-		await b.stop();
-		await b.restart({ PSEO_TEST_FAULT: point });
-	}
-
-	/** The job's row straight from the database: readable while no instance runs. */
+	/** The job's row straight from the database: readable whichever instance is down. */
 	async function storedJob(id: number): Promise<{ created_count: number; batch_id: string | null; status: string }> {
 		const [row] = await query<{ created_count: number; batch_id: string | null; status: string }>(
 			databaseName,
@@ -79,72 +78,80 @@ describe.skipIf(missing.length > 0)('crash windows on PostgreSQL with two instan
 		return row!;
 	}
 
-	async function waitForCrash(instance: DirectusInstance, point: string): Promise<void> {
-		await eventually(async () => !instance.running(), 60_000, `the armed instance to die at ${point}`);
-		expect(instance.output()).toContain(`PSEO_TEST_FAULT=${point} reached`);
+	/**
+	 * Arms `point` in both instances and waits for the one that reaches it first to die there; disarms it at once,
+	 * so the other, which takes the work over, runs through the same point. Returns the survivor.
+	 */
+	async function crashAt(point: string, work: () => Promise<unknown>): Promise<DirectusInstance> {
+		writeFileSync(faultFile, point);
+		await work();
+		const dead = await eventually(async () => cluster.instances.find((instance) => !instance.running()), 60_000, `an instance to die at ${point}`);
+		writeFileSync(faultFile, '');
+		expect(dead.output()).toContain(`fault point ${point} reached`);
+		return dead === a ? b : a;
 	}
 
 	it('5 a crash between the provider\'s batch create and storing its id: the next worker adopts that batch, never a second', async () => {
-		await armOnly('after-batch-create');
-		const user = await createUser(b, { balance: 1000 });
-		const site = await plannedSite(b, user, 5);
-		const res = await call(b, 'POST', BULK, { token: user.token, body: { pseo_id: site.pseoId, post_count: 5 } });
-		expect(res.status).toBe(202);
-		const id = res.body.generation_id as number;
-		await waitForCrash(b, 'after-batch-create');
+		const user = await createUser(a, { balance: 1000 });
+		const site = await plannedSite(a, user, 5);
+		let id = 0;
+		const survivor = await crashAt('after-batch-create', async () => {
+			const res = await call(a, 'POST', BULK, { token: user.token, body: { pseo_id: site.pseoId, post_count: 5 } });
+			expect(res.status).toBe(202);
+			id = res.body.generation_id as number;
+		});
 		// In the window: the provider has the batch, the job does not know it.
 		expect(batchesOf(fake, id)).toBe(1);
 		expect(await storedJob(id)).toMatchObject({ status: 'running', batch_id: null });
 
-		await a.restart();
-		const job = await waitForJob(a, user, id, 60_000);
+		const job = await waitForJob(survivor, user, id, 60_000);
 		expect(job).toMatchObject({ status: 'completed', created_count: 5, failed_count: 0, failed_routes: [] });
 		expect(batchesOf(fake, id)).toBe(1);
-		expect(a.output()).toMatch(new RegExp(`"jobId":${id},"batchId":"[^"]+","adopted":true`));
-		await expectPostsOnce(a, site.pseoId, site.routes);
-		const ledger = await expectLedgerBalances(a, user);
+		expect(survivor.output()).toMatch(new RegExp(`"jobId":${id},"batchId":"[^"]+","adopted":true`));
+		await expectPostsOnce(survivor, site.pseoId, site.routes);
+		const ledger = await expectLedgerBalances(survivor, user);
 		expect(ledger.map((row) => [row.reason, Number(row.amount)])).toEqual([['grant', 1000], ['charge', -5 * BATCH_RATE]]);
 	});
 
 	it('5 a crash in the middle of a batch ingest: the next worker stores the rest, each page once', async () => {
-		await armOnly('mid-batch-ingest');
-		const user = await createUser(b, { balance: 10_000 });
+		const user = await createUser(a, { balance: 10_000 });
 		// More than one ingest chunk (250), so the crash falls after the first chunk and before the rest.
-		const site = await plannedSite(b, user, 300);
-		const res = await call(b, 'POST', BULK, { token: user.token, body: { pseo_id: site.pseoId, post_count: 300 } });
-		expect(res.status).toBe(202);
-		const id = res.body.generation_id as number;
-		await waitForCrash(b, 'mid-batch-ingest');
+		const site = await plannedSite(a, user, 300);
+		let id = 0;
+		const survivor = await crashAt('mid-batch-ingest', async () => {
+			const res = await call(a, 'POST', BULK, { token: user.token, body: { pseo_id: site.pseoId, post_count: 300 } });
+			expect(res.status).toBe(202);
+			id = res.body.generation_id as number;
+		});
 		// In the window: one chunk stored, the rest not.
 		expect(await storedJob(id)).toMatchObject({ status: 'running', created_count: 250 });
 
-		await a.restart();
-		const job = await waitForJob(a, user, id, 60_000);
+		const job = await waitForJob(survivor, user, id, 60_000);
 		expect(job).toMatchObject({ status: 'completed', requested_count: 300, created_count: 300, failed_count: 0, failed_routes: [] });
 		expect(batchesOf(fake, id)).toBe(1);
-		await expectPostsOnce(a, site.pseoId, site.routes);
-		const ledger = await expectLedgerBalances(a, user);
+		await expectPostsOnce(survivor, site.pseoId, site.routes);
+		const ledger = await expectLedgerBalances(survivor, user);
 		expect(ledger.map((row) => [row.reason, Number(row.amount)])).toEqual([['grant', 10_000], ['charge', -300 * BATCH_RATE]]);
 	});
 
 	it('5 a crash after the trigger committed and before its 202 left: the job is accepted, runs once and is charged once', async () => {
-		await armOnly('after-trigger-commit');
-		const user = await createUser(b, { balance: 1000 });
-		const site = await plannedSite(b, user, 2);
-		// The client sees the connection drop: it cannot know whether the job was accepted.
-		await expect(call(b, 'POST', ON_DEMAND, { token: user.token, body: { pseo_id: site.pseoId, post_count: 1 } })).rejects.toThrow();
-		await waitForCrash(b, 'after-trigger-commit');
+		const user = await createUser(a, { balance: 1000 });
+		const site = await plannedSite(a, user, 2);
+		const survivor = await crashAt('after-trigger-commit', async () => {
+			// The client sees the connection drop: it cannot know whether the job was accepted.
+			await expect(call(b, 'POST', ON_DEMAND, { token: user.token, body: { pseo_id: site.pseoId, post_count: 1 } })).rejects.toThrow();
+		});
+		expect(survivor).toBe(a);
 		const [accepted] = await query<{ n: number }>(databaseName, 'SELECT count(*)::int AS n FROM pseo_generations WHERE user_id = $1', [user.id]);
 		expect(accepted!.n).toBe(1);
 
-		await a.restart();
-		const jobs = await adminItems(a, 'pseo_generations', `filter[user_id][_eq]=${user.id}`);
+		const jobs = await adminItems(survivor, 'pseo_generations', `filter[user_id][_eq]=${user.id}`);
 		expect(jobs).toHaveLength(1);
-		const job = await waitForJob(a, user, Number(jobs[0].id), 30_000);
+		const job = await waitForJob(survivor, user, Number(jobs[0].id), 30_000);
 		expect(job).toMatchObject({ status: 'completed', created_count: 1, failed_count: 0 });
-		await expectPostsOnce(a, site.pseoId, site.routes.slice(0, 1));
+		await expectPostsOnce(survivor, site.pseoId, site.routes.slice(0, 1));
 		expect(fake.countChat(site.routes[0])).toBe(1);
-		const ledger = await expectLedgerBalances(a, user);
+		const ledger = await expectLedgerBalances(survivor, user);
 		expect(ledger.map((row) => [row.reason, Number(row.amount)])).toEqual([['grant', 1000], ['charge', -PAGE_RATE]]);
 	});
 

@@ -1,3 +1,5 @@
+import { readFileSync } from 'node:fs';
+
 /*
  * Crash windows for the durability tests. The durability promise (operating contract section 5) is about what
  * happens when the process dies between two writes that cannot share a transaction, such as the provider's batch
@@ -5,9 +7,11 @@
  * test kill the process exactly there, and then prove that every accepted job still finishes once and every token
  * is accounted for.
  *
- * A point does nothing unless the process was started with PSEO_TEST_FAULT naming it, and never when NODE_ENV is
- * `production` (the Directus image sets it), so a stray variable cannot crash a production instance. The variable
- * is read once, at start-up.
+ * A point does nothing unless the process was started with PSEO_TEST_FAULT_FILE, the path of a file in which the
+ * test writes the name of the point to arm (and empties it to disarm), so that running instances are armed
+ * without a restart. The variable is read once, at start-up, and ignored whenever NODE_ENV is `production` (the
+ * Directus image sets it), so a stray variable cannot crash a production instance; without it, a point costs one
+ * comparison.
  */
 
 /** The crash windows a test can arm. */
@@ -19,13 +23,21 @@ export type FaultPoint =
 	/** The trigger's job and charge are committed; the 202 has not been sent. */
 	| 'after-trigger-commit';
 
-const ENV_VAR = 'PSEO_TEST_FAULT';
+const FILE_VAR = 'PSEO_TEST_FAULT_FILE';
 
-const armed: string | null = process.env['NODE_ENV'] === 'production' ? null : (process.env[ENV_VAR] ?? null);
+const faultFile: string | null = process.env['NODE_ENV'] === 'production' ? null : process.env[FILE_VAR] || null;
+
+function armedPoint(file: string): string {
+	try {
+		return readFileSync(file, 'utf8').trim();
+	} catch {
+		return '';
+	}
+}
 
 /** Kills this process outright (as kill -9 would) when the test armed `point`. */
 export function faultPoint(point: FaultPoint): void {
-	if (armed !== point) return;
-	process.stderr.write(`pseo-automation: ${ENV_VAR}=${point} reached; killing the process\n`);
+	if (faultFile === null || armedPoint(faultFile) !== point) return;
+	process.stderr.write(`pseo-automation: fault point ${point} reached; killing the process\n`);
 	process.kill(process.pid, 'SIGKILL');
 }
