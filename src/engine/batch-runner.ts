@@ -10,7 +10,7 @@ import { errorMessage, type RunnerDeps } from './page-runner.ts';
 const INGEST_CHUNK = 250;
 
 /** Metadata key that tags a provider batch with its job, so a lost create can be found and adopted. */
-const BATCH_JOB_KEY = 'pseo_generation_id';
+export const BATCH_JOB_KEY = 'pseo_generation_id';
 
 /**
  * One step of a bulk job in batch mode, run by whichever worker claimed it:

@@ -25,7 +25,7 @@ export interface NewJob {
 	mode: JobMode;
 	routes: readonly PlanPage[];
 	rate: number;
-	planId: number;
+	planId: number | null;
 }
 
 /**
@@ -126,6 +126,28 @@ async function tryClaim(knex: Knex, jobId: number, worker: string, leaseMs: numb
 	return updated === 1;
 }
 
+/**
+ * Marks a pending or running job cancelled and takes its lease for `owner` in one statement, whoever held it:
+ * from then on the previous holder's writes are refused by the fence, and the cancel itself is stored, so that if
+ * `owner` dies before it finishes, the next worker to claim the job finishes the cancel. False when the job has
+ * already finished.
+ */
+export async function markCancelled(knex: Knex, jobId: number, owner: string, leaseMs: number): Promise<boolean> {
+	const now = dbTimestamp(knex);
+	const updated = await knex(JOBS)
+		.where('id', jobId)
+		.whereIn('status', ['pending', 'running'])
+		.update({
+			status: 'running',
+			cancelled_at: now,
+			lease_owner: owner,
+			lease_expires_at: Date.now() + leaseMs,
+			next_poll_at: null,
+			date_updated: now,
+		});
+	return updated === 1;
+}
+
 /** Extends the lease; false when it was lost. */
 export async function renewLease(knex: Knex, jobId: number, worker: string, leaseMs: number): Promise<boolean> {
 	const updated = await knex(JOBS)
@@ -164,6 +186,7 @@ export async function readJob(knex: Knex, jobId: number): Promise<JobRecord | nu
 		batch_input_file_id: (row['batch_input_file_id'] as string | null) ?? null,
 		lease_owner: (row['lease_owner'] as string | null) ?? null,
 		attempts: Number(row['attempts'] ?? 0),
+		cancelled: row['cancelled_at'] !== null && row['cancelled_at'] !== undefined,
 	};
 }
 

@@ -26,4 +26,6 @@ export interface JobRecord {
 	batch_input_file_id: string | null;
 	lease_owner: string | null;
 	attempts: number;
+	/** Set when its owner cancelled the job: whoever holds it next finishes the cancel instead of the work. */
+	cancelled: boolean;
 }

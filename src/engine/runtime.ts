@@ -4,6 +4,7 @@ import type { Knex } from 'knex';
 import PQueue from 'p-queue';
 import type { PseoConfig } from '../config/config.ts';
 import type { Logger } from '../shared/logger.ts';
+import { runCancel } from './cancel-runner.ts';
 import { runBatchStep } from './batch-runner.ts';
 import type { GenerationProvider } from '../provider/generation-provider.ts';
 import { claimJob, findClaimable, LeaseLostError, readJob, releaseJob, renewLease } from './job-store.ts';
@@ -104,7 +105,10 @@ export class GenerationRuntime {
 				signal: controller.signal,
 			};
 			logger.debug({ jobId, mode: job.mode, attempt: job.attempts }, 'pseo job claimed');
-			if (job.mode === 'bulk' && config.bulkMode === 'batch') {
+			if (job.cancelled) {
+				// Its owner cancelled it and the request that began the cancel did not finish it.
+				await runCancel(job, { ...deps, batchMode: config.bulkMode === 'batch' });
+			} else if (job.mode === 'bulk' && config.bulkMode === 'batch') {
 				await runBatchStep(job, deps, config.batchPollIntervalMs);
 			} else {
 				await runPages(job, deps);

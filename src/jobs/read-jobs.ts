@@ -32,7 +32,7 @@ function itemsService(context: ServiceContext, accountability: Accountability, s
  * when it is someone else's. A job without `user_id` (written before that column existed) belongs to its website's
  * owner.
  */
-async function requireOwnedGeneration(context: ServiceContext, generationId: number, userId: string): Promise<void> {
+export async function requireOwnedGeneration(context: ServiceContext, generationId: number, userId: string): Promise<void> {
 	const owner = await readJobOwner(context.database, generationId);
 	if (!owner) throw new NotFoundError({ resource: 'Generation', id: generationId });
 	const ownerId = owner.userId ?? (await readWebsite(context.database, owner.pseoId))?.backend_user_id;

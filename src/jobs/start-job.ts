@@ -3,6 +3,7 @@ import { ConflictError } from '../errors/index.ts';
 import { chargeTokens, lockPayer } from '../ledger/token-ledger.ts';
 import { hasActiveJob, insertJob } from '../engine/job-store.ts';
 import type { JobMode } from '../engine/job-types.ts';
+import type { PlanPage } from '../plan/plan-page.ts';
 import { isUniqueViolation } from '../shared/database.ts';
 import type { Logger } from '../shared/logger.ts';
 import { transact } from '../shared/transaction.ts';
@@ -23,36 +24,55 @@ export interface StartJobDeps {
 	logger: Logger;
 }
 
+/** A job ready to be accepted: its website, owner, mode, rate and the exact pages it generates. */
+export interface JobToAccept {
+	userId: string;
+	pseoId: number;
+	mode: JobMode;
+	rate: number;
+	routes: PlanPage[];
+	planId: number | null;
+	/** What the charge's ledger row says. */
+	note: string;
+}
+
 function activeConflict(pseoId: number) {
 	return new ConflictError({ reason: `PSEO ${pseoId} already has a generation job pending or running.` });
 }
 
 /**
- * Accepts a generation job (interface section 3): checks ownership, picks the routes, then in ONE transaction
- * inserts the job `pending` and charges `rate × postCount`. The job row carries `active_pseo_id = pseo_id`
- * under a unique index, so the database itself admits one active job per website across every instance: a
- * concurrent twin fails on the index (409) and its transaction, charge included, rolls back. A short balance
- * (402) rolls back the job row the same way. The payer's row is locked first, as in every transaction that moves
- * money, and a deadlock or serialization abort runs the transaction again (shared/transaction.ts).
+ * Accepts a generation job (interface section 3): checks ownership, picks the routes, and accepts them
+ * (`acceptJob`).
  */
 export async function startJob(deps: StartJobDeps, input: StartJobInput): Promise<{ id: number }> {
-	const { database: knex, logger } = deps;
 	const { userId, pseoId, postCount, mode, rate } = input;
-	await requireOwnedPseo(knex, pseoId, userId);
-	// Cheap early answer; the unique index below is what actually decides.
-	if (await hasActiveJob(knex, pseoId)) throw activeConflict(pseoId);
-	const { plan, routes } = await selectRoutes(knex, pseoId, postCount);
+	await requireOwnedPseo(deps.database, pseoId, userId);
+	// Cheap early answer; the unique index in acceptJob is what actually decides.
+	if (await hasActiveJob(deps.database, pseoId)) throw activeConflict(pseoId);
+	const { plan, routes } = await selectRoutes(deps.database, pseoId, postCount);
+	return acceptJob(deps, { userId, pseoId, mode, rate, routes, planId: plan.id, note: `${mode} generation of ${postCount} page(s)` });
+}
 
+/**
+ * In ONE transaction, inserts the job `pending` and charges `rate × pages`. The job row carries
+ * `active_pseo_id = pseo_id` under a unique index, so the database itself admits one active job per website
+ * across every instance: a concurrent twin fails on the index (409) and its transaction, charge included, rolls
+ * back. A short balance (402) rolls back the job row the same way. The payer's row is locked first, as in every
+ * transaction that moves money, and a deadlock or serialization abort runs the transaction again
+ * (shared/transaction.ts).
+ */
+export async function acceptJob(deps: StartJobDeps, job: JobToAccept): Promise<{ id: number }> {
+	const { userId, pseoId, mode, rate, routes, planId, note } = job;
 	try {
 		return await transact(
-			knex,
+			deps.database,
 			async (trx) => {
 				await lockPayer(trx, userId);
-				const id = await insertJob(trx, { pseoId, userId, mode, routes, rate, planId: plan.id });
-				await chargeTokens(trx, userId, rate * postCount, { generationId: id, note: `${mode} generation of ${postCount} page(s)` });
+				const id = await insertJob(trx, { pseoId, userId, mode, routes, rate, planId });
+				await chargeTokens(trx, userId, rate * routes.length, { generationId: id, note });
 				return { id };
 			},
-			{ logger, what: 'generation trigger', context: { userId, pseoId } },
+			{ logger: deps.logger, what: 'generation trigger', context: { userId, pseoId } },
 		);
 	} catch (error) {
 		if (isUniqueViolation(error)) throw activeConflict(pseoId);

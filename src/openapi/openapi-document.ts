@@ -172,6 +172,7 @@ const schemas: Record<string, Json> = {
 		...closed({ ...generationFields, date_updated: ref('Timestamp'), date_completed: dateCompleted }),
 	},
 	GenerationResponse: success({ data: ref('Generation') }, 'Interface 4.6.'),
+	CancelledGeneration: success({ message: { type: 'string' }, data: ref('Generation') }, 'The job after its cancel: `failed`, its unfinished pages in `failed_routes` as `cancelled`.'),
 	GenerationList: success(
 		{ data: { type: 'array', maxItems: 50, items: ref('GenerationSummary'), description: 'Newest first.' } },
 		'Interface 4.7: the caller\'s 50 newest jobs of the website.',
@@ -388,6 +389,41 @@ function operations(): Json {
 				responses: {
 					200: json(ref('GenerationResponse'), 'The job.'),
 					...errors([400, 401, 403, [404, 'The generation does not exist.']]),
+				},
+			},
+		},
+		'/generations/{id}/cancel': {
+			post: {
+				operationId: 'cancelGeneration',
+				tags: ['Generations'],
+				summary: 'Stop a pending or running job',
+				description:
+					'Chat jobs stop taking pages, batch jobs cancel their provider batch. Every page not yet created ends in `failed_routes` with the error `cancelled` and is refunded; the job ends `failed`. The cancel is stored: it holds across instances and restarts.',
+				parameters: [{ name: 'id', in: 'path', required: true, description: 'The `generation_id`.', schema: ref('Identifier') }],
+				responses: {
+					200: json(ref('CancelledGeneration'), 'The job after its cancel.'),
+					...errors([400, 401, 403, [404, 'The generation does not exist.'], [409, 'The job has already finished.']]),
+				},
+			},
+		},
+		'/generations/{id}/retry': {
+			post: {
+				operationId: 'retryGeneration',
+				tags: ['Generations'],
+				summary: 'Run a finished job\'s failed pages again',
+				description:
+					'Starts a new job in the original job\'s mode, at that mode\'s rate, for the routes of its `failed_routes` that have no post yet.',
+				parameters: [{ name: 'id', in: 'path', required: true, description: 'The `generation_id` of the finished job.', schema: ref('Identifier') }],
+				responses: {
+					202: json(ref('GenerationAccepted'), 'Accepted; poll the new generation.'),
+					...errors([
+						[400, 'The job is still pending or running, or none of its failed routes is left to retry.'],
+						401,
+						402,
+						403,
+						[404, 'The generation does not exist.'],
+						[409, 'Another job of this website is pending or running.'],
+					]),
 				},
 			},
 		},

@@ -561,6 +561,16 @@ describe('createOpenAiProvider: batch operations', () => {
 		});
 	});
 
+	it('cancelBatch posts to the batch\'s cancel path and maps the state it answers', async () => {
+		const server = await startServer((req, res) => {
+			json(res, 200, batchObject('batch_7', { job_id: '4' }, { status: 'cancelling' }));
+		});
+		const { instance } = provider(server);
+		const info = await instance.cancelBatch('batch_7');
+		expect(server.requests.map((r) => [r.method, r.url])).toEqual([['POST', '/v1/batches/batch_7/cancel']]);
+		expect(info).toMatchObject({ id: 'batch_7', status: 'cancelling' });
+	});
+
 	it('streamFileLines yields lines while the file is still arriving', { timeout: 5000 }, async () => {
 		let releaseRest!: () => void;
 		const rest = new Promise<void>((resolve) => {

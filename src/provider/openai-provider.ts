@@ -234,6 +234,16 @@ export function createOpenAiProvider(options: OpenAiProviderOptions): OpenAiProv
 			return batchInfo(batch);
 		},
 
+		async cancelBatch(id: string): Promise<BatchInfo> {
+			checkId('id', id);
+			const api = requireClient();
+			const batch = await withRetries({ op: 'cancel_batch', logContext: { batchId: id } }, async () => ({
+				ok: true as const,
+				value: await api.batches.cancel(id),
+			}));
+			return batchInfo(batch);
+		},
+
 		streamFileLines(fileId: string): AsyncIterable<string> {
 			checkId('fileId', fileId);
 			return streamLines(fileId);

@@ -69,6 +69,8 @@ interface BatchProvider {
 	/** The newest batch whose `metadata[key] === value`, looking at a bounded number of recent batches. */
 	findBatchByMetadata(key: string, value: string): Promise<BatchInfo | null>;
 	retrieveBatch(id: string): Promise<BatchInfo>;
+	/** Asks the provider to stop a batch (it moves to `cancelling`, then `cancelled`); resolves to its new state. */
+	cancelBatch(id: string): Promise<BatchInfo>;
 	/** The non-empty lines of a file, streamed: memory stays bounded by the longest line. */
 	streamFileLines(fileId: string): AsyncIterable<string>;
 }

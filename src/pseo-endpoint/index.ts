@@ -20,7 +20,7 @@ export default defineEndpoint({
 		registerHealth(router);
 		registerWebsites(router, ctx);
 		registerTriggers(router, ctx, kickRuntime);
-		registerGenerations(router, ctx);
+		registerGenerations(router, ctx, kickRuntime);
 		registerMainJson(router, ctx);
 		registerSitemap(router, ctx);
 		registerBalance(router, ctx);

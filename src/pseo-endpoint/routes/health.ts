@@ -10,6 +10,8 @@ export const ENDPOINTS = [
 	'POST /trigger/bulk-generation',
 	'GET /generations/:id',
 	'GET /generations?pseo_id=X',
+	'POST /generations/:id/cancel',
+	'POST /generations/:id/retry',
 	'POST /generate/main-json',
 	'GET /fetch-sitemap?pseo_id=X',
 	'GET /balance',

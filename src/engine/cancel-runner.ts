@@ -1,0 +1,54 @@
+import type { GenerationProvider } from '../provider/generation-provider.ts';
+import { BATCH_JOB_KEY } from './batch-runner.ts';
+import { finishJob, recordOutcomes, settledRoutes } from './job-store.ts';
+import type { JobRecord } from './job-types.ts';
+import type { RunnerDeps } from './page-runner.ts';
+
+/** The error of every page a cancel stopped, in `failed_routes`. */
+export const CANCELLED = 'cancelled';
+
+/** Pages recorded per transaction: a cancel of a large job moves in bounded steps. */
+const CHUNK = 250;
+
+export type CancelDeps = Pick<RunnerDeps, 'database' | 'logger' | 'worker' | 'provider'> & {
+	/** Bulk jobs run through the provider's Batch API (PSEO_BULK_MODE=batch). */
+	batchMode: boolean;
+};
+
+/**
+ * Finishes a cancelled job as its lease holder: stops its provider batch, records every page not yet created as
+ * failed with the error `cancelled` (and refunds it, in the same transactions), and ends the job `failed`, or
+ * `completed` when every page had already been created. Run by the cancel request itself, or, when that request's
+ * instance died on the way, by whichever worker claims the job next. Every step can run again: stored pages and
+ * recorded failures are skipped, refunds carry idempotency keys.
+ */
+export async function runCancel(job: JobRecord, deps: CancelDeps): Promise<JobRecord['status']> {
+	const { database, logger, worker } = deps;
+	if (job.mode === 'bulk' && deps.batchMode && !('unavailable' in deps.provider)) await stopBatch(job, deps);
+	const settled = await settledRoutes(database, job);
+	const remaining = job.routes.filter((item) => !settled.has(item.route));
+	for (let i = 0; i < remaining.length; i += CHUNK) {
+		const chunk = remaining.slice(i, i + CHUNK).map((item) => ({ route: item.route, error: CANCELLED }));
+		await recordOutcomes(database, job, worker, chunk, logger);
+	}
+	const status = await finishJob(database, job.id, worker, 'Cancelled by its owner.');
+	logger.info({ jobId: job.id, cancelledPages: remaining.length, status }, 'pseo job cancelled');
+	return status;
+}
+
+/**
+ * Cancels the job's provider batch, found by its stored id or, after a create whose id was never stored, by its
+ * metadata. A batch that has already finished cannot be cancelled; the provider says so and nothing is lost, so
+ * that refusal is only logged.
+ */
+async function stopBatch(job: JobRecord, deps: CancelDeps): Promise<void> {
+	const provider = deps.provider as GenerationProvider;
+	const batchId = job.batch_id ?? (await provider.findBatchByMetadata(BATCH_JOB_KEY, String(job.id)))?.id;
+	if (!batchId) return;
+	try {
+		const batch = await provider.cancelBatch(batchId);
+		deps.logger.info({ jobId: job.id, batchId, batchStatus: batch.status }, 'pseo batch cancelled at the provider');
+	} catch (error) {
+		deps.logger.warn({ err: error, jobId: job.id, batchId }, 'pseo batch could not be cancelled at the provider (it may have finished)');
+	}
+}

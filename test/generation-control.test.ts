@@ -1,0 +1,169 @@
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { startFakeProvider, type FakeProvider } from './support/fake-provider/server.ts';
+import { balanceOf, call, createUser, eventually, expectEnvelope, ledgerOf, waitForJob } from './support/api.ts';
+import { startDirectus, type DirectusInstance } from './support/directus.ts';
+import { expectPostsOnce, jobRow, plannedSite, postedRoutes } from './support/job-checks.ts';
+import { LEGS, legAvailable } from './support/legs.ts';
+
+/*
+ * A job's controls: cancel (stored, fenced, refunded) and retry (a new job for the failed pages only). The
+ * cross-instance cancel is in stall.test.ts, beside the other two-instance fence tests.
+ */
+
+const ON_DEMAND = '/pseo-endpoints/trigger/on-demand-generation';
+const BULK = '/pseo-endpoints/trigger/bulk-generation';
+const PAGE_RATE = 10;
+const BATCH_RATE = 5;
+
+const cancel = (directus: DirectusInstance, token: string, id: number | string) =>
+	call(directus, 'POST', `/pseo-endpoints/generations/${id}/cancel`, { token });
+const retry = (directus: DirectusInstance, token: string, id: number | string) =>
+	call(directus, 'POST', `/pseo-endpoints/generations/${id}/retry`, { token });
+
+describe.each(LEGS)('job controls on %s', (leg) => {
+	describe.skipIf(!legAvailable(leg))(`${leg}`, () => {
+		let fake: FakeProvider;
+		let directus: DirectusInstance;
+
+		beforeAll(async () => {
+			fake = await startFakeProvider();
+			directus = await startDirectus({
+				leg,
+				env: {
+					OPENAI_BASE_URL: fake.url,
+					PSEO_PROVIDER_BACKOFF_MS: '50',
+					PSEO_TOKEN_PER_PAGE: String(PAGE_RATE),
+					PSEO_TOKEN_PER_BATCH_PAGE: String(BATCH_RATE),
+				},
+			});
+		});
+		afterEach(() => fake.reset());
+		afterAll(async () => {
+			await directus?.dispose();
+			await fake?.close();
+		});
+
+		it('cancel stops a chat job with its page at the provider: cancelled, refunded, and the late answer never lands', async () => {
+			const user = await createUser(directus, { balance: 100 });
+			const site = await plannedSite(directus, user, 2);
+			fake.configure({ holdChat: true });
+			const started = await call(directus, 'POST', ON_DEMAND, { token: user.token, body: { pseo_id: site.pseoId, post_count: 1 } });
+			const id = started.body.generation_id as number;
+			await eventually(async () => fake.heldChat() === 1, 20_000, 'the page at the provider');
+
+			const res = await cancel(directus, user.token, id);
+			expect(res.status).toBe(200);
+			expect(res.body.data).toMatchObject({
+				id,
+				status: 'failed',
+				requested_count: 1,
+				created_count: 0,
+				failed_count: 1,
+				failed_routes: [{ route: site.routes[0], error: 'cancelled' }],
+			});
+			expect(res.body.data.date_completed).toMatch(/Z$/);
+			expect(await balanceOf(directus, user.id)).toBe(100);
+
+			// The provider answers after all: the worker's write is refused, nothing changes.
+			// (The worker may have dropped the call first, on finding its lease gone.)
+			fake.configure({ holdChat: false });
+			fake.releaseChat();
+			const gaveUp = (line: string) => line.includes(`"jobId":${id}`) && /lease lost|handed over/.test(line);
+			await eventually(async () => directus.output().split('\n').some(gaveUp), 20_000, 'the worker to give up');
+			expect(await postedRoutes(directus, site.pseoId)).toEqual([]);
+			expect((await waitForJob(directus, user, id))['failed_count']).toBe(1);
+			const ledger = await ledgerOf(directus, user.id);
+			expect(ledger.map((row) => [row.reason, Number(row.amount)])).toEqual([['grant', 100], ['charge', -PAGE_RATE], ['refund', PAGE_RATE]]);
+			// The website is free for its next job.
+			expect((await call(directus, 'POST', ON_DEMAND, { token: user.token, body: { pseo_id: site.pseoId, post_count: 1 } })).status).toBe(202);
+		});
+
+		it('cancel stops a batch job at the provider and refunds every page', async () => {
+			const user = await createUser(directus, { balance: 100 });
+			const site = await plannedSite(directus, user, 6);
+			fake.configure({ holdBatches: true });
+			const started = await call(directus, 'POST', BULK, { token: user.token, body: { pseo_id: site.pseoId, post_count: 6 } });
+			const id = started.body.generation_id as number;
+			const batchId = await eventually(async () => (await jobRow(directus, id)).batch_id as string | null, 30_000, 'a stored batch id');
+
+			const res = await cancel(directus, user.token, id);
+			expect(res.status).toBe(200);
+			expect(res.body.data).toMatchObject({ status: 'failed', requested_count: 6, created_count: 0, failed_count: 6 });
+			expect(res.body.data.failed_routes.map((failure: { route: string; error: string }) => [failure.route, failure.error]).sort()).toEqual(
+				site.routes.map((route) => [route, 'cancelled']).sort(),
+			);
+			expect(fake.requests.filter((entry) => entry.method === 'POST' && entry.path === `/v1/batches/${batchId}/cancel`)).toHaveLength(1);
+			expect(await balanceOf(directus, user.id)).toBe(100);
+			const refunds = (await ledgerOf(directus, user.id)).filter((row) => row.reason === 'refund');
+			expect(refunds.map((row) => Number(row.amount))).toEqual(site.routes.map(() => BATCH_RATE));
+		});
+
+		it('cancel answers 409 on a finished job, and 400, 403 and 404 as the other job routes do', async () => {
+			const user = await createUser(directus, { balance: 100 });
+			const site = await plannedSite(directus, user, 2);
+			const started = await call(directus, 'POST', ON_DEMAND, { token: user.token, body: { pseo_id: site.pseoId, post_count: 1 } });
+			const id = started.body.generation_id as number;
+			expect((await waitForJob(directus, user, id))['status']).toBe('completed');
+			expectEnvelope(await cancel(directus, user.token, id), 409);
+			const stranger = await createUser(directus);
+			expectEnvelope(await cancel(directus, stranger.token, id), 403);
+			expectEnvelope(await cancel(directus, user.token, 99_999_999), 404);
+			expectEnvelope(await cancel(directus, user.token, 'abc'), 400);
+			expectEnvelope(await call(directus, 'POST', `/pseo-endpoints/generations/${id}/cancel`), 401);
+			expect(await balanceOf(directus, user.id)).toBe(100 - PAGE_RATE);
+		});
+
+		it('retry runs only the failed pages of a finished job, in its mode, and charges that mode\'s rate', async () => {
+			const user = await createUser(directus, { balance: 100 });
+			const site = await plannedSite(directus, user, 4);
+			fake.configure({ failRoutes: { [site.routes[1]!]: 'error', [site.routes[3]!]: 'error' } });
+			const started = await call(directus, 'POST', BULK, { token: user.token, body: { pseo_id: site.pseoId, post_count: 4 } });
+			const first = await waitForJob(directus, user, started.body.generation_id);
+			expect(first).toMatchObject({ status: 'failed', created_count: 2, failed_count: 2 });
+			expect(await balanceOf(directus, user.id)).toBe(100 - 2 * BATCH_RATE);
+
+			// While the failing pages still fail, a retry of an active retry is refused.
+			fake.configure({ failRoutes: {}, holdBatches: true });
+			const res = await retry(directus, user.token, first['id']);
+			expect(res.status).toBe(202);
+			expect(res.body).toMatchObject({ success: true, status: 'pending', generation_id: expect.any(Number) });
+			const second = res.body.generation_id as number;
+			expectEnvelope(await retry(directus, user.token, second), 400);
+			expectEnvelope(await retry(directus, user.token, first['id']), 409);
+			fake.configure({ holdBatches: false });
+			fake.releaseBatches();
+			const done = await waitForJob(directus, user, second);
+			expect(done).toMatchObject({ status: 'completed', requested_count: 2, created_count: 2, failed_count: 0 });
+			await expectPostsOnce(directus, site.pseoId, site.routes);
+			const batched = fake.requests.filter((entry) => entry.path === '/v1/batches' && entry.method === 'POST').at(-1)!;
+			expect([...(batched.routes ?? [])].sort()).toEqual([site.routes[1], site.routes[3]].sort());
+			const charges = (await ledgerOf(directus, user.id)).filter((row) => row.reason === 'charge').map((row) => Number(row.amount));
+			expect(charges).toEqual([-4 * BATCH_RATE, -2 * BATCH_RATE]);
+			expect(await balanceOf(directus, user.id)).toBe(100 - 4 * BATCH_RATE);
+
+			// Nothing is left to retry now.
+			expectEnvelope(await retry(directus, user.token, first['id']), 400);
+			const stranger = await createUser(directus);
+			expectEnvelope(await retry(directus, stranger.token, first['id']), 403);
+			expectEnvelope(await retry(directus, user.token, 99_999_999), 404);
+		});
+
+		it('retry answers 402 when the balance cannot pay for the failed pages, and changes nothing', async () => {
+			const user = await createUser(directus, { balance: 2 * BATCH_RATE });
+			const site = await plannedSite(directus, user, 2);
+			fake.configure({ failRoutes: Object.fromEntries(site.routes.map((route) => [route, 'error'])) });
+			const started = await call(directus, 'POST', BULK, { token: user.token, body: { pseo_id: site.pseoId, post_count: 2 } });
+			const failed = await waitForJob(directus, user, started.body.generation_id);
+			expect(failed).toMatchObject({ status: 'failed', failed_count: 2 });
+			// Refunded in full; the balance goes to a page of another website instead.
+			fake.configure({ failRoutes: {} });
+			const elsewhere = await plannedSite(directus, user, 1);
+			const other = await call(directus, 'POST', ON_DEMAND, { token: user.token, body: { pseo_id: elsewhere.pseoId, post_count: 1 } });
+			await waitForJob(directus, user, other.body.generation_id);
+			expect(await balanceOf(directus, user.id)).toBe(0);
+			expectEnvelope(await retry(directus, user.token, failed['id']), 402);
+			expect(await balanceOf(directus, user.id)).toBe(0);
+			expect((await ledgerOf(directus, user.id)).filter((row) => row.reason === 'charge')).toHaveLength(2);
+		});
+	});
+});
