@@ -155,6 +155,28 @@ describe.skipIf(missing.length > 0)('crash windows on PostgreSQL with two instan
 		expect(ledger.map((row) => [row.reason, Number(row.amount)])).toEqual([['grant', 1000], ['charge', -PAGE_RATE]]);
 	});
 
+	it('5 a crash after a cancel was stored and before it was carried out: the next worker finishes the cancel', async () => {
+		const user = await createUser(a, { balance: 1000 });
+		const site = await plannedSite(a, user, 4);
+		fake.configure({ holdBatches: true });
+		const res = await call(a, 'POST', BULK, { token: user.token, body: { pseo_id: site.pseoId, post_count: 4 } });
+		const id = res.body.generation_id as number;
+		await eventually(async () => (await jobRow(a, id)).batch_id as string | null, 30_000, 'a stored batch id');
+		const survivor = await crashAt('after-cancel-mark', async () => {
+			await expect(call(b, 'POST', `/pseo-endpoints/generations/${id}/cancel`, { token: user.token })).rejects.toThrow();
+		});
+		expect(survivor).toBe(a);
+
+		// Not resumed as work: the stored cancel is carried out, the batch cancelled, every page refunded.
+		const job = await waitForJob(survivor, user, id, 30_000);
+		expect(job).toMatchObject({ status: 'failed', requested_count: 4, created_count: 0, failed_count: 4 });
+		expect(new Set(job['failed_routes'].map((failure: { error: string }) => failure.error))).toEqual(new Set(['cancelled']));
+		expect(fake.requests.filter((entry) => entry.method === 'POST' && /^\/v1\/batches\/[^/]+\/cancel$/.test(entry.path))).toHaveLength(1);
+		const ledger = await expectLedgerBalances(survivor, user);
+		expect(ledger.filter((row) => row.reason === 'refund').map((row) => Number(row.amount))).toEqual(site.routes.map(() => BATCH_RATE));
+		expect(await balanceOf(survivor, user.id)).toBe(1000);
+	});
+
 	it('5 SIGTERM hands a job with a page in flight to the other live instance at once, not when its lease lapses', async () => {
 		const user = await createUser(a, { balance: 1000 });
 		const site = await plannedSite(a, user, 2);

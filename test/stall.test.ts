@@ -172,4 +172,27 @@ describe.skipIf(missing.length > 0)('a stalled lease holder on PostgreSQL with t
 		const ledger = await expectLedgerBalances(via, user);
 		expect(ledger.map((row) => [row.reason, Number(row.amount)])).toEqual([['grant', 10_000], ['charge', -BULK_PAGES * BATCH_RATE]]);
 	});
+
+	it('a cancel sent to one instance stops the job another instance runs, and that worker\'s late page never lands', async () => {
+		const user = await createUser(reader, { balance: 1000 });
+		const site = await plannedSite(reader, user, 2);
+		fake.configure({ holdChat: true });
+		const res = await call(reader, 'POST', ON_DEMAND, { token: user.token, body: { pseo_id: site.pseoId, post_count: 1 } });
+		const id = res.body.generation_id as number;
+		const { frozen: holder, survivor: other } = await holderOf(id);
+		await eventually(async () => fake.heldChat() === 1, 20_000, 'the holder\'s call at the provider');
+
+		const cancelled = await call(other, 'POST', `/pseo-endpoints/generations/${id}/cancel`, { token: user.token });
+		expect(cancelled.status).toBe(200);
+		expect(cancelled.body.data).toMatchObject({ status: 'failed', created_count: 0, failed_count: 1, failed_routes: [{ route: site.routes[0], error: 'cancelled' }] });
+		fake.configure({ holdChat: false });
+		fake.releaseChat();
+		const gaveUp = (line: string) => line.includes(`"jobId":${id}`) && /lease lost|handed over/.test(line);
+		await eventually(async () => holder.output().split('\n').some(gaveUp), 20_000, 'the holder to give the job up');
+		expect(await postedRoutes(other, site.pseoId)).toEqual([]);
+		expect(await jobRow(other, id)).toMatchObject({ status: 'failed', created_count: 0, failed_count: 1 });
+		const ledger = await expectLedgerBalances(other, user);
+		expect(ledger.map((row) => [row.reason, Number(row.amount)])).toEqual([['grant', 1000], ['charge', -PAGE_RATE], ['refund', PAGE_RATE]]);
+		expect(fake.countChat(site.routes[0])).toBe(1);
+	});
 });

@@ -5,6 +5,7 @@ import { runCancel } from '../engine/cancel-runner.ts';
 import { LeaseLostError, markCancelled, readJob, renewLease } from '../engine/job-store.ts';
 import { ConflictError } from '../errors/index.ts';
 import type { GenerationProvider } from '../provider/generation-provider.ts';
+import { faultPoint } from '../shared/fault-injection.ts';
 import type { Logger } from '../shared/logger.ts';
 import type { ServiceContext } from '../shared/services.ts';
 import { requireOwnedGeneration } from './read-jobs.ts';
@@ -31,6 +32,7 @@ export async function cancelJob(deps: CancelJobDeps, userId: string, jobId: numb
 	if (!(await markCancelled(database, jobId, owner, config.leaseMs))) {
 		throw new ConflictError({ reason: `Generation ${jobId} has already finished; only a pending or running job can be cancelled.` });
 	}
+	faultPoint('after-cancel-mark');
 	const renew = setInterval(() => {
 		renewLease(database, jobId, owner, config.leaseMs).catch((error: unknown) => logger.warn({ err: error, jobId }, 'pseo cancel: lease renewal failed'));
 	}, Math.max(100, Math.floor(config.leaseMs / 3)));

@@ -21,7 +21,9 @@ export type FaultPoint =
 	/** The first chunk of a batch's results is stored; the rest is not. */
 	| 'mid-batch-ingest'
 	/** The trigger's job and charge are committed; the 202 has not been sent. */
-	| 'after-trigger-commit';
+	| 'after-trigger-commit'
+	/** A cancel is stored and the job's lease taken; no page is cancelled yet. */
+	| 'after-cancel-mark';
 
 const FILE_VAR = 'PSEO_TEST_FAULT_FILE';
 
