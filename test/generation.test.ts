@@ -212,7 +212,7 @@ describe.each(INTERFACE_LEGS)('generation engine on %s', (leg) => {
 			expect(list.body.data[0].date_created).toMatch(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/);
 			const one = await call(directus, 'GET', `/pseo-endpoints/generations/${ids[0]}`, { token: user.token });
 			expect(Object.keys(one.body.data).sort()).toEqual(
-				['id', 'pseo_id', 'status', 'requested_count', 'created_count', 'failed_count', 'failed_routes', 'date_created', 'date_updated', 'date_completed'].sort(),
+				['id', 'pseo_id', 'status', 'requested_count', 'created_count', 'failed_count', 'failed_routes', 'date_created', 'date_updated', 'date_completed', 'usage'].sort(),
 			);
 			const stranger = await createUser(directus);
 			expectEnvelope(await call(directus, 'GET', `/pseo-endpoints/generations/${ids[0]}`, { token: stranger.token }), 403);
@@ -240,6 +240,29 @@ describe.each(INTERFACE_LEGS)('generation engine on %s', (leg) => {
 			expect(fake.countChat('/page-2')).toBe(2);
 			expect(fake.countChat('/page-3')).toBe(2);
 			expect(await balanceOf(directus, user.id)).toBe(70);
+		});
+
+		it('usage: every answer the provider billed, retries included, summed per job in chat and in batch', async () => {
+			const { user, pseoId } = await planned(directus, 100, 10);
+			fake.configure({ failRoutes: { '/page-1': 'malformed' }, failRoutesTimes: 1 });
+			const first = await call(directus, 'POST', ON_DEMAND, { token: user.token, body: { pseo_id: pseoId, post_count: 1 } });
+			expect((await waitForJob(directus, user, first.body.generation_id))['status']).toBe('completed');
+			const answered = fake.requests.filter((entry) => entry.path === '/v1/chat/completions' && entry.route === '/page-1' && entry.usage);
+			expect(answered.length).toBeGreaterThanOrEqual(2);
+			const chat = await call(directus, 'GET', `/pseo-endpoints/generations/${first.body.generation_id}`, { token: user.token });
+			expect(chat.body.data.usage).toEqual({
+				prompt_tokens: answered.reduce((sum, entry) => sum + entry.usage!.prompt_tokens, 0),
+				completion_tokens: answered.reduce((sum, entry) => sum + entry.usage!.completion_tokens, 0),
+				requests: answered.length,
+			});
+			expect(chat.body.data.usage.prompt_tokens).toBeGreaterThan(0);
+
+			const bulk = await call(directus, 'POST', BULK, { token: user.token, body: { pseo_id: pseoId, post_count: 3 } });
+			expect((await waitForJob(directus, user, bulk.body.generation_id))['status']).toBe('completed');
+			const [row] = await adminItems(directus, 'pseo_generations', `filter[id][_eq]=${bulk.body.generation_id}`);
+			const batch = (await (await fetch(`${fake.url}/batches/${row.batch_id}`, { headers: { authorization: 'Bearer test-key' } })).json()) as { usage: { input_tokens: number; output_tokens: number } };
+			const batched = await call(directus, 'GET', `/pseo-endpoints/generations/${bulk.body.generation_id}`, { token: user.token });
+			expect(batched.body.data.usage).toEqual({ prompt_tokens: batch.usage.input_tokens, completion_tokens: batch.usage.output_tokens, requests: 3 });
 		});
 
 		it('3 invalid output that never gets better fails the page after bounded attempts', async () => {

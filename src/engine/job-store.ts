@@ -206,6 +206,15 @@ export interface PageOutcome {
 	content?: PageContent;
 	error?: string;
 	language?: string | null;
+	/** What producing this page cost at the provider, every attempt included. */
+	usage?: PageUsage;
+}
+
+/** Tokens a page cost at the provider, and the answers they came in. */
+export interface PageUsage {
+	prompt_tokens: number;
+	completion_tokens: number;
+	requests: number;
 }
 
 /**
@@ -282,12 +291,17 @@ async function recordInTransaction(
 	}
 
 	if (created > 0 || failed > 0) {
+		// Usage counts once per page, with the outcome that is stored: a retried chunk adds nothing.
+		const usage = sumUsage(fresh);
 		await trx(JOBS)
 			.where({ id: job.id })
 			.update({
 				created_count: trx.raw('created_count + ?', [created]),
 				failed_count: trx.raw('failed_count + ?', [failed]),
 				failed_routes: JSON.stringify(failedRoutes),
+				usage_prompt_tokens: trx.raw('coalesce(usage_prompt_tokens, 0) + ?', [usage.prompt_tokens]),
+				usage_completion_tokens: trx.raw('coalesce(usage_completion_tokens, 0) + ?', [usage.completion_tokens]),
+				usage_requests: trx.raw('coalesce(usage_requests, 0) + ?', [usage.requests]),
 				date_updated: now,
 			});
 	}
@@ -295,6 +309,17 @@ async function recordInTransaction(
 		await addPostCount(trx, job.pseo_id, created);
 	}
 	return { created, failed };
+}
+
+function sumUsage(outcomes: readonly PageOutcome[]): PageUsage {
+	const total: PageUsage = { prompt_tokens: 0, completion_tokens: 0, requests: 0 };
+	for (const { usage } of outcomes) {
+		if (!usage) continue;
+		total.prompt_tokens += usage.prompt_tokens;
+		total.completion_tokens += usage.completion_tokens;
+		total.requests += usage.requests;
+	}
+	return total;
 }
 
 /**

@@ -45,7 +45,7 @@ export async function generatePage(
 	provider: GenerationProvider,
 	context: JobContext,
 	item: PlanPage,
-	options: { signal?: AbortSignal; logContext?: Record<string, unknown> } = {},
+	options: Pick<JsonCompletionRequest, 'signal' | 'logContext' | 'onUsage'> = {},
 ): Promise<PageContent> {
 	const raw = await provider.completeJson({ ...buildPageRequest(context, item), ...options });
 	const checked = validatePageOutput(raw, context.allowedRoutes, item.route);
@@ -58,8 +58,10 @@ export function pageFromBatchLine(line: string, context: JobContext): PageOutcom
 	const parsed = parseBatchOutputLine(line);
 	if (!parsed.customId) return null;
 	const route = parsed.customId;
-	if (!parsed.ok) return { route, error: parsed.error };
+	const usage = parsed.usage ? { ...parsed.usage, requests: 1 } : undefined;
+	const billed = usage ? { usage } : {};
+	if (!parsed.ok) return { route, error: parsed.error, ...billed };
 	const checked = validatePageOutput(parsed.content, context.allowedRoutes, route);
-	if (!checked.ok) return { route, error: checked.error };
-	return { route, content: toContent(checked.page), language: context.language };
+	if (!checked.ok) return { route, error: checked.error, ...billed };
+	return { route, content: toContent(checked.page), language: context.language, ...billed };
 }

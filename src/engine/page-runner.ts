@@ -3,7 +3,8 @@ import type PQueue from 'p-queue';
 import type { Logger } from '../shared/logger.ts';
 import type { GenerationProvider } from '../provider/generation-provider.ts';
 import { loadJobContext } from './job-context.ts';
-import { finishJob, LeaseLostError, recordOutcomes, settledRoutes, type PageOutcome } from './job-store.ts';
+import { finishJob, LeaseLostError, recordOutcomes, settledRoutes, type PageOutcome, type PageUsage } from './job-store.ts';
+import type { ReportedUsage } from '../provider/types.ts';
 import type { JobRecord } from './job-types.ts';
 import { generatePage } from './page-request.ts';
 
@@ -43,13 +44,19 @@ export async function runPages(job: JobRecord, deps: RunnerDeps): Promise<void> 
 			.add(
 				async (): Promise<PageOutcome | null> => {
 					if (signal.aborted) return null;
+					const usage: PageUsage = { prompt_tokens: 0, completion_tokens: 0, requests: 0 };
+					const onUsage = (reported: ReportedUsage) => {
+						usage.prompt_tokens += reported.prompt_tokens;
+						usage.completion_tokens += reported.completion_tokens;
+						usage.requests++;
+					};
 					try {
-						const content = await generatePage(provider, context, item, { signal, logContext: { jobId: job.id, route: item.route } });
-						return { route: item.route, content, language: context.language };
+						const content = await generatePage(provider, context, item, { signal, onUsage, logContext: { jobId: job.id, route: item.route } });
+						return { route: item.route, content, language: context.language, usage };
 					} catch (error) {
 						// Shutting down: leave the page for whoever resumes the job.
 						if (signal.aborted) return null;
-						const outcome = { route: item.route, error: errorMessage(error) };
+						const outcome = { route: item.route, error: errorMessage(error), usage };
 						logger.warn({ jobId: job.id, route: item.route, error: outcome.error }, 'pseo page failed');
 						return outcome;
 					}

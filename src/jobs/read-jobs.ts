@@ -9,6 +9,13 @@ import { readWebsite } from '../websites/website-store.ts';
 
 const LIST_FIELDS = ['id', 'pseo_id', 'status', 'requested_count', 'created_count', 'failed_count', 'failed_routes', 'date_created', 'date_completed'];
 const RECORD_FIELDS = [...LIST_FIELDS.slice(0, 8), 'date_updated', 'date_completed'];
+const USAGE_FIELDS = ['usage_prompt_tokens', 'usage_completion_tokens', 'usage_requests'];
+
+/** What the job cost at the provider so far, as the provider reported it. */
+function usageOf(row: Record<string, unknown>): { prompt_tokens: number; completion_tokens: number; requests: number } {
+	const count = (field: string) => Number(row[field] ?? 0);
+	return { prompt_tokens: count('usage_prompt_tokens'), completion_tokens: count('usage_completion_tokens'), requests: count('usage_requests') };
+}
 
 /** The interface's generation record (section 2.2), from a row read through the items service. */
 function toRecord(row: Record<string, unknown>, fields: string[]): Record<string, unknown> {
@@ -51,13 +58,13 @@ export async function getGeneration(
 	let row: Record<string, unknown>;
 	try {
 		const service = itemsService(context, accountability, schema);
-		row = (await service.readOne(id, { fields: [...RECORD_FIELDS, 'user_id'] })) as Record<string, unknown>;
+		row = (await service.readOne(id, { fields: [...RECORD_FIELDS, ...USAGE_FIELDS, 'user_id'] })) as Record<string, unknown>;
 	} catch (error) {
 		await requireOwnedGeneration(context, id, accountability.user);
 		throw error;
 	}
 	if (row['user_id'] !== accountability.user) await requireOwnedGeneration(context, id, accountability.user);
-	return toRecord(row, RECORD_FIELDS);
+	return { ...toRecord(row, RECORD_FIELDS), usage: usageOf(row) };
 }
 
 /** 4.7: the caller's 50 newest jobs of a website, newest first. */

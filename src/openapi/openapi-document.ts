@@ -168,8 +168,17 @@ const schemas: Record<string, Json> = {
 		...closed({ ...generationFields, date_completed: dateCompleted }),
 	},
 	Generation: {
-		description: 'A generation job (interface 2.2).',
-		...closed({ ...generationFields, date_updated: ref('Timestamp'), date_completed: dateCompleted }),
+		description: 'A generation job (interface 2.2), with what it cost at the provider so far.',
+		...closed({ ...generationFields, date_updated: ref('Timestamp'), date_completed: dateCompleted, usage: ref('Usage') }),
+	},
+	Usage: {
+		description:
+			'Tokens the provider reported for the job\'s pages, summed over every answer it gave (retries and invalid answers included, as each was billed), and the number of answers.',
+		...closed({
+			prompt_tokens: { type: 'integer', minimum: 0 },
+			completion_tokens: { type: 'integer', minimum: 0 },
+			requests: { type: 'integer', minimum: 0 },
+		}),
 	},
 	GenerationResponse: success({ data: ref('Generation') }, 'Interface 4.6.'),
 	CancelledGeneration: success({ message: { type: 'string' }, data: ref('Generation') }, 'The job after its cancel: `failed`, its unfinished pages in `failed_routes` as `cancelled`.'),

@@ -18,7 +18,14 @@ describe('parseBatchOutputLine', () => {
 	it('returns the parsed JSON content of a 200 chat.completion line under its custom_id', () => {
 		const page = { title: 'Pricing', body_markdown: 'x' };
 		const result = parseBatchOutputLine(line('/pricing', { status_code: 200, request_id: 'req_1', body: chatBody({ content: JSON.stringify(page) }) }));
-		expect(result).toEqual({ customId: '/pricing', ok: true, content: page });
+		expect(result).toEqual({ customId: '/pricing', ok: true, content: page, usage: { prompt_tokens: 10, completion_tokens: 20 } });
+	});
+
+	it('keeps the usage of a billed answer that is unusable, and has none for an error line', () => {
+		const refused = parseBatchOutputLine(line('/a', { status_code: 200, body: chatBody({ content: null, refusal: 'no' }) }));
+		expect(refused).toMatchObject({ ok: false, usage: { prompt_tokens: 10, completion_tokens: 20 } });
+		const expired = parseBatchOutputLine(line('/b', null, { code: 'batch_expired', message: 'This request could not be executed before the completion window expired.' }));
+		expect(expired.usage ?? null).toBeNull();
 	});
 
 	it('reports the provider message of a non-200 line', () => {
@@ -40,17 +47,17 @@ describe('parseBatchOutputLine', () => {
 	});
 
 	it('reports a refusal, a truncated answer and malformed JSON content', () => {
-		expect(parseBatchOutputLine(line('/c', { status_code: 200, body: chatBody({ content: null, refusal: 'I will not write that.' }) }))).toEqual({
+		expect(parseBatchOutputLine(line('/c', { status_code: 200, body: chatBody({ content: null, refusal: 'I will not write that.' }) }))).toMatchObject({
 			customId: '/c',
 			ok: false,
 			error: 'Provider refused the request: I will not write that.',
 		});
-		expect(parseBatchOutputLine(line('/d', { status_code: 200, body: chatBody({ content: '{"title": "Pri' }, 'length') }))).toEqual({
+		expect(parseBatchOutputLine(line('/d', { status_code: 200, body: chatBody({ content: '{"title": "Pri' }, 'length') }))).toMatchObject({
 			customId: '/d',
 			ok: false,
 			error: 'Provider output was cut off at the length limit',
 		});
-		expect(parseBatchOutputLine(line('/e', { status_code: 200, body: chatBody({ content: 'Sure! Here is your page.' }) }))).toEqual({
+		expect(parseBatchOutputLine(line('/e', { status_code: 200, body: chatBody({ content: 'Sure! Here is your page.' }) }))).toMatchObject({
 			customId: '/e',
 			ok: false,
 			error: 'Provider returned malformed JSON',
@@ -70,9 +77,9 @@ describe('parseBatchOutputLine', () => {
 
 	it('fails lines that lack a custom_id or both response and error', () => {
 		const body = { status_code: 200, body: chatBody({ content: '{"a":1}' }) };
-		expect(parseBatchOutputLine(line(undefined, body))).toEqual({ customId: null, ok: false, error: 'Batch line has no custom_id' });
+		expect(parseBatchOutputLine(line(undefined, body))).toMatchObject({ customId: null, ok: false, error: 'Batch line has no custom_id', usage: { prompt_tokens: 10, completion_tokens: 20 } });
 		expect(parseBatchOutputLine(line('/g', null, null))).toEqual({ customId: '/g', ok: false, error: 'Batch line has neither a response nor an error' });
-		expect(parseBatchOutputLine(line('/h', { status_code: 200, body: { choices: [] } }))).toEqual({
+		expect(parseBatchOutputLine(line('/h', { status_code: 200, body: { choices: [] } }))).toMatchObject({
 			customId: '/h',
 			ok: false,
 			error: 'Provider returned malformed JSON: the response has no choices',

@@ -1,7 +1,11 @@
 import { describeFailure, redact } from './provider-failure.ts';
 import { readCompletionContent } from './read-completion.ts';
+import { readUsage, type ReportedUsage } from './types.ts';
 
-export type BatchLineResult = { customId: string; ok: true; content: unknown } | { customId: string | null; ok: false; error: string };
+/** A line's outcome, with the tokens the provider reports for it (null when it reports none: an error line). */
+export type BatchLineResult = ({ customId: string; ok: true; content: unknown } | { customId: string | null; ok: false; error: string }) & {
+	usage?: ReportedUsage | null;
+};
 
 /**
  * Reads one line of a batch output or error file. A success is a `response` with `status_code` 200 whose
@@ -34,10 +38,12 @@ export function parseBatchOutputLine(line: string): BatchLineResult {
 		const message = typeof error.message === 'string' ? redact(error.message) : '';
 		return fail(`Provider answered HTTP ${status ?? 'without a status'}${message ? `: ${message}` : ''}`);
 	}
+	// Billed whether or not the answer is usable.
+	const usage = readUsage(isRecord(response.body) ? response.body.usage : null);
 	const content = readCompletionContent(response.body);
-	if (!content.ok) return fail(describeFailure(content.failure, 1));
-	if (customId === null) return fail('Batch line has no custom_id');
-	return { customId, ok: true, content: content.value };
+	if (!content.ok) return { ...fail(describeFailure(content.failure, 1)), usage };
+	if (customId === null) return { ...fail('Batch line has no custom_id'), usage };
+	return { customId, ok: true, content: content.value, usage };
 }
 
 function isRecord(value: unknown): value is Record<string, unknown> {

@@ -253,6 +253,21 @@ describe('createOpenAiProvider: completeJson', () => {
 		expect(log.lines[0]?.obj).toMatchObject({ reason: 'malformed_output' });
 	});
 
+	it('reports the usage of every answer, the unusable one it retried included, and none for an error status', async () => {
+		const server = await startServer((_req, res, i) => {
+			if (i === 0) return json(res, 503, errorBody('busy'));
+			json(res, 200, { ...completion(i === 1 ? '{"answer": "hi"' : GOOD), usage: { prompt_tokens: 100 + i, completion_tokens: 10 * i, total_tokens: 0 } });
+		});
+		const { instance } = provider(server);
+		const reported: unknown[] = [];
+		await expect(instance.completeJson({ ...request(), onUsage: (usage) => reported.push(usage) })).resolves.toEqual({ answer: 'hi' });
+		expect(server.requests).toHaveLength(3);
+		expect(reported).toEqual([
+			{ prompt_tokens: 101, completion_tokens: 10 },
+			{ prompt_tokens: 102, completion_tokens: 20 },
+		]);
+	});
+
 	it('retries a refusal and a length-truncated answer, then succeeds', async () => {
 		const server = await startServer((_req, res, i) => {
 			if (i === 0) return json(res, 200, completion(null, { refusal: 'I cannot help with that.' }));

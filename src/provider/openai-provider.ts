@@ -7,7 +7,7 @@ import { ProviderCallError } from './provider-call-error.ts';
 import { classifyError, redact, toCallError } from './provider-failure.ts';
 import type { ProviderFailure } from './provider-failure.ts';
 import { readCompletionContent } from './read-completion.ts';
-import type { BatchInfo, BatchStatus, JsonCompletionRequest, OpenAiProvider } from './types.ts';
+import { readUsage, type BatchInfo, type BatchStatus, type JsonCompletionRequest, type OpenAiProvider } from './types.ts';
 
 export interface OpenAiProviderOptions {
 	/** `OPENAI_API_KEY`. Without it every call fails at once with `OPENAI_API_KEY is not set`, before any network use. */
@@ -153,6 +153,8 @@ export function createOpenAiProvider(options: OpenAiProviderOptions): OpenAiProv
 				const completion = await api.chat.completions.create(body, {
 					...(request.signal ? { signal: request.signal } : {}),
 				});
+				const usage = readUsage((completion as { usage?: unknown }).usage);
+				if (usage) request.onUsage?.(usage);
 				const content = readCompletionContent(completion);
 				if (!content.ok) return content;
 				const problem = request.validate?.(content.value) ?? null;

@@ -19,6 +19,25 @@ export interface JsonCompletionRequest {
 	signal?: AbortSignal;
 	/** Structured fields for log lines about this call, such as `{ jobId, route }`. */
 	logContext?: Record<string, unknown>;
+	/**
+	 * Called with the tokens the provider reports for every answer it gave, retried and invalid ones included:
+	 * each of them was billed.
+	 */
+	onUsage?: (usage: ReportedUsage) => void;
+}
+
+/** Tokens the provider reports for one answer (`usage` of a chat completion). */
+export interface ReportedUsage {
+	prompt_tokens: number;
+	completion_tokens: number;
+}
+
+/** The provider's answer's `usage`, when it reports one with sensible numbers. */
+export function readUsage(usage: unknown): ReportedUsage | null {
+	if (typeof usage !== 'object' || usage === null) return null;
+	const { prompt_tokens: prompt, completion_tokens: completion } = usage as Record<string, unknown>;
+	const count = (value: unknown) => (typeof value === 'number' && Number.isSafeInteger(value) && value >= 0 ? value : 0);
+	return { prompt_tokens: count(prompt), completion_tokens: count(completion) };
 }
 
 /** A chat-completions provider that returns validated JSON objects. */

@@ -325,6 +325,7 @@ class FakeProviderServer implements FakeProvider {
 		if (config.latencyMs > 0 && !(await wait(res, config.latencyMs))) return;
 		const outcome = answerChat(parsed.request, this.#chatState());
 		if (!outcome.ok) throw new HttpError(outcome.status, outcome.error);
+		if (entry) entry.usage = { prompt_tokens: outcome.body.usage.prompt_tokens, completion_tokens: outcome.body.usage.completion_tokens };
 		sendJson(res, 200, outcome.body, { 'x-request-id': newId('req_'), 'openai-processing-ms': String(config.latencyMs) });
 	}
 
