@@ -5,7 +5,7 @@ import type { JobRecord } from './job-types.ts';
 import type { RunnerDeps } from './page-runner.ts';
 
 /** The error of every page a cancel stopped, in `failed_routes`. */
-export const CANCELLED = 'cancelled';
+const CANCELLED = 'cancelled';
 
 /** Pages recorded per transaction: a cancel of a large job moves in bounded steps. */
 const CHUNK = 250;
