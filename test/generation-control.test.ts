@@ -3,7 +3,7 @@ import { startFakeProvider, type FakeProvider } from './support/fake-provider/se
 import { balanceOf, call, createUser, eventually, expectEnvelope, ledgerOf, waitForJob } from './support/api.ts';
 import { startDirectus, type DirectusInstance } from './support/directus.ts';
 import { expectPostsOnce, jobRow, plannedSite, postedRoutes } from './support/job-checks.ts';
-import { LEGS, legAvailable } from './support/legs.ts';
+import { INTERFACE_LEGS, legAvailable } from './support/legs.ts';
 
 /*
  * A job's controls: cancel (stored, fenced, refunded) and retry (a new job for the failed pages only). The
@@ -14,13 +14,15 @@ const ON_DEMAND = '/pseo-endpoints/trigger/on-demand-generation';
 const BULK = '/pseo-endpoints/trigger/bulk-generation';
 const PAGE_RATE = 10;
 const BATCH_RATE = 5;
+/** Every other test of this file spends less than this per user. */
+const USER_CAP = 45;
 
 const cancel = (directus: DirectusInstance, token: string, id: number | string) =>
 	call(directus, 'POST', `/pseo-endpoints/generations/${id}/cancel`, { token });
 const retry = (directus: DirectusInstance, token: string, id: number | string) =>
 	call(directus, 'POST', `/pseo-endpoints/generations/${id}/retry`, { token });
 
-describe.each(LEGS)('job controls on %s', (leg) => {
+describe.each(INTERFACE_LEGS)('job controls on %s', (leg) => {
 	describe.skipIf(!legAvailable(leg))(`${leg}`, () => {
 		let fake: FakeProvider;
 		let directus: DirectusInstance;
@@ -34,6 +36,7 @@ describe.each(LEGS)('job controls on %s', (leg) => {
 					PSEO_PROVIDER_BACKOFF_MS: '50',
 					PSEO_TOKEN_PER_PAGE: String(PAGE_RATE),
 					PSEO_TOKEN_PER_BATCH_PAGE: String(BATCH_RATE),
+					PSEO_USER_DAILY_TOKEN_CAP: String(USER_CAP),
 				},
 			});
 		});
@@ -164,6 +167,46 @@ describe.each(LEGS)('job controls on %s', (leg) => {
 			expectEnvelope(await retry(directus, user.token, failed['id']), 402);
 			expect(await balanceOf(directus, user.id)).toBe(0);
 			expect((await ledgerOf(directus, user.id)).filter((row) => row.reason === 'charge')).toHaveLength(2);
+		});
+
+		it('a per-user daily cap holds under parallel triggers: what fits is accepted, the rest is 402 naming the cap', async () => {
+			const user = await createUser(directus, { balance: 1000 });
+			const sites = [];
+			for (let i = 0; i < 8; i++) sites.push(await plannedSite(directus, user, 2));
+			const answers = await Promise.all(
+				sites.map((site) => call(directus, 'POST', ON_DEMAND, { token: user.token, body: { pseo_id: site.pseoId, post_count: 1 } })),
+			);
+			expect(answers.map((answer) => answer.status).sort()).toEqual([202, 202, 202, 202, 402, 402, 402, 402]);
+			for (const answer of answers.filter((a) => a.status === 402)) {
+				expect(expectEnvelope(answer, 402).error).toMatch(/PSEO_USER_DAILY_TOKEN_CAP\) of 45 tokens leaves 5 for today/);
+			}
+			expect(await balanceOf(directus, user.id)).toBe(1000 - 4 * PAGE_RATE);
+			for (const answer of answers.filter((a) => a.status === 202)) await waitForJob(directus, user, answer.body.generation_id);
+		});
+
+		it('a website\'s daily_token_cap counts what that website spent today, refunds given back', async () => {
+			const user = await createUser(directus, { balance: 1000 });
+			const site = await plannedSite(directus, user, 10);
+			const capped = await call(directus, 'PATCH', `/items/pseo/${site.pseoId}`, { token: user.token, body: { daily_token_cap: 15 } });
+			expect(capped.status).toBe(200);
+			const bulk = (count: number) => call(directus, 'POST', BULK, { token: user.token, body: { pseo_id: site.pseoId, post_count: count } });
+
+			expect(expectEnvelope(await bulk(4), 402).error).toMatch(/website's daily_token_cap of 15 tokens leaves 15 for today/);
+			fake.configure({ failRoutes: { [site.routes[1]!]: 'error' } });
+			const accepted = await bulk(3);
+			expect(accepted.status).toBe(202);
+			expect(await waitForJob(directus, user, accepted.body.generation_id)).toMatchObject({ created_count: 2, failed_count: 1 });
+			// 15 charged, 5 refunded: 5 left today.
+			const page = await call(directus, 'POST', ON_DEMAND, { token: user.token, body: { pseo_id: site.pseoId, post_count: 1 } });
+			expect(expectEnvelope(page, 402).error).toMatch(/leaves 5 for today/);
+			fake.configure({ failRoutes: {} });
+			const last = await bulk(1);
+			expect(last.status).toBe(202);
+			await waitForJob(directus, user, last.body.generation_id);
+			expect(await balanceOf(directus, user.id)).toBe(1000 - 15);
+			// Another website of the same user is not held back by this one's cap.
+			const other = await plannedSite(directus, user, 2);
+			expect((await call(directus, 'POST', ON_DEMAND, { token: user.token, body: { pseo_id: other.pseoId, post_count: 1 } })).status).toBe(202);
 		});
 	});
 });

@@ -25,6 +25,7 @@ describe('readConfig', () => {
 			providerMaxAttempts: 4,
 			providerBackoffMs: 1000,
 			planSitemapBudgetMs: 8000,
+			userDailyTokenCap: null,
 		});
 		expect(config.sitemap.allowPrivateNetworks).toBe(false);
 	});
@@ -40,6 +41,7 @@ describe('readConfig', () => {
 			PSEO_LEASE_MS: ' 5000 ',
 			PSEO_SWEEP_INTERVAL_MS: '',
 			PSEO_ALLOW_PRIVATE_NETWORKS: 'true',
+			PSEO_USER_DAILY_TOKEN_CAP: '500',
 		});
 		expect(config).toMatchObject({
 			openaiApiKey: 'sk-test',
@@ -50,6 +52,7 @@ describe('readConfig', () => {
 			tokenPerPage: 0,
 			leaseMs: 5000,
 			sweepIntervalMs: 10_000,
+			userDailyTokenCap: 500,
 		});
 		expect(config.sitemap.allowPrivateNetworks).toBe(true);
 	});
@@ -68,6 +71,8 @@ describe('readConfig', () => {
 		['PSEO_TOKEN_PER_PAGE', '-1'],
 		['PSEO_TOKEN_PER_BATCH_PAGE', '1e3'],
 		['PSEO_TOKEN_PER_MAIN_JSON', 'twenty'],
+		['PSEO_USER_DAILY_TOKEN_CAP', '-1'],
+		['PSEO_USER_DAILY_TOKEN_CAP', 'lots'],
 		['PSEO_PLAN_PAGES', '0'],
 		['PSEO_PLAN_LOCK_MS', '10'],
 		['PSEO_LEASE_MS', '100'],

@@ -283,6 +283,7 @@ async function recordInTransaction(
 		failedRoutes.push({ route: outcome.route, error: outcome.error ?? 'Generation failed.' });
 		failed++;
 		await refundTokens(trx, job.user_id, job.token_rate, {
+			pseoId: job.pseo_id,
 			generationId: job.id,
 			route: outcome.route,
 			note: 'page failed',

@@ -38,6 +38,7 @@ export async function retryJob(deps: StartJobDeps & { context: ServiceContext; c
 		routes,
 		planId: job.main_json_id,
 		note: `retry of generation ${jobId}: ${routes.length} page(s)`,
+		userCap: deps.config.userDailyTokenCap,
 	});
 	return { id, pages: routes.length };
 }

@@ -1,5 +1,6 @@
 import type { Knex } from 'knex';
 import { ConflictError } from '../errors/index.ts';
+import { assertWithinDailyCaps } from '../ledger/spend-caps.ts';
 import { chargeTokens, lockPayer } from '../ledger/token-ledger.ts';
 import { hasActiveJob, insertJob } from '../engine/job-store.ts';
 import type { JobMode } from '../engine/job-types.ts';
@@ -17,6 +18,8 @@ export interface StartJobInput {
 	mode: JobMode;
 	/** Tokens per page: PSEO_TOKEN_PER_PAGE on demand, PSEO_TOKEN_PER_BATCH_PAGE in bulk. */
 	rate: number;
+	/** PSEO_USER_DAILY_TOKEN_CAP, or null. */
+	userCap: number | null;
 }
 
 export interface StartJobDeps {
@@ -34,6 +37,8 @@ export interface JobToAccept {
 	planId: number | null;
 	/** What the charge's ledger row says. */
 	note: string;
+	/** PSEO_USER_DAILY_TOKEN_CAP, or null; the website's own cap is read in the transaction. */
+	userCap: number | null;
 }
 
 function activeConflict(pseoId: number) {
@@ -45,31 +50,32 @@ function activeConflict(pseoId: number) {
  * (`acceptJob`).
  */
 export async function startJob(deps: StartJobDeps, input: StartJobInput): Promise<{ id: number }> {
-	const { userId, pseoId, postCount, mode, rate } = input;
+	const { userId, pseoId, postCount, mode, rate, userCap } = input;
 	await requireOwnedPseo(deps.database, pseoId, userId);
 	// Cheap early answer; the unique index in acceptJob is what actually decides.
 	if (await hasActiveJob(deps.database, pseoId)) throw activeConflict(pseoId);
 	const { plan, routes } = await selectRoutes(deps.database, pseoId, postCount);
-	return acceptJob(deps, { userId, pseoId, mode, rate, routes, planId: plan.id, note: `${mode} generation of ${postCount} page(s)` });
+	return acceptJob(deps, { userId, pseoId, mode, rate, routes, planId: plan.id, note: `${mode} generation of ${postCount} page(s)`, userCap });
 }
 
 /**
  * In ONE transaction, inserts the job `pending` and charges `rate × pages`. The job row carries
  * `active_pseo_id = pseo_id` under a unique index, so the database itself admits one active job per website
  * across every instance: a concurrent twin fails on the index (409) and its transaction, charge included, rolls
- * back. A short balance (402) rolls back the job row the same way. The payer's row is locked first, as in every
+ * back. A short balance or a daily spend cap (402) rolls back the job row the same way. The payer's row is locked first, as in every
  * transaction that moves money, and a deadlock or serialization abort runs the transaction again
  * (shared/transaction.ts).
  */
 export async function acceptJob(deps: StartJobDeps, job: JobToAccept): Promise<{ id: number }> {
-	const { userId, pseoId, mode, rate, routes, planId, note } = job;
+	const { userId, pseoId, mode, rate, routes, planId, note, userCap } = job;
 	try {
 		return await transact(
 			deps.database,
 			async (trx) => {
 				await lockPayer(trx, userId);
+				await assertWithinDailyCaps(trx, { userId, pseoId, amount: rate * routes.length, userCap });
 				const id = await insertJob(trx, { pseoId, userId, mode, routes, rate, planId });
-				await chargeTokens(trx, userId, rate * routes.length, { generationId: id, note });
+				await chargeTokens(trx, userId, rate * routes.length, { pseoId, generationId: id, note });
 				return { id };
 			},
 			{ logger: deps.logger, what: 'generation trigger', context: { userId, pseoId } },

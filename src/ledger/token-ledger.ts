@@ -10,6 +10,8 @@ type LedgerReason = 'grant' | 'charge' | 'refund';
 
 /** What a ledger row points at; all optional. */
 export interface LedgerReference {
+	/** The website the tokens were spent on, for its daily cap. */
+	pseoId?: number | null;
 	generationId?: number | null;
 	mainJsonId?: number | null;
 	route?: string | null;
@@ -124,6 +126,21 @@ export async function recordGrant(knex: Knex, userId: string, amount: number, no
 	return knex.transaction((trx) => appendEntry(trx, userId, amount, 'grant', { note }));
 }
 
+/**
+ * Tokens spent since `since`: charges less refunds, of one user, or of one website when `pseoId` is given. Read
+ * inside the payer-locked transaction of a new charge, so concurrent charges of the same payer cannot both pass a
+ * cap: each sees the other's charge or waits for it.
+ */
+export async function spentSince(trx: Knex.Transaction, since: Date, scope: { userId: string } | { pseoId: number }): Promise<number> {
+	const query = trx(LEDGER_TABLE)
+		.whereIn('reason', ['charge', 'refund'])
+		.andWhere('date_created', '>=', dbTimestamp(trx, since));
+	if ('userId' in scope) query.andWhere('user_id', scope.userId);
+	else query.andWhere('pseo_id', scope.pseoId);
+	const row = (await query.sum({ total: 'amount' }).first()) as { total: unknown } | undefined;
+	return -Number(row?.total ?? 0);
+}
+
 /** The current balance of a user (0 for an unknown user). */
 export async function readBalance(knex: Knex, userId: string, forUpdate = false): Promise<number> {
 	let query = knex(USERS_TABLE).where('id', userId).first(BALANCE_FIELD);
@@ -158,6 +175,7 @@ async function insertEntry(
 			amount,
 			reason,
 			balance_after: balanceAfter,
+			pseo_id: reference.pseoId ?? null,
 			generation_id: reference.generationId ?? null,
 			main_json_id: reference.mainJsonId ?? null,
 			route: reference.route ?? null,

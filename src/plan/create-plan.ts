@@ -39,6 +39,7 @@ export async function createPlan(deps: CreatePlanDeps, userId: string, request: 
 		description: request.description,
 		rate: config.tokenPerMainJson,
 		lockMs: config.planLockMs,
+		userCap: config.userDailyTokenCap,
 	}, logger);
 	const renew = setInterval(() => {
 		extendLock(database, planId, userId, config.planLockMs).catch((error: unknown) =>

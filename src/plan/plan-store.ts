@@ -1,5 +1,6 @@
 import type { Knex } from 'knex';
 import { ConflictError } from '../errors/index.ts';
+import { assertWithinDailyCaps } from '../ledger/spend-caps.ts';
 import { chargeTokens, lockPayer, refundTokens } from '../ledger/token-ledger.ts';
 import { dbTimestamp, insertedId, isUniqueViolation, jsonFromDb } from '../shared/database.ts';
 import type { Logger } from '../shared/logger.ts';
@@ -58,6 +59,8 @@ export interface PlanStart {
 	description: string;
 	rate: number;
 	lockMs: number;
+	/** PSEO_USER_DAILY_TOKEN_CAP, or null; the website's own cap is read in the transaction. */
+	userCap: number | null;
 }
 
 /** Frees the user's abandoned plan lock, refunding its charge, in one transaction. */
@@ -65,7 +68,7 @@ async function releaseStaleLock(knex: Knex, userId: string, logger: Logger): Pro
 	const stale = (await knex(PLANS)
 		.where('active_user_id', userId)
 		.andWhere('lock_expires_at', '<', Date.now())
-		.first('id', 'tokens_charged')) as { id: number; tokens_charged: number } | undefined;
+		.first('id', 'pseo_id', 'tokens_charged')) as { id: number; pseo_id: number; tokens_charged: number } | undefined;
 	if (!stale) return;
 	await transact(knex, async (trx) => {
 		await lockPayer(trx, userId);
@@ -79,7 +82,7 @@ async function releaseStaleLock(knex: Knex, userId: string, logger: Logger): Pro
 				error: 'Abandoned: the request that generated this plan stopped before it finished. The tokens were refunded.',
 				date_updated: dbTimestamp(trx),
 			});
-		if (updated === 1) await refundPlan(trx, userId, Number(stale.id), Number(stale.tokens_charged));
+		if (updated === 1) await refundPlan(trx, userId, { id: Number(stale.id), pseoId: Number(stale.pseo_id) }, Number(stale.tokens_charged));
 	}, { logger, what: 'stale plan lock release', context: { userId, planId: stale.id } });
 }
 
@@ -92,6 +95,7 @@ export async function startPlan(knex: Knex, input: PlanStart, logger: Logger): P
 	try {
 		return await transact(knex, async (trx) => {
 			await lockPayer(trx, input.userId);
+			await assertWithinDailyCaps(trx, { userId: input.userId, pseoId: input.pseoId, amount: input.rate, userCap: input.userCap });
 			const now = dbTimestamp(trx);
 			const rows = await trx(PLANS).insert(
 				{
@@ -110,7 +114,7 @@ export async function startPlan(knex: Knex, input: PlanStart, logger: Logger): P
 				['id'],
 			);
 			const id = insertedId(rows);
-			await chargeTokens(trx, input.userId, input.rate, { mainJsonId: id, note: 'content plan' });
+			await chargeTokens(trx, input.userId, input.rate, { pseoId: input.pseoId, mainJsonId: id, note: 'content plan' });
 			return id;
 		}, { logger, what: 'content plan start', context: { userId: input.userId, pseoId: input.pseoId } });
 	} catch (error) {
@@ -151,21 +155,22 @@ export async function completePlan(knex: Knex, planId: number, plan: { pages: un
 export async function failPlan(knex: Knex, planId: number, userId: string, error: string, logger: Logger): Promise<void> {
 	await transact(knex, async (trx) => {
 		await lockPayer(trx, userId);
-		const row = (await trx(PLANS).where('id', planId).first('tokens_charged', 'status')) as
-			| { tokens_charged: number; status: string }
+		const row = (await trx(PLANS).where('id', planId).first('pseo_id', 'tokens_charged', 'status')) as
+			| { pseo_id: number; tokens_charged: number; status: string }
 			| undefined;
 		if (!row || row.status !== 'generating') return;
 		await trx(PLANS)
 			.where('id', planId)
 			.update({ status: 'failed', error, active_user_id: null, lock_expires_at: null, date_updated: dbTimestamp(trx) });
-		await refundPlan(trx, userId, planId, Number(row.tokens_charged));
+		await refundPlan(trx, userId, { id: planId, pseoId: Number(row.pseo_id) }, Number(row.tokens_charged));
 	}, { logger, what: 'content plan failure', context: { userId, planId } });
 }
 
-async function refundPlan(trx: Knex.Transaction, userId: string, planId: number, amount: number): Promise<void> {
+async function refundPlan(trx: Knex.Transaction, userId: string, plan: { id: number; pseoId: number }, amount: number): Promise<void> {
 	await refundTokens(trx, userId, amount, {
-		mainJsonId: planId,
+		pseoId: plan.pseoId,
+		mainJsonId: plan.id,
 		note: 'content plan failed',
-		idempotencyKey: `refund:plan:${planId}`,
+		idempotencyKey: `refund:plan:${plan.id}`,
 	});
 }

@@ -28,6 +28,13 @@ export async function readWebsite(knex: Knex, pseoId: number): Promise<WebsiteRo
 	return { ...row, id: Number(row.id), post_counts_total: Number(row.post_counts_total) };
 }
 
+/** The website's `daily_token_cap`, or null when it has none. */
+export async function readDailyTokenCap(knex: Knex, pseoId: number): Promise<number | null> {
+	const row = (await knex(WEBSITES).where('id', pseoId).first('daily_token_cap')) as { daily_token_cap: unknown } | undefined;
+	const cap = row?.daily_token_cap;
+	return cap === null || cap === undefined ? null : Number(cap);
+}
+
 /** Adds `created` to the website's post counter, inside the transaction that stored those posts. */
 export async function addPostCount(trx: Knex.Transaction, pseoId: number, created: number): Promise<void> {
 	await trx(WEBSITES).where('id', pseoId).update({ post_counts_total: trx.raw('post_counts_total + ?', [created]) });

@@ -25,7 +25,7 @@ export function registerTriggers(router: Router, context: ServiceContext, notify
 				throw new InvalidPayloadError({ reason: '"post_count" must be 1 for on-demand generation (test mode).' });
 			}
 			const rate = mode === 'on_demand' ? config.tokenPerPage : config.tokenPerBatchPage;
-			const { id } = await startJob(context, { userId: accountability.user, pseoId, postCount, mode, rate });
+			const { id } = await startJob(context, { userId: accountability.user, pseoId, postCount, mode, rate, userCap: config.userDailyTokenCap });
 			faultPoint('after-trigger-commit');
 			notify();
 			respond(res, 202, {

@@ -1,0 +1,37 @@
+import type { Knex } from 'knex';
+import { SpendCapError } from '../errors/index.ts';
+import { readDailyTokenCap } from '../websites/website-store.ts';
+import { spentSince } from './token-ledger.ts';
+
+/** A charge about to be made, and the per-user cap of the instance (PSEO_USER_DAILY_TOKEN_CAP). */
+export interface CapCheck {
+	userId: string;
+	pseoId: number;
+	amount: number;
+	userCap: number | null;
+}
+
+/** Midnight UTC of the day `now` is in: caps count per UTC day. */
+function startOfUtcDay(now: Date): Date {
+	return new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), now.getUTCDate()));
+}
+
+/**
+ * Throws SpendCapError (402) when the charge would take today's spending (charges less refunds, since midnight UTC)
+ * past the user's cap or the website's `daily_token_cap`. Call it inside the charge's transaction, after
+ * `lockPayer`: a website belongs to one user, so that lock orders every charge a cap counts, on every instance,
+ * and two concurrent charges cannot both fit into the same remainder.
+ */
+export async function assertWithinDailyCaps(trx: Knex.Transaction, check: CapCheck): Promise<void> {
+	if (check.amount === 0) return;
+	const since = startOfUtcDay(new Date());
+	if (check.userCap !== null) {
+		const left = Math.max(0, check.userCap - (await spentSince(trx, since, { userId: check.userId })));
+		if (check.amount > left) throw new SpendCapError({ cap: 'user', limit: check.userCap, left, required: check.amount });
+	}
+	const websiteCap = await readDailyTokenCap(trx, check.pseoId);
+	if (websiteCap !== null) {
+		const left = Math.max(0, websiteCap - (await spentSince(trx, since, { pseoId: check.pseoId })));
+		if (check.amount > left) throw new SpendCapError({ cap: 'website', limit: websiteCap, left, required: check.amount });
+	}
+}
