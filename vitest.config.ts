@@ -7,6 +7,8 @@ export default defineConfig({
 				test: {
 					name: 'unit',
 					include: ['src/**/*.test.ts', 'test/support/fake-provider/**/*.test.ts', 'test/support/response-contract.test.ts', 'test/docker-compose.test.ts', 'test/layout.test.ts'],
+					// *.db.test.ts drive the data modules on real databases: they need the integration setup's templates.
+					exclude: ['src/**/*.db.test.ts'],
 					// Unit tests run first, and fast, before any Directus boots.
 					sequence: { groupOrder: 0 },
 					testTimeout: 20_000,
@@ -15,7 +17,7 @@ export default defineConfig({
 			{
 				test: {
 					name: 'integration',
-					include: ['test/**/*.test.ts'],
+					include: ['test/**/*.test.ts', 'src/**/*.db.test.ts'],
 					exclude: ['test/support/fake-provider/**', 'test/support/response-contract.test.ts', 'test/docker-compose.test.ts', 'test/layout.test.ts'],
 					sequence: { groupOrder: 1 },
 					globalSetup: ['test/support/global-setup.ts'],

@@ -1,0 +1,175 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Knex } from 'knex';
+import { insertPendingJob, insertUser, insertWebsite, openTestDatabase, silentLogger, vendorAvailable, VENDORS, type TestDatabase } from '../../test/support/db-under-test.ts';
+import { LEDGER_TABLE, readBalance } from '../ledger/token-ledger.ts';
+import { POSTS } from '../posts/post-store.ts';
+import type { PageContent } from '../posts/post-store.ts';
+import {
+	claimJob,
+	findClaimable,
+	finishJob,
+	insertJob,
+	JOBS,
+	LeaseLostError,
+	readJob,
+	recordOutcomes,
+	releaseJob,
+	renewLease,
+	saveBatch,
+} from './job-store.ts';
+
+/*
+ * The job store's claim, lease and fence, on the real schema of PostgreSQL and MariaDB. Concurrency is real: each
+ * racer runs on its own pooled connection.
+ */
+
+const LEASE_MS = 60_000;
+
+function content(route: string): PageContent {
+	return { title: `Title ${route}`, meta_title: null, meta_description: null, h1: null, body: `Body of ${route}`, faq: [], internal_links: [] };
+}
+
+describe.each(VENDORS)('job store on %s', (vendor) => {
+	describe.skipIf(!vendorAvailable(vendor))(vendor, () => {
+		let db: TestDatabase;
+		let knex: Knex;
+
+		beforeAll(async () => {
+			db = await openTestDatabase(vendor);
+			knex = db.knex;
+		});
+		afterAll(async () => db?.dispose());
+
+		async function freshJob(routes = ['/a', '/b'], rate = 5) {
+			const userId = await insertUser(knex, 1000);
+			const pseoId = await insertWebsite(knex, userId);
+			const id = await insertPendingJob(knex, { userId, pseoId, routes, rate });
+			return { userId, pseoId, id };
+		}
+
+		/** Makes the job's lease lapse now, as a stalled or dead holder's does. */
+		async function lapse(id: number) {
+			await knex(JOBS).where('id', id).update({ lease_expires_at: Date.now() - 1 });
+		}
+
+		const posts = async (pseoId: number) => Number((await knex(POSTS).where('pseo_id', pseoId).count({ n: '*' }).first())!['n']);
+		const refunds = async (userId: string) =>
+			Number((await knex(LEDGER_TABLE).where({ user_id: userId, reason: 'refund' }).count({ n: '*' }).first())!['n']);
+
+		it('one of eight simultaneous claims of a pending job wins', async () => {
+			const { id } = await freshJob();
+			const workers = Array.from({ length: 8 }, (_, i) => `w${i}`);
+			const wins = await Promise.all(workers.map((worker) => claimJob(knex, id, worker, LEASE_MS, silentLogger)));
+			expect(wins.filter(Boolean)).toHaveLength(1);
+			const job = await readJob(knex, id);
+			expect(job).toMatchObject({ status: 'running', lease_owner: workers[wins.indexOf(true)], attempts: 1 });
+		});
+
+		it('a live lease cannot be claimed; a lapsed one can, once, and the claim is counted', async () => {
+			const { id } = await freshJob();
+			expect(await claimJob(knex, id, 'a', LEASE_MS, silentLogger)).toBe(true);
+			expect(await claimJob(knex, id, 'b', LEASE_MS, silentLogger)).toBe(false);
+			await lapse(id);
+			const takeovers = await Promise.all(['b', 'c', 'd'].map((worker) => claimJob(knex, id, worker, LEASE_MS, silentLogger)));
+			expect(takeovers.filter(Boolean)).toHaveLength(1);
+			expect((await readJob(knex, id))!.attempts).toBe(2);
+		});
+
+		it('findClaimable lists pending jobs and lapsed leases that are due, and nothing else', async () => {
+			const pending = (await freshJob()).id;
+			const leased = (await freshJob()).id;
+			const lapsed = (await freshJob()).id;
+			const waiting = (await freshJob()).id;
+			for (const id of [leased, lapsed, waiting]) expect(await claimJob(knex, id, 'holder', LEASE_MS, silentLogger)).toBe(true);
+			await lapse(lapsed);
+			await releaseJob(knex, waiting, 'holder', Date.now() + 60_000);
+			const claimable = new Set(await findClaimable(knex, Date.now(), 10_000));
+			expect(claimable.has(pending)).toBe(true);
+			expect(claimable.has(lapsed)).toBe(true);
+			expect(claimable.has(leased)).toBe(false);
+			expect(claimable.has(waiting)).toBe(false);
+			// Due once its poll time has come.
+			expect(new Set(await findClaimable(knex, Date.now() + 61_000, 10_000)).has(waiting)).toBe(true);
+			expect(await claimJob(knex, waiting, 'other', LEASE_MS, silentLogger)).toBe(false);
+		});
+
+		it('renew and release act only for the lease holder', async () => {
+			const { id } = await freshJob();
+			expect(await claimJob(knex, id, 'a', LEASE_MS, silentLogger)).toBe(true);
+			expect(await renewLease(knex, id, 'a', LEASE_MS)).toBe(true);
+			expect(await renewLease(knex, id, 'b', LEASE_MS)).toBe(false);
+			await releaseJob(knex, id, 'b');
+			expect((await readJob(knex, id))!.lease_owner).toBe('a');
+			await lapse(id);
+			expect(await claimJob(knex, id, 'b', LEASE_MS, silentLogger)).toBe(true);
+			expect(await renewLease(knex, id, 'a', LEASE_MS)).toBe(false);
+			await releaseJob(knex, id, 'b');
+			expect(await readJob(knex, id)).toMatchObject({ status: 'running', lease_owner: null });
+			expect(await findClaimable(knex, Date.now(), 10_000)).toContain(id);
+		});
+
+		it('after a takeover, every write of the old holder is refused and changes nothing', async () => {
+			const { id, userId, pseoId } = await freshJob();
+			expect(await claimJob(knex, id, 'old', LEASE_MS, silentLogger)).toBe(true);
+			const job = (await readJob(knex, id))!;
+			await lapse(id);
+			expect(await claimJob(knex, id, 'new', LEASE_MS, silentLogger)).toBe(true);
+			const balance = await readBalance(knex, userId);
+
+			await expect(recordOutcomes(knex, job, 'old', [{ route: '/a', content: content('/a') }, { route: '/b', error: 'late failure' }], silentLogger)).rejects.toBeInstanceOf(
+				LeaseLostError,
+			);
+			await expect(finishJob(knex, id, 'old')).rejects.toBeInstanceOf(LeaseLostError);
+			await expect(saveBatch(knex, id, 'old', 'batch_late', 'file_late')).rejects.toBeInstanceOf(LeaseLostError);
+
+			expect(await readJob(knex, id)).toMatchObject({ status: 'running', lease_owner: 'new', created_count: 0, failed_count: 0, failed_routes: [], batch_id: null });
+			expect(await posts(pseoId)).toBe(0);
+			expect(await refunds(userId)).toBe(0);
+			expect(await readBalance(knex, userId)).toBe(balance);
+		});
+
+		it('the holder\'s outcomes count once however often they are recorded, a failure refunded once', async () => {
+			const { id, userId, pseoId } = await freshJob(['/a', '/b', '/c'], 5);
+			expect(await claimJob(knex, id, 'w', LEASE_MS, silentLogger)).toBe(true);
+			const job = (await readJob(knex, id))!;
+			const balance = await readBalance(knex, userId);
+			const outcomes = [
+				{ route: '/a', content: content('/a') },
+				{ route: '/b', error: 'provider failed' },
+			];
+			expect(await recordOutcomes(knex, job, 'w', outcomes, silentLogger)).toEqual({ created: 1, failed: 1 });
+			expect(await recordOutcomes(knex, job, 'w', outcomes, silentLogger)).toEqual({ created: 0, failed: 0 });
+			// Concurrent twins of the same chunk (a retried write): still once.
+			await Promise.all([recordOutcomes(knex, job, 'w', outcomes, silentLogger), recordOutcomes(knex, job, 'w', outcomes, silentLogger)]);
+			expect(await readJob(knex, id)).toMatchObject({ created_count: 1, failed_count: 1, failed_routes: [{ route: '/b', error: 'provider failed' }] });
+			expect(await posts(pseoId)).toBe(1);
+			expect(await refunds(userId)).toBe(1);
+			expect(await readBalance(knex, userId)).toBe(balance + 5);
+			expect(Number((await knex('pseo').where('id', pseoId).first('post_counts_total'))!.post_counts_total)).toBe(1);
+
+			// Not every page created: the job ends failed and frees its website.
+			expect(await finishJob(knex, id, 'w')).toBe('failed');
+			expect(await readJob(knex, id)).toMatchObject({ status: 'failed', lease_owner: null });
+			expect((await knex(JOBS).where('id', id).first('active_pseo_id'))!.active_pseo_id).toBeNull();
+			await expect(finishJob(knex, id, 'w')).rejects.toBeInstanceOf(LeaseLostError);
+		});
+
+		it('a job whose every page was created ends completed; its stored batch id survives', async () => {
+			const { id } = await freshJob(['/only'], 5);
+			expect(await claimJob(knex, id, 'w', LEASE_MS, silentLogger)).toBe(true);
+			await saveBatch(knex, id, 'w', 'batch_1', 'file_1');
+			const job = (await readJob(knex, id))!;
+			expect(job).toMatchObject({ batch_id: 'batch_1', batch_input_file_id: 'file_1' });
+			await recordOutcomes(knex, job, 'w', [{ route: '/only', content: content('/only') }], silentLogger);
+			expect(await finishJob(knex, id, 'w')).toBe('completed');
+		});
+
+		it('one active job per website: a second one fails on the unique index', async () => {
+			const { userId, pseoId } = await freshJob();
+			await expect(
+				knex.transaction((trx) => insertJob(trx, { pseoId, userId, mode: 'bulk', routes: [{ route: '/x', title: 'X', priority: 1 }], rate: 5, planId: null })),
+			).rejects.toThrow();
+			expect(Number((await knex(JOBS).where('pseo_id', pseoId).count({ n: '*' }).first())!['n'])).toBe(1);
+		});
+	});
+});

@@ -1,0 +1,72 @@
+/**
+ * The extension's data modules (job store, token ledger) driven directly through Knex, on a fresh copy of the
+ * template database that the integration setup bootstrapped with Directus and the extension's schema: the real
+ * tables, indexes and foreign keys, without an HTTP layer in between.
+ */
+import { randomBytes, randomUUID } from 'node:crypto';
+import knexFactory, { type Knex } from 'knex';
+import { inject } from 'vitest';
+import { insertJob } from '../../src/engine/job-store.ts';
+import type { JobMode } from '../../src/engine/job-types.ts';
+import type { Logger } from '../../src/shared/logger.ts';
+import { cloneMariaDatabase, dropMariaDatabase } from './mariadb.ts';
+import { MARIADB, PG } from './paths.ts';
+import { cloneDatabase, dropDatabase } from './postgres.ts';
+
+export type Vendor = 'postgres' | 'mariadb';
+
+/** The vendors these suites run on; SQLite's native driver is built for the Node that runs Directus, not vitest. */
+export const VENDORS: Vendor[] = ['postgres', 'mariadb'];
+
+export function vendorAvailable(vendor: Vendor): boolean {
+	return vendor === 'postgres' ? inject('postgresAvailable') : inject('mariadbAvailable');
+}
+
+export interface TestDatabase {
+	knex: Knex;
+	dispose(): Promise<void>;
+}
+
+/** A Knex on a fresh copy of the vendor's template; `pool` connections, so that tests can race real sessions. */
+export async function openTestDatabase(vendor: Vendor, pool = 12): Promise<TestDatabase> {
+	const name = `${inject('pgPrefix')}_unit_${randomBytes(4).toString('hex')}`;
+	if (vendor === 'postgres') {
+		await cloneDatabase(inject('pgTemplate'), name);
+		const knex = knexFactory({ client: 'pg', connection: { ...PG, database: name }, pool: { min: 0, max: pool } });
+		return { knex, dispose: async () => (await knex.destroy(), await dropDatabase(name)) };
+	}
+	await cloneMariaDatabase(inject('mariadbTemplate'), name);
+	const knex = knexFactory({ client: 'mysql2', connection: { ...MARIADB, database: name }, pool: { min: 0, max: pool } });
+	return { knex, dispose: async () => (await knex.destroy(), await dropMariaDatabase(name)) };
+}
+
+export const silentLogger: Logger = { debug: () => {}, info: () => {}, warn: () => {}, error: () => {} };
+
+/** A Directus user with a token balance (set directly: the balance's own ledger row is not the point here). */
+export async function insertUser(knex: Knex, balance: number): Promise<string> {
+	const id = randomUUID();
+	await knex('directus_users').insert({ id, email: `unit-${id}@example.com`, status: 'active', pseo_token_balance: balance });
+	return id;
+}
+
+export async function insertWebsite(knex: Knex, userId: string): Promise<number> {
+	const [row] = await knex('pseo').insert(
+		{ website_url: 'https://example.com', master_prompt: 'Write helpful pages.', backend_user_id: userId, post_counts_total: 0 },
+		['id'],
+	);
+	return Number(typeof row === 'object' ? (row as { id: number }).id : row);
+}
+
+/** A pending job of `routes.length` pages at `rate` tokens a page, inserted as the trigger does. */
+export async function insertPendingJob(knex: Knex, job: { userId: string; pseoId: number; routes: string[]; rate?: number; mode?: JobMode }): Promise<number> {
+	return knex.transaction((trx) =>
+		insertJob(trx, {
+			pseoId: job.pseoId,
+			userId: job.userId,
+			mode: job.mode ?? 'bulk',
+			routes: job.routes.map((route, index) => ({ route, title: `Page ${route}`, priority: job.routes.length - index })),
+			rate: job.rate ?? 5,
+			planId: null,
+		}),
+	);
+}
