@@ -24,9 +24,12 @@ import { bootstrapTemplate, buildExtension } from '../test/support/templates.ts'
 import { REDIS_URL, startCluster, type Cluster } from '../test/support/cluster.ts';
 import { checkInvariants, generatingPlans, query, unfinishedJobs, type Violation } from '../test/support/invariants.ts';
 import { redisReachable } from '../test/support/redis.ts';
+import { reconcile } from './chaos-reconcile.ts';
 
 export interface ChaosOptions {
-	/** Seconds of load. Default 90. */
+	/** `long` (the default: 90 s of load, 3 kills) or `ci`, bounded to a few minutes in all. */
+	profile: 'long' | 'ci';
+	/** Seconds of load. Default 90 (45 in the ci profile). */
 	seconds: number;
 	/** Directus instances. Default 3. */
 	instances: number;
@@ -52,23 +55,29 @@ export function parseOptions(argv: string[]): ChaosOptions {
 	const { values } = parseArgs({
 		args: argv,
 		options: {
-			seconds: { type: 'string', default: '90' },
+			profile: { type: 'string', default: 'long' },
+			seconds: { type: 'string' },
 			instances: { type: 'string', default: '3' },
-			kills: { type: 'string', default: '3' },
+			kills: { type: 'string' },
 			seed: { type: 'string' },
 			'skip-build': { type: 'boolean', default: false },
 		},
 	});
+	if (values.profile !== 'long' && values.profile !== 'ci') throw new TypeError(`--profile must be long or ci, received ${JSON.stringify(values.profile)}`);
+	// The ci profile: CI runs it on every change, within five minutes in all, with a fixed seed so that a failure
+	// can be replayed.
+	const ci = values.profile === 'ci';
 	const int = (name: string, value: string | undefined, min: number): number => {
 		const parsed = Number(value);
 		if (!Number.isSafeInteger(parsed) || parsed < min) throw new TypeError(`--${name} must be an integer >= ${min}, received ${JSON.stringify(value)}`);
 		return parsed;
 	};
 	return {
-		seconds: int('seconds', values.seconds, 5),
+		profile: ci ? 'ci' : 'long',
+		seconds: int('seconds', values.seconds ?? (ci ? '45' : '90'), 5),
 		instances: int('instances', values.instances, 2),
-		kills: int('kills', values.kills, 0),
-		seed: values.seed === undefined ? randomBytes(4).readUInt32LE() : int('seed', values.seed, 0),
+		kills: int('kills', values.kills ?? (ci ? '2' : '3'), 0),
+		seed: values.seed === undefined ? (ci ? 20261124 : randomBytes(4).readUInt32LE()) : int('seed', values.seed, 0),
 		skipBuild: values['skip-build'] === true,
 	};
 }
@@ -103,7 +112,11 @@ interface Tally {
 	unexpected: Violation[];
 	jobs: { id: number; user: TestUser; mode: 'on_demand' | 'bulk' }[];
 	kills: number;
+	/** When each kill happened, ms since the epoch. */
+	killTimes: number[];
 	restarts: number;
+	/** Per job that a killed instance held: ms from the kill until another worker held it or it had ended. */
+	takeoverMs: number[];
 }
 
 /**
@@ -218,14 +231,16 @@ async function drive(
 	}
 	fake.configure({ latencyMs: 120, failRoutes: failing, failRoutesTimes: 3 });
 
-	const tally: Tally = { statuses: new Map(), transportErrors: 0, unexpected: [], jobs: [], kills: 0, restarts: 0 };
+	const tally: Tally = { statuses: new Map(), transportErrors: 0, unexpected: [], jobs: [], kills: 0, killTimes: [], restarts: 0, takeoverMs: [] };
 	const send = async (kind: string, instance: DirectusInstance, method: string, path: string, token: string, body?: unknown): Promise<ApiResponse | null> => {
 		let res: ApiResponse;
 		try {
 			res = await call(instance, method, path, { token, ...(body === undefined ? {} : { body }) });
-		} catch {
-			// The instance died under the request (or was down a moment ago): expected during kills.
-			tally.transportErrors++;
+		} catch (error) {
+			// fetch's network failures are TypeErrors: the instance died under the request (or was down a moment ago),
+			// expected during kills. Anything else is an answer the OpenAPI document does not describe.
+			if (error instanceof TypeError) tally.transportErrors++;
+			else tally.unexpected.push({ invariant: 'every answer matches the OpenAPI document', detail: `${method} ${path}: ${String(error).slice(0, 300)}` });
 			return null;
 		}
 		const key = `${kind} ${res.status}`;
@@ -279,6 +294,7 @@ async function drive(
 		}
 	};
 
+	const takeovers: Promise<void>[] = [];
 	// Kills follow their schedule whatever the restarts are doing (a restart under this load takes tens of
 	// seconds), as long as one instance stays up; each victim restarts in the background.
 	const restarts: Promise<void>[] = [];
@@ -301,7 +317,12 @@ async function drive(
 			}
 			const index = instances.indexOf(victim);
 			up[index] = false;
+			const victimWorker = cluster.workerOf(victim);
+			const held = await query<{ id: number }>(databaseName, `SELECT id FROM pseo_generations WHERE status = 'running' AND lease_owner = $1`, [victimWorker]);
 			await victim.kill();
+			const killedAt = Date.now();
+			tally.killTimes.push(killedAt);
+			takeovers.push(...held.map((job) => measureTakeover(databaseName, Number(job.id), victimWorker, killedAt).then((elapsed) => void tally.takeoverMs.push(elapsed))));
 			tally.kills++;
 			log(`kill ${tally.kills}: instance ${index + 1} (SIGKILL) at ${((Date.now() - started) / 1000).toFixed(1)} s`);
 			const pause = between(500, 3000);
@@ -333,6 +354,7 @@ async function drive(
 	log('load running');
 	await Promise.all([...users.flatMap((user) => [client(user), client(user)]), monkey(), faults()]);
 	await Promise.all(restarts);
+	await Promise.all(takeovers);
 	log(`load stopped after ${((Date.now() - started) / 1000).toFixed(1)} s; waiting for quiescence`);
 
 	// Quiescence: every job ends; abandoned plan locks are released (and refunded) by their user's next request.
@@ -352,7 +374,21 @@ async function drive(
 		}
 	}
 
-	const violations = [...tally.unexpected, ...(await checkInvariants(databaseName))];
+	const violations = [
+		...tally.unexpected,
+		...(await checkInvariants(databaseName)),
+		...(await reconcile(
+			databaseName,
+			{
+				accepted: tally.jobs.map((job) => job.id),
+				failingRoutes: new Set(Object.keys(failing)),
+				killTimes: tally.killTimes,
+				uniqueRouteSites: new Set(sites.filter((site) => !site.forPlans).map((site) => site.pseoId)),
+			},
+			fake.requests,
+			instances,
+		)),
+	];
 	// One provider batch per bulk job (from the database: a 202 lost with its instance still made a job), counted
 	// in the fake's own log.
 	const bulk = await query<{ id: number }>(databaseName, `SELECT id FROM pseo_generations WHERE mode = 'bulk' ORDER BY id`);
@@ -408,15 +444,31 @@ async function report(options: ChaosOptions, tally: Tally, fake: FakeProvider, d
 	const total = [...tally.statuses.values()].reduce((sum, count) => sum + count, 0);
 
 	log('');
-	log(`figures (seed ${options.seed}, ${((Date.now() - started) / 1000).toFixed(0)} s including quiescence):`);
+	log(`figures (${options.profile} profile, seed ${options.seed}, ${((Date.now() - started) / 1000).toFixed(0)} s including quiescence):`);
 	log(`  requests answered: ${total} (${statuses.join(', ')}); failed in transit during kills: ${tally.transportErrors}`);
 	log(`  jobs: ${jobs?.['total']} (on-demand ${jobs?.['on_demand']}, bulk ${jobs?.['bulk']}): ${jobs?.['completed']} completed, ${jobs?.['failed']} failed; on-demand jobs claimed more than once: ${jobs?.['resumed']}`);
 	log(`  pages: ${jobs?.['pages']} created, ${jobs?.['failed_pages']} failed and refunded; provider calls cut off by a kill: ${cutOff}`);
 	if (reasons.length > 0) log(`  failure reasons: ${reasons.map((row) => `${row.n} x ${JSON.stringify(row.error.slice(0, 90))}`).join('; ')}`);
 	log(`  provider batches: ${fake.countBatchesCreated()}; content plans: ${plans?.['ready']} ready, ${plans?.['failed']} failed`);
 	log(`  kills survived: ${tally.restarts} of ${tally.kills}`);
+	const sorted = [...tally.takeoverMs].sort((a, b) => a - b);
+	const median = sorted.length > 0 ? sorted[Math.floor(sorted.length / 2)]! : null;
+	log(
+		`  takeovers: ${sorted.length} job(s) held by a killed instance${median === null ? '' : `, taken over or ended after ${(median / 1000).toFixed(1)} s (median), ${(sorted.at(-1)! / 1000).toFixed(1)} s (max); lease ${LEASE_MS / 1000} s`}`,
+	);
 	log(`  invariant violations: ${violations.length}`);
 	for (const violation of violations.slice(0, 50)) log(`    - ${violation.invariant}: ${violation.detail}`);
+}
+
+/** Ms from `killedAt` until the job is held by another worker than `victim`, or has ended. */
+async function measureTakeover(databaseName: string, jobId: number, victim: string | null, killedAt: number): Promise<number> {
+	const deadline = killedAt + 120_000;
+	while (Date.now() < deadline) {
+		const [row] = await query<{ status: string; lease_owner: string | null }>(databaseName, 'SELECT status, lease_owner FROM pseo_generations WHERE id = $1', [jobId]);
+		if (!row || row.status !== 'running' || (row.lease_owner !== null && row.lease_owner !== victim)) return Date.now() - killedAt;
+		await sleep(100);
+	}
+	return Date.now() - killedAt;
 }
 
 function log(message: string): void {

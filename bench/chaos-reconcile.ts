@@ -1,0 +1,143 @@
+/**
+ * The chaos run's reconciliation: what it did (the ids of its 202s, the routes it made fail, the kills), what the
+ * provider saw (the fake's own request log) and what the instances logged, held against the shared database.
+ * Each check returns violations; the run fails on any.
+ */
+import type { RequestLogEntry } from '../test/support/fake-provider/server.ts';
+import type { DirectusInstance } from '../test/support/instance.ts';
+import { query, type Violation } from '../test/support/invariants.ts';
+
+interface JobRow {
+	id: number;
+	pseo_id: number;
+	mode: 'on_demand' | 'bulk';
+	status: string;
+	attempts: number;
+	failed_routes: { route: string; error: string }[] | null;
+	routes: { route: string }[] | null;
+	created_ms: string;
+	completed_ms: string | null;
+}
+
+/** What the run knows it caused. */
+export interface ChaosRecord {
+	/** generation_id of every 202 the clients received. */
+	accepted: number[];
+	/** Routes the fake provider was told to fail (the only page failures the run injects). */
+	failingRoutes: ReadonlySet<string>;
+	/** When each SIGKILL happened, ms since the epoch. */
+	killTimes: number[];
+	/**
+	 * Websites whose routes are unique in the whole run (the seeded plans): the fake's log names a route, not its
+	 * website, so only those routes' calls can be counted per page.
+	 */
+	uniqueRouteSites: ReadonlySet<number>;
+}
+
+async function jobs(database: string): Promise<JobRow[]> {
+	return query<JobRow>(
+		database,
+		`SELECT id, pseo_id, mode, status, attempts, failed_routes::json AS failed_routes, routes::json AS routes,
+		        (extract(epoch FROM date_created) * 1000)::bigint AS created_ms,
+		        (extract(epoch FROM date_completed) * 1000)::bigint AS completed_ms
+		 FROM pseo_generations ORDER BY id`,
+	);
+}
+
+/** Every 202 names a job that exists and ended (completed or failed). */
+function checkAccepted(record: ChaosRecord, rows: JobRow[]): Violation[] {
+	const byId = new Map(rows.map((row) => [Number(row.id), row]));
+	const violations: Violation[] = [];
+	for (const id of record.accepted) {
+		const row = byId.get(id);
+		if (!row) violations.push({ invariant: 'every 202 names a stored job', detail: `generation ${id} does not exist` });
+		else if (row.status !== 'completed' && row.status !== 'failed') {
+			violations.push({ invariant: 'every accepted job ends', detail: `generation ${id} is ${row.status}` });
+		}
+	}
+	return violations;
+}
+
+/**
+ * A job ends `failed` only for a reason the run injected: each of its failed routes is one the fake provider was
+ * told to fail. Transient faults (a few 5xx and 429s at a time) never exhaust a page's attempts, and a takeover
+ * must finish a job, not fail it; so any other failed route is a bug.
+ */
+function checkFailures(record: ChaosRecord, rows: JobRow[]): Violation[] {
+	const violations: Violation[] = [];
+	for (const row of rows) {
+		for (const failure of row.failed_routes ?? []) {
+			if (!record.failingRoutes.has(failure.route)) {
+				violations.push({
+					invariant: 'a job fails only for an injected reason',
+					detail: `generation ${row.id} (${row.status}): ${failure.route} failed with ${JSON.stringify(failure.error.slice(0, 200))}`,
+				});
+			}
+		}
+	}
+	return violations;
+}
+
+/**
+ * In chat mode each route is answered once by the provider. A second answer is allowed only when a kill fell
+ * between the first call and the last (the instance died before it stored the page, and whoever took the job over
+ * asked again), and never for a route the run made fail (those are retried by design, and not counted).
+ */
+function checkChatCalls(record: ChaosRecord, rows: JobRow[], requests: readonly RequestLogEntry[]): Violation[] {
+	const chatRoutes = new Set<string>();
+	for (const row of rows) {
+		if (row.mode !== 'on_demand' || !record.uniqueRouteSites.has(Number(row.pseo_id))) continue;
+		for (const page of row.routes ?? []) chatRoutes.add(page.route);
+	}
+	const answered = new Map<string, number[]>();
+	for (const entry of requests) {
+		if (entry.path !== '/v1/chat/completions' || entry.status !== 200 || entry.task !== 'page' || !entry.route) continue;
+		if (!chatRoutes.has(entry.route) || record.failingRoutes.has(entry.route)) continue;
+		answered.set(entry.route, [...(answered.get(entry.route) ?? []), entry.time]);
+	}
+	const violations: Violation[] = [];
+	for (const [route, times] of answered) {
+		if (times.length < 2) continue;
+		const first = Math.min(...times);
+		const last = Math.max(...times);
+		const killsBetween = record.killTimes.filter((time) => time >= first && time <= last).length;
+		if (times.length - 1 > killsBetween) {
+			violations.push({ invariant: 'each chat page is answered once, unless a kill cut it off', detail: `${route}: ${times.length} answers, ${killsBetween} kill(s) between them` });
+		}
+	}
+	return violations;
+}
+
+/**
+ * No job is claimed twice outside a lease takeover. An on-demand job is claimed once, plus once per takeover: a
+ * kill while it ran, or a worker that lost its lease (it logs that, naming the job). Bulk jobs in batch mode are
+ * handed back and claimed again at every poll by design; their double work would show as a second provider batch,
+ * which the run checks apart.
+ */
+function checkClaims(record: ChaosRecord, rows: JobRow[], instances: readonly DirectusInstance[]): Violation[] {
+	const leaseLost = new Map<number, number>();
+	for (const instance of instances) {
+		for (const line of instance.output().split('\n')) {
+			if (!/lease lost|handed over/.test(line)) continue;
+			const id = /"jobId":(\d+)/.exec(line)?.[1];
+			if (id) leaseLost.set(Number(id), (leaseLost.get(Number(id)) ?? 0) + 1);
+		}
+	}
+	const violations: Violation[] = [];
+	for (const row of rows) {
+		if (row.mode !== 'on_demand') continue;
+		const start = Number(row.created_ms) - 1000;
+		const end = (row.completed_ms === null ? Date.now() : Number(row.completed_ms)) + 1000;
+		const takeovers = record.killTimes.filter((time) => time >= start && time <= end).length + (leaseLost.get(Number(row.id)) ?? 0);
+		if (Number(row.attempts) - 1 > takeovers) {
+			violations.push({ invariant: 'no claim twice outside a lease takeover', detail: `generation ${row.id}: ${row.attempts} claims, ${takeovers} takeover(s)` });
+		}
+	}
+	return violations;
+}
+
+/** Every reconciliation check above, against the quiet database. */
+export async function reconcile(database: string, record: ChaosRecord, requests: readonly RequestLogEntry[], instances: readonly DirectusInstance[]): Promise<Violation[]> {
+	const rows = await jobs(database);
+	return [...checkAccepted(record, rows), ...checkFailures(record, rows), ...checkChatCalls(record, rows, requests), ...checkClaims(record, rows, instances)];
+}
