@@ -2,7 +2,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { startFakeProvider, type FakeProvider } from './support/fake-provider/server.ts';
 import { balanceOf, call, createUser, eventually, expectEnvelope, ledgerOf, waitForJob } from './support/api.ts';
 import { startDirectus, type DirectusInstance } from './support/directus.ts';
-import { expectPostsOnce, jobRow, plannedSite, postedRoutes } from './support/job-checks.ts';
+import { expectPostsOnce, jobRow, plannedSite, postedRoutes, waitForGiveUp } from './support/job-checks.ts';
 import { INTERFACE_LEGS, legAvailable } from './support/legs.ts';
 
 /*
@@ -71,8 +71,7 @@ describe.each(INTERFACE_LEGS)('job controls on %s', (leg) => {
 			// (The worker may have dropped the call first, on finding its lease gone.)
 			fake.configure({ holdChat: false });
 			fake.releaseChat();
-			const gaveUp = (line: string) => line.includes(`"jobId":${id}`) && /lease lost|handed over/.test(line);
-			await eventually(async () => directus.output().split('\n').some(gaveUp), 20_000, 'the worker to give up');
+			await waitForGiveUp(directus, id);
 			expect(await postedRoutes(directus, site.pseoId)).toEqual([]);
 			expect((await waitForJob(directus, user, id))['failed_count']).toBe(1);
 			const ledger = await ledgerOf(directus, user.id);

@@ -5,7 +5,7 @@ import { copyDatabase, type DirectusInstance } from './support/directus.ts';
 import { startCluster, type Cluster } from './support/cluster.ts';
 import { clusterMissing } from './support/cluster-prerequisites.ts';
 import { lockUserRow, lockWaiters } from './support/pg-locks.ts';
-import { batchesOf, expectLedgerBalances, expectPostsOnce, jobRow, plannedSite, postedRoutes } from './support/job-checks.ts';
+import { waitForGiveUp, batchesOf, expectLedgerBalances, expectPostsOnce, jobRow, plannedSite, postedRoutes } from './support/job-checks.ts';
 
 /*
  * Operating contract section 5, the fence: a worker that stalls (SIGSTOP: a long GC pause, a frozen VM, a
@@ -187,8 +187,7 @@ describe.skipIf(missing.length > 0)('a stalled lease holder on PostgreSQL with t
 		expect(cancelled.body.data).toMatchObject({ status: 'failed', created_count: 0, failed_count: 1, failed_routes: [{ route: site.routes[0], error: 'cancelled' }] });
 		fake.configure({ holdChat: false });
 		fake.releaseChat();
-		const gaveUp = (line: string) => line.includes(`"jobId":${id}`) && /lease lost|handed over/.test(line);
-		await eventually(async () => holder.output().split('\n').some(gaveUp), 20_000, 'the holder to give the job up');
+		await waitForGiveUp(holder, id);
 		expect(await postedRoutes(other, site.pseoId)).toEqual([]);
 		expect(await jobRow(other, id)).toMatchObject({ status: 'failed', created_count: 0, failed_count: 1 });
 		const ledger = await expectLedgerBalances(other, user);

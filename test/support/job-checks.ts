@@ -4,7 +4,7 @@
  * instance's memory.
  */
 import { expect } from 'vitest';
-import { adminItems, balanceOf, createWebsite, ledgerOf, planPages, seedPlan, type TestUser } from './api.ts';
+import { adminItems, balanceOf, createWebsite, eventually, ledgerOf, planPages, seedPlan, type TestUser } from './api.ts';
 import type { DirectusInstance } from './directus.ts';
 import type { FakeProvider } from './fake-provider/server.ts';
 
@@ -42,6 +42,12 @@ export function batchesOf(fake: FakeProvider, generationId: number): number {
 	return fake.requests.filter(
 		(entry) => entry.method === 'POST' && entry.path === '/v1/batches' && entry.status === 200 && entry.metadata?.['pseo_generation_id'] === String(generationId),
 	).length;
+}
+
+/** Waits until `instance` has given job `jobId` up: it found its lease gone, or a late write of its was refused. */
+export async function waitForGiveUp(instance: DirectusInstance, jobId: number, timeoutMs = 20_000): Promise<void> {
+	const gaveUp = (line: string) => line.includes(`"jobId":${jobId}`) && /lease lost|handed over/.test(line);
+	await eventually(async () => instance.output().split('\n').some(gaveUp), timeoutMs, `the worker to give job ${jobId} up`);
 }
 
 /** The ledger of a user agrees with the balance: grants - charges + refunds. */
