@@ -153,29 +153,37 @@ describe.skipIf(missing.length > 0)('several instances on one PostgreSQL databas
 	});
 
 	it('5 every job runs exactly once between the instances: one post and one provider call per page, one batch per bulk job', async () => {
-		fake.configure({ latencyMs: 150 });
 		const users = [await createUser(reader, { balance: 10_000 }), await createUser(reader, { balance: 10_000 })];
 		const sites: { user: TestUser; pseoId: number; routes: string[] }[] = [];
 		for (const user of users) for (let i = 0; i < 3; i++) sites.push({ user, ...(await plannedSite(reader, user, 12)) });
-
-		// Who holds running jobs, sampled from the database while they run.
-		const owners = new Set<string>();
-		let sampling = true;
-		const sampler = (async () => {
-			while (sampling) {
-				for (const row of await adminItems(reader, 'pseo_generations', 'filter[status][_eq]=running&fields=lease_owner')) {
-					if (row.lease_owner) owners.add(row.lease_owner);
-				}
-				await new Promise((resolve) => setTimeout(resolve, 50));
-			}
-		})();
-
-		// Per website: three on-demand pages, then a bulk job of five, each trigger on the next instance.
 		let next = 0;
 		const jobs: { generationId: number; mode: 'on_demand' | 'bulk'; pseoId: number }[] = [];
+
+		// First, one page per website, each triggered on the next instance and held at the provider, until the
+		// database shows the work shared: more than one instance holds a running job.
+		fake.configure({ holdChat: true });
+		for (const site of sites) {
+			const res = await call(instances[next++ % INSTANCES]!, 'POST', ON_DEMAND, { token: site.user.token, body: { pseo_id: site.pseoId, post_count: 1 } });
+			expect(res.status, JSON.stringify(res.body)).toBe(202);
+			jobs.push({ generationId: res.body.generation_id, mode: 'on_demand', pseoId: site.pseoId });
+		}
+		const owners = await eventually(
+			async () => {
+				const rows = await adminItems(reader, 'pseo_generations', 'filter[status][_eq]=running&fields=lease_owner');
+				const held = new Set(rows.map((row) => row.lease_owner as string | null).filter((owner): owner is string => !!owner));
+				return held.size >= 2 ? held : null;
+			},
+			30_000,
+			'running jobs held by two instances or more',
+		);
+		fake.configure({ holdChat: false });
+		fake.releaseChat();
+		for (const [index, job] of jobs.entries()) expect((await waitForJob(reader, sites[index]!.user, job.generationId))['status']).toBe('completed');
+
+		// Then per website: two more on-demand pages and a bulk job of five, each trigger on the next instance.
 		await Promise.all(
 			sites.map(async (site) => {
-				const rounds: [string, number][] = [[ON_DEMAND, 1], [ON_DEMAND, 1], [ON_DEMAND, 1], [BULK, 5]];
+				const rounds: [string, number][] = [[ON_DEMAND, 1], [ON_DEMAND, 1], [BULK, 5]];
 				for (const [path, count] of rounds) {
 					const instance = instances[next++ % INSTANCES]!;
 					const res = await call(instance, 'POST', path, { token: site.user.token, body: { pseo_id: site.pseoId, post_count: count } });
@@ -186,9 +194,6 @@ describe.skipIf(missing.length > 0)('several instances on one PostgreSQL databas
 				}
 			}),
 		);
-		sampling = false;
-		await sampler;
-
 		for (const site of sites) {
 			await expectPostsOnce(reader, site.pseoId, site.routes.slice(0, 8));
 			for (const route of site.routes.slice(0, 3)) {
