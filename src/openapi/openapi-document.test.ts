@@ -110,8 +110,12 @@ describe('openApiDocument', () => {
 			date_completed: null,
 		};
 		expect(valid('GenerationSummary', job)).toBe(true);
-		expect(valid('Generation', { ...job, date_updated: timestamp })).toBe(true);
+		const usage = { prompt_tokens: 1200, completion_tokens: 800, requests: 2 };
+		expect(valid('Generation', { ...job, date_updated: timestamp, usage })).toBe(true);
+		expect(valid('Generation', { ...job, date_updated: timestamp })).toBe(false);
+		expect(valid('Generation', { ...job, date_updated: timestamp, usage: { ...usage, requests: -1 } })).toBe(false);
 		expect(valid('GenerationSummary', { ...job, date_updated: timestamp })).toBe(false);
-		expect(valid('Generation', { ...job, date_updated: timestamp, status: 'done' })).toBe(false);
+		expect(valid('GenerationSummary', { ...job, usage })).toBe(false);
+		expect(valid('Generation', { ...job, date_updated: timestamp, usage, status: 'done' })).toBe(false);
 	});
 });

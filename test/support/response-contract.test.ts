@@ -16,6 +16,7 @@ const job = {
 	date_created: timestamp,
 	date_updated: timestamp,
 	date_completed: null,
+	usage: { prompt_tokens: 0, completion_tokens: 0, requests: 0 },
 };
 
 describe('checkResponse', () => {
