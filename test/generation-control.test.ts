@@ -1,6 +1,6 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { startFakeProvider, type FakeProvider } from './support/fake-provider/server.ts';
-import { balanceOf, call, createUser, eventually, expectEnvelope, ledgerOf, waitForJob } from './support/api.ts';
+import { adminItems, balanceOf, call, createUser, eventually, expectEnvelope, ledgerOf, waitForJob } from './support/api.ts';
 import { startDirectus, type DirectusInstance } from './support/directus.ts';
 import { expectPostsOnce, jobRow, plannedSite, postedRoutes, waitForGiveUp } from './support/job-checks.ts';
 import { INTERFACE_LEGS, legAvailable } from './support/legs.ts';
@@ -206,6 +206,71 @@ describe.each(INTERFACE_LEGS)('job controls on %s', (leg) => {
 			// Another website of the same user is not held back by this one's cap.
 			const other = await plannedSite(directus, user, 2);
 			expect((await call(directus, 'POST', ON_DEMAND, { token: user.token, body: { pseo_id: other.pseoId, post_count: 1 } })).status).toBe(202);
+		});
+
+		it('regenerate rewrites a post with the owner\'s instructions; the previous version stays as a Directus revision', async () => {
+			const user = await createUser(directus, { balance: 100 });
+			const site = await plannedSite(directus, user, 2);
+			const first = await call(directus, 'POST', ON_DEMAND, { token: user.token, body: { pseo_id: site.pseoId, post_count: 1 } });
+			await waitForJob(directus, user, first.body.generation_id);
+			const [before] = await adminItems(directus, 'pseo_posts', `filter[pseo_id][_eq]=${site.pseoId}`);
+			const instructions = 'Add a short paragraph on weekend opening hours.';
+
+			const res = await call(directus, 'POST', `/pseo-endpoints/posts/${before.id}/regenerate`, { token: user.token, body: { instructions } });
+			expect(res.status).toBe(202);
+			expect(res.body).toMatchObject({ success: true, status: 'pending', generation_id: expect.any(Number) });
+			const job = await waitForJob(directus, user, res.body.generation_id);
+			expect(job).toMatchObject({ status: 'completed', requested_count: 1, created_count: 1, failed_count: 0 });
+			expect(fake.requests.filter((entry) => entry.route === before.route && entry.instructions === instructions)).toHaveLength(1);
+
+			// One post still, rewritten; the website's count unchanged.
+			const posts = await adminItems(directus, 'pseo_posts', `filter[pseo_id][_eq]=${site.pseoId}`);
+			expect(posts).toHaveLength(1);
+			expect(posts[0]).toMatchObject({ id: before.id, route: before.route, generation_id: res.body.generation_id });
+			expect(posts[0].body).toContain(instructions);
+			expect(before.body).not.toContain(instructions);
+			const [website] = await adminItems(directus, 'pseo', `filter[id][_eq]=${site.pseoId}`);
+			expect(website.post_counts_total).toBe(1);
+
+			// The previous version is a revision of the post, and so is the new one.
+			const listed = await call(directus, 'GET', `/revisions?filter[collection][_eq]=pseo_posts&filter[item][_eq]=${before.id}&sort=id&fields=data`, { token: directus.adminToken });
+			expect(listed.status).toBe(200);
+			const versions = listed.body.data.map((revision: { data: { body: string } }) => revision.data.body);
+			expect(versions).toEqual([before.body, posts[0].body]);
+
+			// Charged token_per_page; the website is busy while a regeneration runs.
+			const ledger = await ledgerOf(directus, user.id);
+			expect(ledger.filter((row) => row.reason === 'charge').map((row) => Number(row.amount))).toEqual([-PAGE_RATE, -PAGE_RATE]);
+			fake.configure({ holdChat: true });
+			const busy = await call(directus, 'POST', `/pseo-endpoints/posts/${before.id}/regenerate`, { token: user.token });
+			expect(busy.status).toBe(202);
+			expectEnvelope(await call(directus, 'POST', `/pseo-endpoints/posts/${before.id}/regenerate`, { token: user.token }), 409);
+			fake.configure({ holdChat: false });
+			fake.releaseChat();
+			await waitForJob(directus, user, busy.body.generation_id);
+		});
+
+		it('regenerate refuses bad input and other users\' posts, and charges nothing then', async () => {
+			const user = await createUser(directus, { balance: 100 });
+			const site = await plannedSite(directus, user, 2);
+			const first = await call(directus, 'POST', ON_DEMAND, { token: user.token, body: { pseo_id: site.pseoId, post_count: 1 } });
+			await waitForJob(directus, user, first.body.generation_id);
+			const [post] = await adminItems(directus, 'pseo_posts', `filter[pseo_id][_eq]=${site.pseoId}`);
+			const path = `/pseo-endpoints/posts/${post.id}/regenerate`;
+			for (const body of [{ instructions: 'x'.repeat(2001) }, { instructions: 5 }, { note: 'hi' }, '[1]', '{oops']) {
+				expectEnvelope(await call(directus, 'POST', path, { token: user.token, body }), 400);
+			}
+			expectEnvelope(await call(directus, 'POST', '/pseo-endpoints/posts/abc/regenerate', { token: user.token }), 400);
+			expectEnvelope(await call(directus, 'POST', '/pseo-endpoints/posts/99999999/regenerate', { token: user.token }), 404);
+			const stranger = await createUser(directus, { balance: 100 });
+			expectEnvelope(await call(directus, 'POST', path, { token: stranger.token }), 403);
+			expectEnvelope(await call(directus, 'POST', path), 401);
+			expect(await balanceOf(directus, user.id)).toBe(100 - PAGE_RATE);
+			expect(await balanceOf(directus, stranger.id)).toBe(100);
+			// 2,000 characters exactly are fine.
+			const ok = await call(directus, 'POST', path, { token: user.token, body: { instructions: 'y'.repeat(2000) } });
+			expect(ok.status).toBe(202);
+			await waitForJob(directus, user, ok.body.generation_id);
 		});
 	});
 });

@@ -17,6 +17,8 @@ export interface JobContext {
 	allowedRoutes: ReadonlySet<string>;
 	/** The most relevant other pages of the plan for a page, to link to. */
 	siblings: (item: PlanPage, n?: number) => Sibling[];
+	/** A regeneration's instructions from the owner; null for new pages. */
+	instructions: string | null;
 }
 
 export async function loadJobContext(knex: Knex, job: JobRecord): Promise<JobContext> {
@@ -32,5 +34,6 @@ export async function loadJobContext(knex: Knex, job: JobRecord): Promise<JobCon
 		planPages: pages,
 		allowedRoutes: new Set([...pages, ...job.routes].map((page) => page.route)),
 		siblings: createSiblingPicker(pages),
+		instructions: job.instructions,
 	};
 }

@@ -1,7 +1,8 @@
 import type { Knex } from 'knex';
 import { lockPayer, refundTokens } from '../ledger/token-ledger.ts';
 import type { PlanPage } from '../plan/plan-page.ts';
-import { insertPosts, postedRoutes, type PageContent } from '../posts/post-store.ts';
+import { insertPosts, isRewrittenBy, postedRoutes, type NewPost, type PageContent } from '../posts/post-store.ts';
+import type { PostReviser } from '../posts/post-revisions.ts';
 import { dbTimestamp, insertedId, jsonFromDb, vendorOf } from '../shared/database.ts';
 import type { Logger } from '../shared/logger.ts';
 import { retryConflicts, transact } from '../shared/transaction.ts';
@@ -26,6 +27,9 @@ export interface NewJob {
 	routes: readonly PlanPage[];
 	rate: number;
 	planId: number | null;
+	/** A regeneration: the post its one route rewrites, and the owner's instructions. */
+	regeneratePostId?: number | null;
+	instructions?: string | null;
 }
 
 /**
@@ -50,6 +54,8 @@ export async function insertJob(trx: Knex.Transaction, job: NewJob): Promise<num
 			main_json_id: job.planId,
 			active_pseo_id: job.pseoId,
 			attempts: 0,
+			regenerate_post_id: job.regeneratePostId ?? null,
+			instructions: job.instructions ?? null,
 			date_created: now,
 			date_updated: now,
 		},
@@ -187,18 +193,29 @@ export async function readJob(knex: Knex, jobId: number): Promise<JobRecord | nu
 		lease_owner: (row['lease_owner'] as string | null) ?? null,
 		attempts: Number(row['attempts'] ?? 0),
 		cancelled: row['cancelled_at'] !== null && row['cancelled_at'] !== undefined,
+		regenerate_post_id: row['regenerate_post_id'] === null || row['regenerate_post_id'] === undefined ? null : Number(row['regenerate_post_id']),
+		instructions: (row['instructions'] as string | null) ?? null,
 	};
 }
 
 /** Routes of the job that already have a post or a recorded failure: they are done and never redone. */
 export async function settledRoutes(knex: Knex, job: JobRecord): Promise<Set<string>> {
-	const done = await postedRoutes(
+	const done = await doneRoutes(
 		knex,
-		job.pseo_id,
+		job,
 		job.routes.map((item) => item.route),
 	);
 	for (const failure of job.failed_routes) done.add(failure.route);
 	return done;
+}
+
+/**
+ * Routes of the job that already have their post: any post for a job of new pages; for a regeneration, only a post
+ * this very job rewrote (the post it rewrites exists from the start).
+ */
+async function doneRoutes(knex: Knex, job: JobRecord, routes: readonly string[]): Promise<Set<string>> {
+	if (job.regenerate_post_id === null) return postedRoutes(knex, job.pseo_id, routes);
+	return (await isRewrittenBy(knex, job.regenerate_post_id, job.id)) ? new Set(routes) : new Set();
 }
 
 export interface PageOutcome {
@@ -229,9 +246,10 @@ export async function recordOutcomes(
 	worker: string,
 	outcomes: PageOutcome[],
 	logger: Logger,
+	revise?: PostReviser,
 ): Promise<{ created: number; failed: number }> {
 	if (outcomes.length === 0) return { created: 0, failed: 0 };
-	return transact(knex, (trx) => recordInTransaction(trx, job, worker, outcomes), {
+	return transact(knex, (trx) => recordInTransaction(trx, job, worker, outcomes, revise), {
 		logger,
 		what: 'page results',
 		context: { jobId: job.id, worker },
@@ -243,6 +261,7 @@ async function recordInTransaction(
 	job: JobRecord,
 	worker: string,
 	outcomes: PageOutcome[],
+	revise: PostReviser | undefined,
 ): Promise<{ created: number; failed: number }> {
 	await lockPayer(trx, job.user_id);
 	let lockQuery = trx(JOBS).where({ id: job.id, lease_owner: worker, status: 'running' });
@@ -250,8 +269,11 @@ async function recordInTransaction(
 	const current = (await lockQuery.first('failed_routes')) as { failed_routes: unknown } | undefined;
 	if (!current) throw new LeaseLostError(job.id);
 	const failedRoutes = jsonFromDb<FailedRoute[]>(current.failed_routes, []);
-	const routes = outcomes.map((outcome) => outcome.route);
-	const existing = await postedRoutes(trx, job.pseo_id, routes);
+	const existing = await doneRoutes(
+		trx,
+		job,
+		outcomes.map((outcome) => outcome.route),
+	);
 
 	// The first outcome for a route counts; later ones, and routes already posted or failed, are skipped.
 	const taken = new Set([...failedRoutes.map((failure) => failure.route), ...existing]);
@@ -263,15 +285,14 @@ async function recordInTransaction(
 	}
 
 	const now = dbTimestamp(trx);
-	const duplicates = await insertPosts(
-		trx,
-		fresh.flatMap((outcome) =>
-			outcome.content
-				? [{ pseo_id: job.pseo_id, generation_id: job.id, user_id: job.user_id, route: outcome.route, language: outcome.language ?? null, content: outcome.content }]
-				: [],
-		),
-		now,
-	);
+	const duplicates = job.regenerate_post_id === null ? await insertPosts(trx, newPosts(job, fresh), now) : new Set<string>();
+	if (job.regenerate_post_id !== null) {
+		for (const outcome of fresh) {
+			if (!outcome.content) continue;
+			if (!revise) throw new Error(`Generation ${job.id} rewrites post ${job.regenerate_post_id}, and this worker cannot record post revisions.`);
+			await revise(trx, { postId: job.regenerate_post_id, userId: job.user_id, generationId: job.id }, outcome.content);
+		}
+	}
 	let created = 0;
 	let failed = 0;
 	for (const outcome of fresh) {
@@ -306,10 +327,19 @@ async function recordInTransaction(
 				date_updated: now,
 			});
 	}
-	if (created > 0) {
+	// A regeneration rewrites a post the website already counts.
+	if (created > 0 && job.regenerate_post_id === null) {
 		await addPostCount(trx, job.pseo_id, created);
 	}
 	return { created, failed };
+}
+
+function newPosts(job: JobRecord, outcomes: readonly PageOutcome[]): NewPost[] {
+	return outcomes.flatMap((outcome) =>
+		outcome.content
+			? [{ pseo_id: job.pseo_id, generation_id: job.id, user_id: job.user_id, route: outcome.route, language: outcome.language ?? null, content: outcome.content }]
+			: [],
+	);
 }
 
 function sumUsage(outcomes: readonly PageOutcome[]): PageUsage {

@@ -28,4 +28,8 @@ export interface JobRecord {
 	attempts: number;
 	/** Set when its owner cancelled the job: whoever holds it next finishes the cancel instead of the work. */
 	cancelled: boolean;
+	/** The post a regeneration job rewrites (its one route); null for a job of new pages. */
+	regenerate_post_id: number | null;
+	/** The owner's instructions for a regeneration, added to the page prompt. */
+	instructions: string | null;
 }

@@ -23,6 +23,7 @@ export function buildPageRequest(context: JobContext, item: PlanPage): JsonCompl
 			businessDescription: context.businessDescription,
 			item,
 			siblings: context.siblings(item, SIBLINGS_PER_PAGE),
+			instructions: context.instructions,
 		}),
 		validate: makeValidator(context.allowedRoutes, item.route),
 	};

@@ -5,6 +5,7 @@ import type { GenerationProvider } from '../provider/generation-provider.ts';
 import { loadJobContext } from './job-context.ts';
 import { finishJob, LeaseLostError, recordOutcomes, settledRoutes, type PageOutcome, type PageUsage } from './job-store.ts';
 import type { ReportedUsage } from '../provider/types.ts';
+import type { PostReviser } from '../posts/post-revisions.ts';
 import type { JobRecord } from './job-types.ts';
 import { generatePage } from './page-request.ts';
 
@@ -16,6 +17,8 @@ export interface RunnerDeps {
 	provider: GenerationProvider | { unavailable: string };
 	queue: PQueue;
 	signal: AbortSignal;
+	/** Rewrites a post with a regenerated page, keeping the previous version as a revision. */
+	revise?: PostReviser;
 }
 
 /**
@@ -37,7 +40,7 @@ export async function runPages(job: JobRecord, deps: RunnerDeps): Promise<void> 
 	const provider = deps.provider;
 	const context = await loadJobContext(database, job);
 
-	const store = coalesceWrites<PageOutcome>((outcomes) => recordOutcomes(database, job, worker, outcomes, logger));
+	const store = coalesceWrites<PageOutcome>((outcomes) => recordOutcomes(database, job, worker, outcomes, logger, deps.revise));
 	let dropped = false;
 	const tasks = remaining.map((item) =>
 		queue

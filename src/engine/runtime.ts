@@ -9,6 +9,7 @@ import { runBatchStep } from './batch-runner.ts';
 import type { GenerationProvider } from '../provider/generation-provider.ts';
 import { claimJob, findClaimable, LeaseLostError, readJob, releaseJob, renewLease } from './job-store.ts';
 import { runPages, type RunnerDeps } from './page-runner.ts';
+import type { PostReviser } from '../posts/post-revisions.ts';
 
 export interface RuntimeOptions {
 	database: Knex;
@@ -16,6 +17,8 @@ export interface RuntimeOptions {
 	config: PseoConfig;
 	/** The provider for this instance, or why there is none. */
 	provider: GenerationProvider | { unavailable: string };
+	/** Rewrites a post with a regenerated page (posts/post-revisions.ts); without it, a regeneration fails. */
+	revise?: PostReviser;
 }
 
 /**
@@ -103,6 +106,7 @@ export class GenerationRuntime {
 				provider: this.#options.provider,
 				queue: this.#queue,
 				signal: controller.signal,
+				...(this.#options.revise ? { revise: this.#options.revise } : {}),
 			};
 			logger.debug({ jobId, mode: job.mode, attempt: job.attempts }, 'pseo job claimed');
 			if (job.cancelled) {

@@ -39,9 +39,12 @@ export interface JobToAccept {
 	note: string;
 	/** PSEO_USER_DAILY_TOKEN_CAP, or null; the website's own cap is read in the transaction. */
 	userCap: number | null;
+	/** A regeneration: the post its one route rewrites, and the owner's instructions. */
+	regeneratePostId?: number;
+	instructions?: string | null;
 }
 
-function activeConflict(pseoId: number) {
+export function activeConflict(pseoId: number) {
 	return new ConflictError({ reason: `PSEO ${pseoId} already has a generation job pending or running.` });
 }
 
@@ -67,14 +70,14 @@ export async function startJob(deps: StartJobDeps, input: StartJobInput): Promis
  * (shared/transaction.ts).
  */
 export async function acceptJob(deps: StartJobDeps, job: JobToAccept): Promise<{ id: number }> {
-	const { userId, pseoId, mode, rate, routes, planId, note, userCap } = job;
+	const { userId, pseoId, mode, rate, routes, planId, note, userCap, regeneratePostId = null, instructions = null } = job;
 	try {
 		return await transact(
 			deps.database,
 			async (trx) => {
 				await lockPayer(trx, userId);
 				await assertWithinDailyCaps(trx, { userId, pseoId, amount: rate * routes.length, userCap });
-				const id = await insertJob(trx, { pseoId, userId, mode, routes, rate, planId });
+				const id = await insertJob(trx, { pseoId, userId, mode, routes, rate, planId, regeneratePostId, instructions });
 				await chargeTokens(trx, userId, rate * routes.length, { pseoId, generationId: id, note });
 				return { id };
 			},

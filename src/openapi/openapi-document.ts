@@ -186,6 +186,10 @@ const schemas: Record<string, Json> = {
 		{ data: { type: 'array', maxItems: 50, items: ref('GenerationSummary'), description: 'Newest first.' } },
 		'Interface 4.7: the caller\'s 50 newest jobs of the website.',
 	),
+	RegenerateRequest: {
+		description: 'Optional. Unknown fields are refused with 400.',
+		...closed({ instructions: { type: 'string', maxLength: 2000, description: 'What to change in the new version, added to the page prompt.' } }, ['instructions']),
+	},
 	PlanRequest: {
 		description: 'Interface 4.8. Unknown fields are refused with 400.',
 		...closed({
@@ -432,6 +436,28 @@ function operations(): Json {
 						403,
 						[404, 'The generation does not exist.'],
 						[409, 'Another job of this website is pending or running.'],
+					]),
+				},
+			},
+		},
+		'/posts/{id}/regenerate': {
+			post: {
+				operationId: 'regeneratePost',
+				tags: ['Generations'],
+				summary: 'Write a new version of one page',
+				description:
+					'Starts an on-demand job of one page for the post\'s route, charged `token_per_page`, with the optional instructions added to the prompt. The new content replaces the post; the previous version stays as a Directus revision of the post, to compare and revert in the app.',
+				parameters: [{ name: 'id', in: 'path', required: true, description: 'The post\'s id (`pseo_posts`).', schema: ref('Identifier') }],
+				requestBody: { required: false, content: { 'application/json': { schema: ref('RegenerateRequest') } } },
+				responses: {
+					202: json(ref('GenerationAccepted'), 'Accepted; poll the generation.'),
+					...errors([
+						[400, 'Invalid body: unknown fields, or instructions that are not a string of at most 2,000 characters.'],
+						401,
+						402,
+						403,
+						[404, 'The post does not exist.'],
+						[409, 'A job of the post\'s website is pending or running.'],
 					]),
 				},
 			},

@@ -16,6 +16,8 @@ export interface PagePromptContext {
 	item: PlanPage;
 	/** Pages the page may link to, usually from {@link pickSiblings}. */
 	siblings: Sibling[];
+	/** The owner's instructions for a new version of an existing page (a regeneration); null otherwise. */
+	instructions?: string | null;
 }
 
 const SYSTEM_PROMPT = [
@@ -27,6 +29,7 @@ const SYSTEM_PROMPT = [
 	'- Internal links: link only to routes listed in "sibling_routes", as root-relative Markdown links such as [anchor text](/route). Use two to four of them where they fit naturally. Never link to the page itself, never invent routes, never use absolute URLs for pages of this website. List every internal link you used in internal_links.',
 	'- faq: three to five questions a reader of this page would ask, with concise answers.',
 	"Follow the website owner's instructions below unless they contradict these rules.",
+	'When the JSON block has "editor_instructions", this is a new version of an existing page: follow those instructions within these rules.',
 ].join('\n');
 
 /**
@@ -45,6 +48,8 @@ export function buildPageMessages(ctx: PagePromptContext): ChatMessage[] {
 		page_type: orNull(item.page_type),
 		language: ctx.language,
 		sibling_routes: ctx.siblings.filter((sibling) => sibling.route !== item.route).map(({ route, title }) => ({ route, title })),
+		// Inside the JSON block, where a title cannot break out either.
+		...(ctx.instructions?.trim() ? { editor_instructions: ctx.instructions.trim() } : {}),
 	};
 	const sections = [`Website: ${defence(ctx.websiteUrl)}`, `Instructions from the website owner:\n${defence(ctx.masterPrompt.trim()) || '(none)'}`];
 	const description = ctx.businessDescription?.trim();

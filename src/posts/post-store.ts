@@ -53,6 +53,43 @@ export async function postedRoutes(knex: Knex, pseoId: number, routes?: readonly
 	return posted;
 }
 
+/** Whether post `postId` was last written by generation `jobId` (a regeneration that already stored its page). */
+export async function isRewrittenBy(knex: Knex, postId: number, jobId: number): Promise<boolean> {
+	const row = (await knex(POSTS).where('id', postId).first('generation_id')) as { generation_id: unknown } | undefined;
+	return row !== undefined && Number(row.generation_id) === jobId;
+}
+
+/** What a regeneration needs of a post: its website, owner, route and title; null when it does not exist. */
+export async function readPostForRegeneration(
+	knex: Knex,
+	postId: number,
+): Promise<{ id: number; pseoId: number; userId: string | null; route: string; title: string } | null> {
+	const row = (await knex(POSTS).where('id', postId).first('id', 'pseo_id', 'user_id', 'route', 'title')) as
+		| { id: number; pseo_id: number; user_id: string | null; route: string; title: string | null }
+		| undefined;
+	if (!row) return null;
+	return { id: Number(row.id), pseoId: Number(row.pseo_id), userId: row.user_id ?? null, route: row.route, title: row.title ?? row.route };
+}
+
+/** Every column of a post, as stored: the version a regeneration keeps as a revision. */
+export async function readPostRow(knex: Knex, postId: number): Promise<Record<string, unknown> | null> {
+	return ((await knex(POSTS).where('id', postId).first()) as Record<string, unknown> | undefined) ?? null;
+}
+
+/** The columns of a post that a regeneration rewrites. */
+export function rewrittenFields(content: PageContent, generationId: number): Record<string, unknown> {
+	return {
+		generation_id: generationId,
+		title: content.title,
+		meta_title: content.meta_title,
+		meta_description: content.meta_description,
+		h1: content.h1,
+		body: content.body,
+		faq: content.faq ?? [],
+		internal_links: content.internal_links ?? [],
+	};
+}
+
 /**
  * Inserts posts with multi-row statements (one statement per row made ingesting a big batch slow). A statement
  * that hits the (pseo_id, route) key, because another writer stored one of its routes first, is undone and its

@@ -5,6 +5,7 @@ import type { ServiceContext } from '../shared/services.ts';
 import { registerHealth } from './routes/health.ts';
 import { registerWebsites } from './routes/websites.ts';
 import { registerGenerations } from './routes/generations.ts';
+import { registerPosts } from './routes/posts.ts';
 import { registerTriggers } from './routes/triggers.ts';
 import { registerMainJson } from './routes/main-json.ts';
 import { registerSitemap } from './routes/sitemap.ts';
@@ -21,6 +22,7 @@ export default defineEndpoint({
 		registerWebsites(router, ctx);
 		registerTriggers(router, ctx, kickRuntime);
 		registerGenerations(router, ctx, kickRuntime);
+		registerPosts(router, ctx, kickRuntime);
 		registerMainJson(router, ctx);
 		registerSitemap(router, ctx);
 		registerBalance(router, ctx);

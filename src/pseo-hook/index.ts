@@ -12,6 +12,7 @@ import type { ServiceContext } from '../shared/services.ts';
 import { useConfig } from '../config/config.ts';
 import { drainBeforeClose } from '../engine/drain-before-close.ts';
 import { providerFor } from '../provider/create-provider.ts';
+import { createPostReviser } from '../posts/post-revisions.ts';
 import { GenerationRuntime } from '../engine/runtime.ts';
 import { setRuntime } from '../engine/runtime-registry.ts';
 
@@ -42,7 +43,7 @@ export default defineHook(({ init, filter, action }, context) => {
 	// Background work starts with the server, never when a CLI command merely loads the extension.
 	action('server.start', () => {
 		const config = useConfig(ctx.env);
-		const runtime = new GenerationRuntime({ database, logger, config, provider: providerFor(config, logger) });
+		const runtime = new GenerationRuntime({ database, logger, config, provider: providerFor(config, logger), revise: createPostReviser(ctx) });
 		setRuntime(runtime);
 		drainBeforeClose(database, () => runtime.drain(config.shutdownGraceMs), logger);
 		runtime.start();

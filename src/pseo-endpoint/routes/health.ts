@@ -12,6 +12,7 @@ export const ENDPOINTS = [
 	'GET /generations?pseo_id=X',
 	'POST /generations/:id/cancel',
 	'POST /generations/:id/retry',
+	'POST /posts/:id/regenerate',
 	'POST /generate/main-json',
 	'GET /fetch-sitemap?pseo_id=X',
 	'GET /balance',

@@ -23,6 +23,8 @@ export interface RequestLogEntry {
 	metadata?: Record<string, string> | null;
 	/** File routes: the file id. */
 	fileId?: string;
+	/** Chat completions: the `editor_instructions` of the prompt context, when it has them. */
+	instructions?: string;
 	/** Chat completions answered 200: the usage the answer reported. */
 	usage?: { prompt_tokens: number; completion_tokens: number };
 }

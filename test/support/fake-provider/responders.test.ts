@@ -53,6 +53,14 @@ describe('pageResponder', () => {
 		}
 		expect(page.faq.length).toBeGreaterThan(0);
 	});
+
+	it('follows editor_instructions in a closing section, and writes the same page without them', () => {
+		const context = { task: 'page', route: '/p', title: 'P', language: 'en' };
+		const plain = pageResponder(input(context)) as { body_markdown: string };
+		const revised = pageResponder(input({ ...context, editor_instructions: 'Mention the weekend opening hours.' })) as { body_markdown: string };
+		expect(plain.body_markdown).not.toContain('As requested');
+		expect(revised.body_markdown).toBe(`${plain.body_markdown}\n\n### As requested\n\nMention the weekend opening hours.`);
+	});
 });
 
 describe('planClustersResponder', () => {

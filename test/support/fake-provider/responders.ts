@@ -128,12 +128,15 @@ export const pageResponder: Responder = ({ context }) => {
 	const links = pickSiblings(siblingsOf(context, route), seed);
 	const linkText = (sibling: Sibling | undefined): string =>
 		sibling ? ` For more detail, see [${sibling.title}](${sibling.route}).` : '';
+	// A new version of a page follows the editor's instructions: here, visibly, as a closing section.
+	const instructions = typeof context.editor_instructions === 'string' ? context.editor_instructions : null;
 	const body = [
 		`## ${title}`,
 		paragraph(seed, keyword, 4),
 		`### What to look for\n\n${paragraph(seed + 1, keyword, 4)}${linkText(links[0])}`,
 		`### Costs and planning\n\n${paragraph(seed + 2, keyword, 4)}${linkText(links[1])}`,
 		`### Next steps\n\n${paragraph(seed + 3, keyword, 3)}`,
+		...(instructions ? [`### As requested\n\n${instructions}`] : []),
 	].join('\n\n');
 	return {
 		title,

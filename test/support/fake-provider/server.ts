@@ -303,7 +303,11 @@ class FakeProviderServer implements FakeProvider {
 
 	async #chat({ req, res, entry }: RouteContext): Promise<void> {
 		const parsed = parseChatRequest(await readJson(req));
-		if (entry && parsed.ok) Object.assign(entry, { task: parsed.request.task, route: parsed.request.route, schemaName: parsed.request.schemaName });
+		if (entry && parsed.ok) {
+			Object.assign(entry, { task: parsed.request.task, route: parsed.request.route, schemaName: parsed.request.schemaName });
+			const instructions = parsed.request.context?.['editor_instructions'];
+			if (typeof instructions === 'string') entry.instructions = instructions;
+		}
 		const config = this.#config;
 		if (config.hangChat) {
 			await new Promise((resolve) => res.on('close', resolve));

@@ -1,0 +1,66 @@
+import type { PseoConfig } from '../config/config.ts';
+import { hasActiveJob } from '../engine/job-store.ts';
+import { ForbiddenError, InvalidPayloadError, NotFoundError } from '../errors/index.ts';
+import type { PlanPage } from '../plan/plan-page.ts';
+import { readCurrentPlan } from '../plan/plan-store.ts';
+import { readPostForRegeneration } from '../posts/post-store.ts';
+import { readWebsite } from '../websites/website-store.ts';
+import { acceptJob, activeConflict, type StartJobDeps } from './start-job.ts';
+
+/** The longest instructions a regeneration takes, in characters. */
+const MAX_INSTRUCTIONS = 2000;
+
+/**
+ * The body of POST /posts/:id/regenerate: nothing, or `{ instructions }`, a string of at most 2,000 characters
+ * (trimmed; empty means none). Anything else is 400.
+ */
+export function parseRegenerateBody(body: unknown): { instructions: string | null } {
+	if (body === undefined || body === null || (typeof body === 'object' && !Array.isArray(body) && Object.keys(body).length === 0)) {
+		return { instructions: null };
+	}
+	if (typeof body !== 'object' || Array.isArray(body)) throw new InvalidPayloadError({ reason: 'The request body must be a JSON object.' });
+	const unknown = Object.keys(body).filter((key) => key !== 'instructions');
+	if (unknown.length > 0) throw new InvalidPayloadError({ reason: `Unknown field(s): ${unknown.join(', ')}. Only "instructions" is accepted.` });
+	const { instructions } = body as { instructions?: unknown };
+	if (instructions === undefined || instructions === null) return { instructions: null };
+	if (typeof instructions !== 'string') throw new InvalidPayloadError({ reason: '"instructions" must be a string.' });
+	const trimmed = instructions.trim();
+	if ([...trimmed].length > MAX_INSTRUCTIONS) {
+		throw new InvalidPayloadError({ reason: `"instructions" must be at most ${MAX_INSTRUCTIONS} characters (received ${[...trimmed].length}).` });
+	}
+	return { instructions: trimmed === '' ? null : trimmed };
+}
+
+/**
+ * Starts an on-demand job of one page that rewrites post `postId` of `userId`, with `instructions` added to the
+ * prompt, charged at `token_per_page`: 404 when the post does not exist, 403 when it is someone else's, 409 when
+ * its website has an active job, 402 when the balance or a daily cap is short. The new content replaces the post
+ * when the job stores it; the previous version stays as a Directus revision (posts/post-revisions.ts).
+ */
+export async function regeneratePost(
+	deps: StartJobDeps & { config: PseoConfig },
+	userId: string,
+	postId: number,
+	instructions: string | null,
+): Promise<{ id: number }> {
+	const post = await readPostForRegeneration(deps.database, postId);
+	if (!post) throw new NotFoundError({ resource: 'Post', id: postId });
+	const owner = post.userId ?? (await readWebsite(deps.database, post.pseoId))?.backend_user_id;
+	if (owner !== userId) throw new ForbiddenError({ resource: 'Post', id: postId });
+	if (await hasActiveJob(deps.database, post.pseoId)) throw activeConflict(post.pseoId);
+	// The plan's page for the route, with its keyword and intent, when the current plan still has it.
+	const plan = await readCurrentPlan(deps.database, post.pseoId);
+	const page: PlanPage = plan?.pages.find((candidate) => candidate.route === post.route) ?? { route: post.route, title: post.title, priority: 0 };
+	return acceptJob(deps, {
+		userId,
+		pseoId: post.pseoId,
+		mode: 'on_demand',
+		rate: deps.config.tokenPerPage,
+		routes: [page],
+		planId: plan?.id ?? null,
+		note: `regeneration of post ${postId}`,
+		userCap: deps.config.userDailyTokenCap,
+		regeneratePostId: postId,
+		instructions,
+	});
+}
