@@ -447,7 +447,7 @@ function operations(): Json {
 				summary: 'Write a new version of one page',
 				description:
 					'Starts an on-demand job of one page for the post\'s route, charged `token_per_page`, with the optional instructions added to the prompt. The new content replaces the post; the previous version stays as a Directus revision of the post, to compare and revert in the app.',
-				parameters: [{ name: 'id', in: 'path', required: true, description: 'The post\'s id (`pseo_posts`).', schema: ref('Identifier') }],
+				parameters: [{ name: 'id', in: 'path', required: true, description: 'The id of the post (a generated page).', schema: ref('Identifier') }],
 				requestBody: { required: false, content: { 'application/json': { schema: ref('RegenerateRequest') } } },
 				responses: {
 					202: json(ref('GenerationAccepted'), 'Accepted; poll the generation.'),
