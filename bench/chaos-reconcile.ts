@@ -58,16 +58,19 @@ function checkAccepted(record: ChaosRecord, rows: JobRow[]): Violation[] {
 	return violations;
 }
 
+/** The transient faults the run injects now and then: 503s and 429s, which a page may meet on every attempt. */
+const INJECTED_TRANSIENT = /\(HTTP (503|429)\)/;
+
 /**
  * A job ends `failed` only for a reason the run injected: each of its failed routes is one the fake provider was
- * told to fail. Transient faults (a few 5xx and 429s at a time) never exhaust a page's attempts, and a takeover
- * must finish a job, not fail it; so any other failed route is a bug.
+ * told to fail, or a page whose every attempt met one of the run's 503s or 429s. A takeover must finish a job,
+ * never fail it; so any other failed route is a bug.
  */
 function checkFailures(record: ChaosRecord, rows: JobRow[]): Violation[] {
 	const violations: Violation[] = [];
 	for (const row of rows) {
 		for (const failure of row.failed_routes ?? []) {
-			if (!record.failingRoutes.has(failure.route)) {
+			if (!record.failingRoutes.has(failure.route) && !INJECTED_TRANSIENT.test(failure.error)) {
 				violations.push({
 					invariant: 'a job fails only for an injected reason',
 					detail: `generation ${row.id} (${row.status}): ${failure.route} failed with ${JSON.stringify(failure.error.slice(0, 200))}`,
@@ -79,15 +82,16 @@ function checkFailures(record: ChaosRecord, rows: JobRow[]): Violation[] {
 }
 
 /**
- * In chat mode each route is answered once by the provider. A second answer is allowed only when a kill fell
- * between the first call and the last (the instance died before it stored the page, and whoever took the job over
- * asked again), and never for a route the run made fail (those are retried by design, and not counted).
+ * In chat mode each route is answered once by the provider. A second answer is allowed only for a takeover: a
+ * kill between the first call and the last (the instance died before it stored the page, and whoever took the job
+ * over asked again), or a lease its job's worker lost (it stalled past the lease on an overloaded machine). Routes
+ * the run made fail are retried by design and not counted.
  */
-function checkChatCalls(record: ChaosRecord, rows: JobRow[], requests: readonly RequestLogEntry[]): Violation[] {
-	const chatRoutes = new Set<string>();
+function checkChatCalls(record: ChaosRecord, rows: JobRow[], requests: readonly RequestLogEntry[], leaseLost: ReadonlyMap<number, number>): Violation[] {
+	const chatRoutes = new Map<string, number>();
 	for (const row of rows) {
 		if (row.mode !== 'on_demand' || !record.uniqueRouteSites.has(Number(row.pseo_id))) continue;
-		for (const page of row.routes ?? []) chatRoutes.add(page.route);
+		for (const page of row.routes ?? []) chatRoutes.set(page.route, Number(row.id));
 	}
 	const answered = new Map<string, number[]>();
 	for (const entry of requests) {
@@ -100,9 +104,9 @@ function checkChatCalls(record: ChaosRecord, rows: JobRow[], requests: readonly 
 		if (times.length < 2) continue;
 		const first = Math.min(...times);
 		const last = Math.max(...times);
-		const killsBetween = record.killTimes.filter((time) => time >= first && time <= last).length;
-		if (times.length - 1 > killsBetween) {
-			violations.push({ invariant: 'each chat page is answered once, unless a kill cut it off', detail: `${route}: ${times.length} answers, ${killsBetween} kill(s) between them` });
+		const takeovers = record.killTimes.filter((time) => time >= first && time <= last).length + (leaseLost.get(chatRoutes.get(route)!) ?? 0);
+		if (times.length - 1 > takeovers) {
+			violations.push({ invariant: 'each chat page is answered once, unless a takeover cut it off', detail: `${route}: ${times.length} answers, ${takeovers} takeover(s) between them` });
 		}
 	}
 	return violations;
@@ -114,15 +118,7 @@ function checkChatCalls(record: ChaosRecord, rows: JobRow[], requests: readonly 
  * handed back and claimed again at every poll by design; their double work would show as a second provider batch,
  * which the run checks apart.
  */
-function checkClaims(record: ChaosRecord, rows: JobRow[], instances: readonly DirectusInstance[]): Violation[] {
-	const leaseLost = new Map<number, number>();
-	for (const instance of instances) {
-		for (const line of instance.output().split('\n')) {
-			if (!/lease lost|handed over/.test(line)) continue;
-			const id = /"jobId":(\d+)/.exec(line)?.[1];
-			if (id) leaseLost.set(Number(id), (leaseLost.get(Number(id)) ?? 0) + 1);
-		}
-	}
+function checkClaims(record: ChaosRecord, rows: JobRow[], leaseLost: ReadonlyMap<number, number>): Violation[] {
 	const violations: Violation[] = [];
 	for (const row of rows) {
 		if (row.mode !== 'on_demand') continue;
@@ -136,8 +132,22 @@ function checkClaims(record: ChaosRecord, rows: JobRow[], instances: readonly Di
 	return violations;
 }
 
+/** Per job, how often a worker logged that it lost the job's lease (the job was taken over from a live worker). */
+function leaseLosses(instances: readonly DirectusInstance[]): Map<number, number> {
+	const losses = new Map<number, number>();
+	for (const instance of instances) {
+		for (const line of instance.output().split('\n')) {
+			if (!/lease lost|handed over/.test(line)) continue;
+			const id = /"jobId":(\d+)/.exec(line)?.[1];
+			if (id) losses.set(Number(id), (losses.get(Number(id)) ?? 0) + 1);
+		}
+	}
+	return losses;
+}
+
 /** Every reconciliation check above, against the quiet database. */
 export async function reconcile(database: string, record: ChaosRecord, requests: readonly RequestLogEntry[], instances: readonly DirectusInstance[]): Promise<Violation[]> {
 	const rows = await jobs(database);
-	return [...checkAccepted(record, rows), ...checkFailures(record, rows), ...checkChatCalls(record, rows, requests), ...checkClaims(record, rows, instances)];
+	const leaseLost = leaseLosses(instances);
+	return [...checkAccepted(record, rows), ...checkFailures(record, rows), ...checkChatCalls(record, rows, requests, leaseLost), ...checkClaims(record, rows, leaseLost)];
 }
