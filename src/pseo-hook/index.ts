@@ -8,6 +8,7 @@ import { ensureIndexes, installSchema } from '../schema/install-schema.ts';
 import { provisionListPresets } from '../schema/list-presets.ts';
 import { provisionUserPolicy } from '../schema/user-policy.ts';
 import { retryOnRace } from '../shared/retry-on-race.ts';
+import { refreshSchemaCache } from '../schema/refresh-schema-cache.ts';
 import type { ServiceContext } from '../shared/services.ts';
 import { useConfig } from '../config/config.ts';
 import { drainBeforeClose } from '../engine/drain-before-close.ts';
@@ -34,6 +35,7 @@ export default defineHook(({ init, filter, action }, context) => {
 		await retryOnRace(() => ensureIndexes(database), logger, 'index creation');
 		const policy = await retryOnRace(() => provisionUserPolicy(ctx), logger, 'policy provisioning');
 		await retryOnRace(() => provisionListPresets(ctx), logger, 'list presets');
+		await refreshSchemaCache(ctx);
 		logger.info(
 			{ created: report.created.length, refreshed: report.refreshed, skipped: report.skipped.length, policyChanged: policy.changed },
 			'pseo-automation: schema and "pSEO user" policy are in place',
