@@ -12,6 +12,7 @@ const OWNERS: Record<string, string> = {
 	pseo_posts: 'posts/post-store.ts',
 	pseo_main_json: 'plan/plan-store.ts',
 	pseo_token_ledger: 'ledger/token-ledger.ts',
+	pseo_post_bands: 'quality/similarity-index.ts',
 	directus_users: 'ledger/token-ledger.ts',
 };
 

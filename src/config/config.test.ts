@@ -26,6 +26,7 @@ describe('readConfig', () => {
 			providerBackoffMs: 1000,
 			planSitemapBudgetMs: 8000,
 			userDailyTokenCap: null,
+			quality: { minWords: 300, maxSimilarity: 0.8 },
 		});
 		expect(config.sitemap.allowPrivateNetworks).toBe(false);
 	});
@@ -42,6 +43,8 @@ describe('readConfig', () => {
 			PSEO_SWEEP_INTERVAL_MS: '',
 			PSEO_ALLOW_PRIVATE_NETWORKS: 'true',
 			PSEO_USER_DAILY_TOKEN_CAP: '500',
+			PSEO_QUALITY_MIN_WORDS: '0',
+			PSEO_QUALITY_MAX_SIMILARITY: ' .65 ',
 		});
 		expect(config).toMatchObject({
 			openaiApiKey: 'sk-test',
@@ -53,6 +56,7 @@ describe('readConfig', () => {
 			leaseMs: 5000,
 			sweepIntervalMs: 10_000,
 			userDailyTokenCap: 500,
+			quality: { minWords: 0, maxSimilarity: 0.65 },
 		});
 		expect(config.sitemap.allowPrivateNetworks).toBe(true);
 	});
@@ -82,6 +86,9 @@ describe('readConfig', () => {
 		['PSEO_PROVIDER_MAX_ATTEMPTS', '0'],
 		['PSEO_PROVIDER_BACKOFF_MS', 'soon'],
 		['PSEO_PLAN_SITEMAP_BUDGET_MS', '-1'],
+		['PSEO_QUALITY_MIN_WORDS', '-1'],
+		['PSEO_QUALITY_MAX_SIMILARITY', '1.5'],
+		['PSEO_QUALITY_MAX_SIMILARITY', '80%'],
 		['PSEO_ALLOW_PRIVATE_NETWORKS', 'yes'],
 		['PSEO_SITEMAP_REQUEST_TIMEOUT_MS', '0'],
 		['PSEO_SITEMAP_TOTAL_TIMEOUT_MS', 'x'],

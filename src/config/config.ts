@@ -41,6 +41,8 @@ export interface PseoConfig {
 	providerMaxAttempts: number;
 	/** `PSEO_PROVIDER_BACKOFF_MS`, first wait between attempts (doubling, capped at 30 s), default 1000. */
 	providerBackoffMs: number;
+	/** The quality gate: `PSEO_QUALITY_MIN_WORDS` (default 300) and `PSEO_QUALITY_MAX_SIMILARITY` (default 0.8). */
+	quality: { minWords: number; maxSimilarity: number };
 	/** `PSEO_PLAN_SITEMAP_BUDGET_MS`, how long a plan request may spend reading the website's sitemap, default 8000. */
 	planSitemapBudgetMs: number;
 	/** Limits of the sitemap reader (`PSEO_SITEMAP_*`, `PSEO_ALLOW_PRIVATE_NETWORKS`). */
@@ -71,6 +73,10 @@ export function readConfig(env: Env): PseoConfig {
 		providerMaxAttempts: int(env, 'PSEO_PROVIDER_MAX_ATTEMPTS', 4, 1),
 		providerBackoffMs: int(env, 'PSEO_PROVIDER_BACKOFF_MS', 1000, 0),
 		planSitemapBudgetMs: int(env, 'PSEO_PLAN_SITEMAP_BUDGET_MS', 8000, 0),
+		quality: {
+			minWords: int(env, 'PSEO_QUALITY_MIN_WORDS', 300, 0),
+			maxSimilarity: fraction(env, 'PSEO_QUALITY_MAX_SIMILARITY', 0.8),
+		},
 		sitemap: sitemapOptionsFromEnv(env),
 	};
 }
@@ -117,6 +123,15 @@ function int(env: Env, name: string, fallback: number, min: number): number {
 	if (!Number.isSafeInteger(parsed) || parsed < min) {
 		throw new TypeError(`${name} must be an integer >= ${min}, received ${JSON.stringify(value)}`);
 	}
+	return parsed;
+}
+
+/** A number from 0 to 1. */
+function fraction(env: Env, name: string, fallback: number): number {
+	const value = raw(env, name);
+	if (value === undefined || value === null) return fallback;
+	const parsed = typeof value === 'number' ? value : typeof value === 'string' && /^\s*\d*\.?\d+\s*$/.test(value) ? Number(value) : NaN;
+	if (!(parsed >= 0 && parsed <= 1)) throw new TypeError(`${name} must be a number from 0 to 1, received ${JSON.stringify(value)}`);
 	return parsed;
 }
 

@@ -3,8 +3,13 @@ import { faultPoint } from '../shared/fault-injection.ts';
 import { loadJobContext, type JobContext } from './job-context.ts';
 import { finishJob, recordOutcomes, releaseJob, saveBatch, settledRoutes, type PageOutcome } from './job-store.ts';
 import type { JobRecord } from './job-types.ts';
-import { buildPageRequest, pageFromBatchLine } from './page-request.ts';
+import { buildPageRequest, generatePage, pageFromBatchLine } from './page-request.ts';
 import { errorMessage, type RunnerDeps } from './page-runner.ts';
+import { createQualityGate, type QualityGate } from '../quality/quality-gate.ts';
+import type { QualityIssue } from '../quality/page-checks.ts';
+import type { PlanPage } from '../plan/plan-page.ts';
+import type { ReportedUsage } from '../provider/types.ts';
+import { assessDraft, rewriteFailed } from './quality-pass.ts';
 
 /** Results are written in chunks: big enough to be fast, small enough that memory stays flat. */
 const INGEST_CHUNK = 250;
@@ -74,13 +79,21 @@ async function submitBatch(
 async function ingestBatch(job: JobRecord, batch: BatchInfo, deps: RunnerDeps, provider: GenerationProvider): Promise<void> {
 	const { database, worker, logger } = deps;
 	const context: JobContext = await loadJobContext(database, job);
-	const wanted = new Set(job.routes.map((item) => item.route));
+	const items = new Map(job.routes.map((item) => [item.route, item]));
+	const gate = createQualityGate(database, job.pseo_id, deps.quality);
 	const seen = new Set<string>();
 	let chunk: PageOutcome[] = [];
 	const flush = async () => {
 		if (chunk.length === 0) return;
-		await recordOutcomes(database, job, worker, chunk, logger);
+		const outcomes = chunk;
 		chunk = [];
+		await gateChunk(outcomes, items, context, gate, deps, provider, job.id);
+		if (deps.signal.aborted) return;
+		try {
+			await recordOutcomes(database, job, worker, outcomes, logger);
+		} finally {
+			gate.settle(outcomes.map((outcome) => outcome.route));
+		}
 		faultPoint('mid-batch-ingest');
 	};
 
@@ -89,13 +102,14 @@ async function ingestBatch(job: JobRecord, batch: BatchInfo, deps: RunnerDeps, p
 		for await (const line of provider.streamFileLines(fileId)) {
 			if (deps.signal.aborted) return;
 			const outcome = pageFromBatchLine(line, context);
-			if (!outcome || !wanted.has(outcome.route) || seen.has(outcome.route)) continue;
+			if (!outcome || !items.has(outcome.route) || seen.has(outcome.route)) continue;
 			seen.add(outcome.route);
 			chunk.push(outcome);
 			if (chunk.length >= INGEST_CHUNK) await flush();
 		}
 	}
 	await flush();
+	if (deps.signal.aborted) return;
 
 	const missing = job.routes.filter((item) => !seen.has(item.route)).map((item) => item.route);
 	if (missing.length > 0) {
@@ -104,6 +118,50 @@ async function ingestBatch(job: JobRecord, batch: BatchInfo, deps: RunnerDeps, p
 			await recordOutcomes(database, job, worker, missing.slice(i, i + INGEST_CHUNK).map((route) => ({ route, error: reason })), logger);
 		}
 	}
+}
+
+/**
+ * The quality gate over a chunk of batch results, in place. Pages are assessed one after another, so that two
+ * near-duplicates of one chunk see each other and the database serves one lookup at a time; a page that fails is
+ * written once more through chat completions, on the instance's queue, while the next pages are assessed, and the
+ * chunk is stored once those rewrites are done.
+ */
+async function gateChunk(
+	outcomes: PageOutcome[],
+	items: ReadonlyMap<string, PlanPage>,
+	context: JobContext,
+	gate: QualityGate,
+	deps: RunnerDeps,
+	provider: GenerationProvider,
+	jobId: number,
+): Promise<void> {
+	const { logger, signal, queue } = deps;
+	const rewrites: Promise<void>[] = [];
+	for (const outcome of outcomes) {
+		const item = items.get(outcome.route);
+		if (!outcome.content || !item || signal.aborted) continue;
+		const first = await assessDraft(outcome.content, item, context.allowedRoutes, gate);
+		outcome.content = first.content;
+		if (!first.failed) continue;
+		const usage = (outcome.usage ??= { prompt_tokens: 0, completion_tokens: 0, requests: 0 });
+		const call = {
+			signal,
+			logContext: { jobId, route: item.route },
+			onUsage: (reported: ReportedUsage) => {
+				usage.prompt_tokens += reported.prompt_tokens;
+				usage.completion_tokens += reported.completion_tokens;
+				usage.requests++;
+			},
+		};
+		const rewrite = (qualityIssues: readonly QualityIssue[]) =>
+			queue.add(() => generatePage(provider, context, item, { ...call, qualityIssues }), { signal });
+		rewrites.push(
+			rewriteFailed(first, rewrite, { gate, logger, jobId, signal }).then((content) => {
+				outcome.content = content;
+			}),
+		);
+	}
+	await Promise.all(rewrites);
 }
 
 function missingReason(batch: BatchInfo): string {

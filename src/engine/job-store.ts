@@ -7,6 +7,7 @@ import { dbTimestamp, insertedId, jsonFromDb, vendorOf } from '../shared/databas
 import type { Logger } from '../shared/logger.ts';
 import { retryConflicts, transact } from '../shared/transaction.ts';
 import { addPostCount } from '../websites/website-store.ts';
+import { indexPages } from '../quality/similarity-index.ts';
 import type { FailedRoute, JobMode, JobRecord } from './job-types.ts';
 
 /*
@@ -331,6 +332,13 @@ async function recordInTransaction(
 	if (created > 0 && job.regenerate_post_id === null) {
 		await addPostCount(trx, job.pseo_id, created);
 	}
+	// The near-duplicate index learns the stored pages in the same transaction, so it never names a page that is not stored.
+	const stored = fresh.filter((outcome) => outcome.content?.quality && !duplicates.has(outcome.route));
+	await indexPages(
+		trx,
+		job.pseo_id,
+		stored.map((outcome) => ({ route: outcome.route, signature: outcome.content?.quality?.signature ?? null })),
+	);
 	return { created, failed };
 }
 

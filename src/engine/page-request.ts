@@ -8,11 +8,15 @@ import type { PlanPage } from '../plan/plan-page.ts';
 import { makeValidator, validatePageOutput } from '../page/page-output.ts';
 import { buildPageMessages } from '../page/page-prompt.ts';
 import { PAGE_SCHEMA, PAGE_SCHEMA_NAME, type PageOutput } from '../page/page-schema.ts';
+import type { QualityIssue } from '../quality/page-checks.ts';
 
 const SIBLINGS_PER_PAGE = 8;
 
-/** The chat request for one page: master prompt, plan language and description, the item and its siblings. */
-export function buildPageRequest(context: JobContext, item: PlanPage): JsonCompletionRequest {
+/**
+ * The chat request for one page: master prompt, plan language and description, the item and its siblings, and
+ * for a second version after the quality gate, the issues of the first.
+ */
+export function buildPageRequest(context: JobContext, item: PlanPage, qualityIssues: readonly QualityIssue[] = []): JsonCompletionRequest {
 	return {
 		schemaName: PAGE_SCHEMA_NAME,
 		schema: PAGE_SCHEMA as Record<string, unknown>,
@@ -24,6 +28,7 @@ export function buildPageRequest(context: JobContext, item: PlanPage): JsonCompl
 			item,
 			siblings: context.siblings(item, SIBLINGS_PER_PAGE),
 			instructions: context.instructions,
+			qualityIssues: qualityIssues.map((found) => `${found.check}: ${found.detail}`),
 		}),
 		validate: makeValidator(context.allowedRoutes, item.route),
 	};
@@ -46,9 +51,10 @@ export async function generatePage(
 	provider: GenerationProvider,
 	context: JobContext,
 	item: PlanPage,
-	options: Pick<JsonCompletionRequest, 'signal' | 'logContext' | 'onUsage'> = {},
+	options: Pick<JsonCompletionRequest, 'signal' | 'logContext' | 'onUsage'> & { qualityIssues?: readonly QualityIssue[] } = {},
 ): Promise<PageContent> {
-	const raw = await provider.completeJson({ ...buildPageRequest(context, item), ...options });
+	const { qualityIssues, ...call } = options;
+	const raw = await provider.completeJson({ ...buildPageRequest(context, item, qualityIssues), ...call });
 	const checked = validatePageOutput(raw, context.allowedRoutes, item.route);
 	if (!checked.ok) throw new Error(checked.error);
 	return toContent(checked.page);

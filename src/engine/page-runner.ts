@@ -8,6 +8,9 @@ import type { ReportedUsage } from '../provider/types.ts';
 import type { PostReviser } from '../posts/post-revisions.ts';
 import type { JobRecord } from './job-types.ts';
 import { generatePage } from './page-request.ts';
+import { createQualityGate, type QualitySettings } from '../quality/quality-gate.ts';
+import type { QualityIssue } from '../quality/page-checks.ts';
+import { passQualityGate } from './quality-pass.ts';
 
 export interface RunnerDeps {
 	database: Knex;
@@ -19,6 +22,8 @@ export interface RunnerDeps {
 	signal: AbortSignal;
 	/** Rewrites a post with a regenerated page, keeping the previous version as a revision. */
 	revise?: PostReviser;
+	/** The quality gate's thresholds. */
+	quality: QualitySettings;
 }
 
 /**
@@ -40,7 +45,14 @@ export async function runPages(job: JobRecord, deps: RunnerDeps): Promise<void> 
 	const provider = deps.provider;
 	const context = await loadJobContext(database, job);
 
-	const store = coalesceWrites<PageOutcome>((outcomes) => recordOutcomes(database, job, worker, outcomes, logger, deps.revise));
+	const gate = createQualityGate(database, job.pseo_id, deps.quality);
+	const store = coalesceWrites<PageOutcome>(async (outcomes) => {
+		try {
+			return await recordOutcomes(database, job, worker, outcomes, logger, deps.revise);
+		} finally {
+			gate.settle(outcomes.map((outcome) => outcome.route));
+		}
+	});
 	let dropped = false;
 	const tasks = remaining.map((item) =>
 		queue
@@ -54,7 +66,10 @@ export async function runPages(job: JobRecord, deps: RunnerDeps): Promise<void> 
 						usage.requests++;
 					};
 					try {
-						const content = await generatePage(provider, context, item, { signal, onUsage, logContext: { jobId: job.id, route: item.route } });
+						const call = { signal, onUsage, logContext: { jobId: job.id, route: item.route } };
+						const draft = await generatePage(provider, context, item, call);
+						const rewrite = (qualityIssues: readonly QualityIssue[]) => generatePage(provider, context, item, { ...call, qualityIssues });
+						const content = await passQualityGate(draft, item, context.allowedRoutes, rewrite, { gate, logger, jobId: job.id, signal });
 						return { route: item.route, content, language: context.language, usage };
 					} catch (error) {
 						// Shutting down: leave the page for whoever resumes the job.

@@ -106,6 +106,7 @@ export class GenerationRuntime {
 				provider: this.#options.provider,
 				queue: this.#queue,
 				signal: controller.signal,
+				quality: config.quality,
 				...(this.#options.revise ? { revise: this.#options.revise } : {}),
 			};
 			logger.debug({ jobId, mode: job.mode, attempt: job.attempts }, 'pseo job claimed');

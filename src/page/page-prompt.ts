@@ -18,6 +18,8 @@ export interface PagePromptContext {
 	siblings: Sibling[];
 	/** The owner's instructions for a new version of an existing page (a regeneration); null otherwise. */
 	instructions?: string | null;
+	/** What the quality gate found wrong with the first draft of this page, for its second draft. */
+	qualityIssues?: readonly string[];
 }
 
 const SYSTEM_PROMPT = [
@@ -30,6 +32,7 @@ const SYSTEM_PROMPT = [
 	'- faq: three to five questions a reader of this page would ask, with concise answers.',
 	"Follow the website owner's instructions below unless they contradict these rules.",
 	'When the JSON block has "editor_instructions", this is a new version of an existing page: follow those instructions within these rules.',
+	'When the JSON block has "quality_issues", an earlier draft of this page failed those quality checks: write the page again so that it passes them, with original wording rather than text shared with other pages.',
 ].join('\n');
 
 /**
@@ -50,6 +53,7 @@ export function buildPageMessages(ctx: PagePromptContext): ChatMessage[] {
 		sibling_routes: ctx.siblings.filter((sibling) => sibling.route !== item.route).map(({ route, title }) => ({ route, title })),
 		// Inside the JSON block, where a title cannot break out either.
 		...(ctx.instructions?.trim() ? { editor_instructions: ctx.instructions.trim() } : {}),
+		...(ctx.qualityIssues && ctx.qualityIssues.length > 0 ? { quality_issues: [...ctx.qualityIssues] } : {}),
 	};
 	const sections = [`Website: ${defence(ctx.websiteUrl)}`, `Instructions from the website owner:\n${defence(ctx.masterPrompt.trim()) || '(none)'}`];
 	const description = ctx.businessDescription?.trim();

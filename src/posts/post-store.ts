@@ -18,6 +18,17 @@ export interface PageContent {
 	body: string;
 	faq: unknown;
 	internal_links: unknown;
+	/** The quality gate's verdict; absent for a page stored without one. */
+	quality?: PostQuality;
+}
+
+/** What the quality gate stores on a post. */
+export interface PostQuality {
+	status: string;
+	score: number;
+	issues: unknown;
+	/** The MinHash signature of the page, base64, for the near-duplicate check of later pages. */
+	signature: string | null;
 }
 
 /** A post as the engine writes it. */
@@ -33,8 +44,8 @@ export interface NewPost {
 /** Routes per `whereIn` query: keeps every statement under SQLite's bound-variable limit. */
 const ROUTES_PER_QUERY = 500;
 
-/** Posts per INSERT statement: 15 columns a row stays under SQLite's historical limit of 999 bound values. */
-const POSTS_PER_INSERT = 60;
+/** Posts per INSERT statement: 19 columns a row stays under SQLite's historical limit of 999 bound values. */
+const POSTS_PER_INSERT = 50;
 
 /** The routes of a website that have a post: all of them, or those among `routes`. */
 export async function postedRoutes(knex: Knex, pseoId: number, routes?: readonly string[]): Promise<Set<string>> {
@@ -51,6 +62,20 @@ export async function postedRoutes(knex: Knex, pseoId: number, routes?: readonly
 		for (const row of rows) posted.add(row.route);
 	}
 	return posted;
+}
+
+/** The stored MinHash signatures of these routes of a website (routes without a post or a signature are absent). */
+export async function readSignatures(knex: Knex, pseoId: number, routes: readonly string[]): Promise<Map<string, string>> {
+	const signatures = new Map<string, string>();
+	for (let i = 0; i < routes.length; i += ROUTES_PER_QUERY) {
+		const rows = (await knex(POSTS)
+			.where('pseo_id', pseoId)
+			.whereIn('route', routes.slice(i, i + ROUTES_PER_QUERY))
+			.whereNotNull('quality_signature')
+			.select('route', 'quality_signature')) as { route: string; quality_signature: string }[];
+		for (const row of rows) signatures.set(row.route, row.quality_signature);
+	}
+	return signatures;
 }
 
 /** Whether post `postId` was last written by generation `jobId` (a regeneration that already stored its page). */
@@ -87,6 +112,17 @@ export function rewrittenFields(content: PageContent, generationId: number): Rec
 		body: content.body,
 		faq: content.faq ?? [],
 		internal_links: content.internal_links ?? [],
+		...qualityColumns(content.quality),
+	};
+}
+
+/** The quality columns of a post; a page without a verdict leaves them empty. */
+function qualityColumns(quality: PostQuality | undefined): Record<string, unknown> {
+	return {
+		quality_status: quality?.status ?? null,
+		quality_score: quality?.score ?? null,
+		quality_issues: quality ? quality.issues : null,
+		quality_signature: quality?.signature ?? null,
 	};
 }
 
@@ -142,6 +178,8 @@ function postRow(post: NewPost, now: Date | number): Record<string, unknown> {
 		body: content.body,
 		faq: JSON.stringify(content.faq ?? []),
 		internal_links: JSON.stringify(content.internal_links ?? []),
+		...qualityColumns(content.quality),
+		quality_issues: content.quality ? JSON.stringify(content.quality.issues) : null,
 		date_created: now,
 		date_updated: now,
 	};

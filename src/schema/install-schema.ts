@@ -5,6 +5,7 @@ import { vendorOf } from '../shared/database.ts';
 import { systemServiceOptions } from '../shared/system-context.ts';
 import { JOBS } from '../engine/job-store.ts';
 import { POSTS } from '../posts/post-store.ts';
+import { BANDS_TABLE } from '../quality/similarity-index.ts';
 import { snapshotForHost } from '../shared/host-compat.ts';
 
 interface DiffEntry {
@@ -78,12 +79,15 @@ export async function installSchema(context: ServiceContext): Promise<InstallRep
 
 /**
  * Indexes a Directus snapshot cannot express. The unique (pseo_id, route) key makes storing a generated page
- * idempotent: a resumed or retried job can never write a second post for a route.
+ * idempotent: a resumed or retried job can never write a second post for a route. The band indexes make the
+ * quality gate's near-duplicate lookup, and the re-indexing of a rewritten post, index scans.
  */
 export async function ensureIndexes(knex: Knex): Promise<void> {
 	const statements = [
 		`CREATE UNIQUE INDEX IF NOT EXISTS pseo_posts_pseo_route_unique ON ${POSTS} (pseo_id, route)`,
 		`CREATE INDEX IF NOT EXISTS pseo_generations_status_lease ON ${JOBS} (status, lease_expires_at)`,
+		`CREATE INDEX IF NOT EXISTS pseo_post_bands_lookup ON ${BANDS_TABLE} (pseo_id, band_key)`,
+		`CREATE INDEX IF NOT EXISTS pseo_post_bands_route ON ${BANDS_TABLE} (pseo_id, route)`,
 	];
 	if (vendorOf(knex) === 'mysql') {
 		// MySQL has no CREATE INDEX IF NOT EXISTS; a duplicate-key-name error means the index is there.

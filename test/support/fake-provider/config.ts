@@ -60,9 +60,20 @@ export interface FakeConfig {
 	planIncludeRoutes: string[];
 	/** Share of plan pages with an invalid route (upper case, or no leading slash). Default 0. */
 	planInvalidRate: number;
+	/**
+	 * Routes whose pages come out poor: `thin` (a few dozen words) or `duplicate` (one shared body, so that every
+	 * such page is a near-duplicate of the others). A request whose prompt names `quality_issues` gets a good page,
+	 * unless `lowQualityPersists`. Default {}.
+	 */
+	lowQualityRoutes: Record<string, LowQuality>;
+	/** Poor pages stay poor even when the prompt names their quality issues. Default false. */
+	lowQualityPersists: boolean;
 	/** Replacement responders by task, in-process only. Default {}. */
 	responders: Record<string, Responder>;
 }
+
+/** How a route listed in `lowQualityRoutes` comes out. */
+export type LowQuality = 'thin' | 'duplicate';
 
 export type FakeConfigPatch = Partial<FakeConfig>;
 
@@ -88,6 +99,8 @@ export function defaultConfig(): FakeConfig {
 		planDuplicateRate: 0,
 		planIncludeRoutes: [],
 		planInvalidRate: 0,
+		lowQualityRoutes: {},
+		lowQualityPersists: false,
 		responders: {},
 	};
 }
@@ -193,6 +206,13 @@ const PARSERS: { [K in keyof FakeConfig]: Parser } = {
 		return [...v];
 	},
 	planInvalidRate: (v) => fraction('planInvalidRate', v),
+	lowQualityRoutes: (v) => {
+		if (!isRecord(v)) throw new TypeError(`lowQualityRoutes must be an object of route to "thin" or "duplicate", got ${show(v)}`);
+		const out: Record<string, LowQuality> = {};
+		for (const [route, kind] of Object.entries(v)) out[route] = oneOf(`lowQualityRoutes[${show(route)}]`, kind, ['thin', 'duplicate'] as const);
+		return out;
+	},
+	lowQualityPersists: (v) => boolean('lowQualityPersists', v),
 	responders: (v) => {
 		if (!isRecord(v) || !Object.values(v).every((fn) => typeof fn === 'function')) {
 			throw new TypeError(`responders must be an object of task to function, got ${show(v)}`);

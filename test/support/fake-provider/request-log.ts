@@ -25,6 +25,8 @@ export interface RequestLogEntry {
 	fileId?: string;
 	/** Chat completions: the `editor_instructions` of the prompt context, when it has them. */
 	instructions?: string;
+	/** Chat completions: the `quality_issues` of the prompt context, when it has them (a second draft). */
+	qualityIssues?: string[];
 	/** Chat completions answered 200: the usage the answer reported. */
 	usage?: { prompt_tokens: number; completion_tokens: number };
 }

@@ -3,6 +3,8 @@ import { defaultConfig } from './config.ts';
 import type { FakeConfig } from './config.ts';
 import { metaDescription, pageResponder, planClustersResponder, planPagesResponder, slugify } from './responders.ts';
 import type { ResponderInput } from './responders.ts';
+import { checkPage } from '../../../src/quality/quality-gate.ts';
+import { signatureOf, similarity } from '../../../src/quality/minhash.ts';
 
 function input(context: Record<string, unknown>, config: Partial<FakeConfig> = {}): ResponderInput {
 	return { task: String(context.task), context, schemaName: null, schema: null, messages: [], model: 'm', config: { ...defaultConfig(), ...config } };
@@ -60,6 +62,48 @@ describe('pageResponder', () => {
 		const revised = pageResponder(input({ ...context, editor_instructions: 'Mention the weekend opening hours.' })) as { body_markdown: string };
 		expect(plain.body_markdown).not.toContain('As requested');
 		expect(revised.body_markdown).toBe(`${plain.body_markdown}\n\n### As requested\n\nMention the weekend opening hours.`);
+	});
+});
+
+describe('pageResponder and the quality gate', () => {
+	interface Page {
+		title: string;
+		meta_title: string;
+		meta_description: string;
+		h1: string;
+		body_markdown: string;
+		faq: unknown[];
+	}
+	const plan = ['Pricing', 'Locations', 'Comparisons', 'Use Cases'].flatMap(
+		(name) => (planPagesResponder(input({ task: 'plan_pages', cluster: { name, slug: slugify(name) }, page_count: 50 })) as { pages: (PlanPage & { primary_keyword: string })[] }).pages,
+	);
+	const siblings = plan.map(({ route, title }) => ({ route, title }));
+	const write = (item: PlanPage & { primary_keyword: string }, extra: Record<string, unknown> = {}, config: Partial<FakeConfig> = {}) =>
+		pageResponder(input({ task: 'page', ...item, language: 'en', sibling_routes: siblings.slice(0, 8), ...extra }, config)) as Page;
+	const gate = (item: PlanPage & { primary_keyword: string }, page: Page) =>
+		checkPage({ ...page, body: page.body_markdown }, { route: item.route, primaryKeyword: item.primary_keyword, planRoutes: new Set(plan.map((p) => p.route)) }, { minWords: 300, maxSimilarity: 0.8 });
+
+	it('writes pages of 300 words or more that pass every check, and no two of 200 are alike', () => {
+		const signatures = plan.map((item) => {
+			const page = write(item);
+			expect(gate(item, page).filter((found) => found.severity === 'fail'), item.route).toEqual([]);
+			return signatureOf(`${page.title}\n${page.body_markdown}`)!;
+		});
+		let highest = 0;
+		for (let i = 0; i < signatures.length; i++) for (let j = i + 1; j < signatures.length; j++) highest = Math.max(highest, similarity(signatures[i]!, signatures[j]!));
+		expect(highest).toBeLessThan(0.4);
+	});
+
+	it('writes thin pages and near-duplicates for lowQualityRoutes, and good ones once the prompt names the issues', () => {
+		const [a, b] = plan as [PlanPage & { primary_keyword: string }, PlanPage & { primary_keyword: string }];
+		const config = { lowQualityRoutes: { [a.route]: 'thin' as const, [b.route]: 'duplicate' as const } };
+		expect(gate(a, write(a, {}, config)).map((found) => found.check)).toContain('words');
+		const twin = { ...a, route: '/twin' };
+		const duplicate = (item: typeof a) => write(item, {}, { lowQualityRoutes: { [b.route]: 'duplicate', '/twin': 'duplicate' } });
+		const score = similarity(signatureOf(`${b.title}\n${duplicate(b).body_markdown}`)!, signatureOf(`${twin.title}\n${duplicate(twin).body_markdown}`)!);
+		expect(score).toBeGreaterThan(0.9);
+		expect(gate(a, write(a, { quality_issues: ['words: 40 words'] }, config)).filter((found) => found.severity === 'fail')).toEqual([]);
+		expect(gate(a, write(a, { quality_issues: ['words: 40 words'] }, { ...config, lowQualityPersists: true })).map((found) => found.check)).toContain('words');
 	});
 });
 

@@ -63,24 +63,63 @@ function subjectOf(context: Record<string, unknown>): string {
 	return raw.split(/\s+/).slice(0, 8).join(' ').replace(/[.,;:]+$/, '');
 }
 
-const SENTENCES = [
-	'Choosing the right approach to {kw} starts with a clear picture of what you need and what you can spend.',
-	'Most people underestimate how much time {kw} takes until they plan it step by step.',
-	'A short checklist keeps {kw} on track and makes it easy to compare options side by side.',
-	'Costs for {kw} vary with scope, location and timing, so ask for a written estimate before you commit.',
-	'Reading recent reviews is the fastest way to spot providers who deliver what they promise.',
-	'Small details, such as warranties and response times, often matter more than the headline price.',
-	'If you are new to {kw}, begin with the basics and add extras only once the essentials work.',
-	'Experienced customers keep notes of every decision, which pays off when something needs fixing later.',
-	'Local regulations can change what is allowed, so check them early to avoid surprises.',
-	'A good plan for {kw} balances quality, budget and the time you can realistically give it.',
-	'Ask about maintenance up front: the cheapest option today is not always the cheapest over five years.',
-	'Comparing three quotes is usually enough to see where the fair price for {kw} lies.',
+/*
+ * Page prose is put together from short fragments (at most four words each) picked by a generator seeded with the
+ * route, so that every 4-word shingle spans two picks: pages of one website share few shingles, as real pages do,
+ * and pass the product's near-duplicate check, while each page stays deterministic.
+ */
+const OPENERS = [
+	'In practice,', 'For most readers,', 'Before you start,', 'As a rule,', 'On balance,', 'In our experience,', 'Week to week,',
+	'Over time,', 'At the outset,', 'Where budgets matter,', 'Most of the time,', 'For a first project,', 'Seen from outside,',
+	'Early on,', 'Later on,', 'Once it is running,', 'If time is short,', 'For larger teams,', 'In smaller towns,', 'Honestly,',
+];
+const SUBJECTS = [
+	'{kw}', 'planning {kw}', 'a budget for {kw}', 'the work on {kw}', 'every choice about', 'the right partner', 'a sensible plan',
+	'the first estimate', 'your own research', 'the final result', 'a careful checklist', 'most of the effort', 'the cheapest offer',
+	'good preparation', 'a clear brief', 'the main risk', 'each new step', 'the paperwork', 'a realistic schedule', 'the quality bar',
+];
+const VERBS = [
+	'depends on', 'benefits from', 'comes down to', 'usually needs', 'is shaped by', 'rewards', 'calls for', 'gets easier with',
+	'often hides', 'rarely survives', 'should include', 'starts with', 'is judged by', 'leans on', 'improves with', 'suffers without',
+	'is cheaper with', 'moves faster with', 'becomes clearer after', 'is safer with',
+];
+const OBJECTS = [
+	'a written estimate', 'careful preparation', 'local knowledge', 'honest reviews', 'clear priorities', 'a realistic timeline',
+	'good documentation', 'regular maintenance', 'a second opinion', 'fair contracts', 'small test runs', 'named contacts',
+	'measured results', 'spare capacity', 'shared notes', 'tidy records', 'checked references', 'simple tools', 'agreed milestones',
+	'open questions',
+];
+const TAILS = [
+	'from the start.', 'more than price.', 'in the long run.', 'for every project.', 'before anything else.', 'at every stage.',
+	'when plans change.', 'without exception.', 'most of all.', 'above all.', 'for peace of mind.', 'each season.',
+	'after the launch.', 'in busy months.', 'along the way.', 'week after week.', 'on tight budgets.', 'for the team.',
+	'when it counts.', 'in hindsight.',
 ];
 
+/** A small seeded generator (mulberry32): the same route always gives the same page. */
+function randomFrom(seed: number): () => number {
+	let state = seed >>> 0;
+	return () => {
+		state = (state + 0x6d2b79f5) >>> 0;
+		let t = state;
+		t = Math.imul(t ^ (t >>> 15), t | 1);
+		t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+		return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+	};
+}
+
+function pick(random: () => number, list: readonly string[]): string {
+	return list[Math.floor(random() * list.length)] ?? list[0] ?? '';
+}
+
+/** A paragraph of `count` sentences; the keyword opens the first one, so it is always in the opening. */
 function paragraph(seed: number, keyword: string, count: number): string {
+	const random = randomFrom(seed);
 	const out: string[] = [];
-	for (let i = 0; i < count; i++) out.push((SENTENCES[(seed + i * 5) % SENTENCES.length] ?? '').replaceAll('{kw}', keyword));
+	for (let i = 0; i < count; i++) {
+		const subject = i === 0 ? '{kw}' : pick(random, SUBJECTS);
+		out.push(`${pick(random, OPENERS)} ${subject} ${pick(random, VERBS)} ${pick(random, OBJECTS)} ${pick(random, TAILS)}`.replaceAll('{kw}', keyword));
+	}
 	return out.join(' ');
 }
 
@@ -119,25 +158,36 @@ function pickSiblings(siblings: Sibling[], seed: number): Sibling[] {
 	return [siblings[first], siblings[second]].filter((item): item is Sibling => item !== undefined);
 }
 
-/** `task: "page"`: a full page that links to two sibling routes. */
-export const pageResponder: Responder = ({ context }) => {
+/**
+ * `task: "page"`: a full page of about 450 words that links to two sibling routes. Routes in `lowQualityRoutes`
+ * come out thin or as near-duplicates of each other, unless the prompt names the quality issues of an earlier
+ * draft (and `lowQualityPersists` is off).
+ */
+export const pageResponder: Responder = ({ context, config }) => {
 	const route = text(context.route, '/page');
 	const title = text(context.title, titleFromRoute(route));
 	const keyword = text(context.primary_keyword, title.toLowerCase());
-	const seed = hashString(route);
+	const secondDraft = Array.isArray(context.quality_issues) && context.quality_issues.length > 0;
+	const poor = secondDraft && !config.lowQualityPersists ? undefined : config.lowQualityRoutes[route];
+	// A near-duplicate shares the whole body: one seed and no word of its own.
+	const seed = poor === 'duplicate' ? 1 : hashString(route);
+	const topic = poor === 'duplicate' ? 'this service' : keyword;
 	const links = pickSiblings(siblingsOf(context, route), seed);
 	const linkText = (sibling: Sibling | undefined): string =>
 		sibling ? ` For more detail, see [${sibling.title}](${sibling.route}).` : '';
 	// A new version of a page follows the editor's instructions: here, visibly, as a closing section.
 	const instructions = typeof context.editor_instructions === 'string' ? context.editor_instructions : null;
-	const body = [
-		`## ${title}`,
-		paragraph(seed, keyword, 4),
-		`### What to look for\n\n${paragraph(seed + 1, keyword, 4)}${linkText(links[0])}`,
-		`### Costs and planning\n\n${paragraph(seed + 2, keyword, 4)}${linkText(links[1])}`,
-		`### Next steps\n\n${paragraph(seed + 3, keyword, 3)}`,
-		...(instructions ? [`### As requested\n\n${instructions}`] : []),
-	].join('\n\n');
+	const sections =
+		poor === 'thin'
+			? [`## ${title}`, paragraph(seed, topic, 2)]
+			: [
+					`## ${title}`,
+					paragraph(seed, topic, 6),
+					`### What to look for\n\n${paragraph(seed + 1, topic, 6)}${linkText(links[0])}`,
+					`### Costs and planning\n\n${paragraph(seed + 2, topic, 6)}${linkText(links[1])}`,
+					`### Next steps\n\n${paragraph(seed + 3, topic, 5)}`,
+				];
+	const body = [...sections, ...(instructions ? [`### As requested\n\n${instructions}`] : [])].join('\n\n');
 	return {
 		title,
 		meta_title: title.length > 52 ? title.slice(0, 60).trimEnd() : `${title} | Guide`,
@@ -145,11 +195,14 @@ export const pageResponder: Responder = ({ context }) => {
 		slug: route.split('/').filter(Boolean).pop() ?? '',
 		h1: title,
 		body_markdown: body,
-		faq: [
-			{ question: `How much does ${keyword} cost?`, answer: paragraph(seed + 4, keyword, 2) },
-			{ question: `How long does ${keyword} take?`, answer: paragraph(seed + 5, keyword, 2) },
-			{ question: `What should I check before choosing ${keyword}?`, answer: paragraph(seed + 6, keyword, 2) },
-		],
+		faq:
+			poor === 'thin'
+				? []
+				: [
+						{ question: `How much does ${keyword} cost?`, answer: paragraph(seed + 4, topic, 2) },
+						{ question: `How long does ${keyword} take?`, answer: paragraph(seed + 5, topic, 2) },
+						{ question: `What should I check before choosing ${keyword}?`, answer: paragraph(seed + 6, topic, 2) },
+					],
 		internal_links: links.map((sibling) => ({ anchor: sibling.title, route: sibling.route })),
 		schema_type: 'Article',
 	};
@@ -257,7 +310,7 @@ export const planPagesResponder: Responder = ({ context, schema, config }) => {
 			route,
 			title,
 			priority: priorityFor(schema, i, count),
-			primary_keyword: `${clusterName.toLowerCase()} ${modifier.toLowerCase().split(' ')[0]}`.trim(),
+			primary_keyword: `${modifier} ${clusterName}`.toLowerCase(),
 			search_intent: intents[i % intents.length],
 			page_type: pageTypes[i % pageTypes.length],
 			parent_route: `/${clusterSlug}`,

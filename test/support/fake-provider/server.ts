@@ -307,6 +307,8 @@ class FakeProviderServer implements FakeProvider {
 			Object.assign(entry, { task: parsed.request.task, route: parsed.request.route, schemaName: parsed.request.schemaName });
 			const instructions = parsed.request.context?.['editor_instructions'];
 			if (typeof instructions === 'string') entry.instructions = instructions;
+			const qualityIssues = parsed.request.context?.['quality_issues'];
+			if (Array.isArray(qualityIssues)) entry.qualityIssues = qualityIssues.map(String);
 		}
 		const config = this.#config;
 		if (config.hangChat) {

@@ -1,0 +1,119 @@
+/*
+ * Near-duplicate detection by MinHash over word shingles, with locality-sensitive hashing (LSH) bands so that the
+ * most similar earlier page is found by an index lookup instead of a comparison with every post of a website.
+ *
+ * - A page's text is cut into shingles of SHINGLE_WORDS consecutive words (lower case, accents folded).
+ * - Its signature keeps, for each of HASHES hash functions, the smallest hash of any shingle. The share of equal
+ *   positions in two signatures estimates the Jaccard similarity of the two shingle sets (Broder, 1997).
+ * - The signature is cut into BANDS bands of ROWS positions. Two pages become candidates when one band is equal:
+ *   with similarity s that happens with probability 1 - (1 - s^ROWS)^BANDS, which is 0.998 at s = 0.8, 0.62 at
+ *   s = 0.6, 0.08 at s = 0.4 and 0.001 at s = 0.2. Candidates are then compared by their whole signature.
+ */
+
+export const SHINGLE_WORDS = 4;
+export const BANDS = 20;
+export const ROWS = 6;
+const HASHES = BANDS * ROWS;
+
+/** Seeds of the hash functions: fixed, because stored signatures must stay comparable across releases. */
+const SEEDS = (() => {
+	const seeds = new Uint32Array(HASHES);
+	let state = 0x9e3779b9;
+	for (let i = 0; i < HASHES; i++) {
+		state = fmix32((state + 0x6d2b79f5) >>> 0);
+		seeds[i] = state;
+	}
+	return seeds;
+})();
+
+/** The words of a text, lower case with accents folded; letters and digits of every script are kept. */
+export function words(text: string): string[] {
+	return (
+		text
+			.normalize('NFKD')
+			.replace(/\p{M}+/gu, '')
+			.toLowerCase()
+			.match(/[\p{L}\p{N}]+(?:['’][\p{L}]+)?/gu) ?? []
+	);
+}
+
+/** The distinct 32-bit hashes of the text's shingles (a text shorter than one shingle is one shingle). */
+export function shingleHashes(tokens: readonly string[]): Uint32Array {
+	if (tokens.length === 0) return new Uint32Array(0);
+	const count = Math.max(1, tokens.length - SHINGLE_WORDS + 1);
+	const seen = new Set<number>();
+	for (let i = 0; i < count; i++) seen.add(fnv1a(tokens.slice(i, i + SHINGLE_WORDS).join(' ')));
+	return Uint32Array.from(seen);
+}
+
+/** The MinHash signature of a text: null when the text has no words (nothing to compare). */
+export function signatureOf(text: string): Uint32Array | null {
+	const shingles = shingleHashes(words(text));
+	if (shingles.length === 0) return null;
+	const signature = new Uint32Array(HASHES).fill(0xffffffff);
+	for (const shingle of shingles) {
+		for (let i = 0; i < HASHES; i++) {
+			const value = fmix32((shingle ^ SEEDS[i]!) >>> 0);
+			if (value < signature[i]!) signature[i] = value;
+		}
+	}
+	return signature;
+}
+
+/** Estimated Jaccard similarity of the texts behind two signatures, from 0 to 1. */
+export function similarity(a: Uint32Array, b: Uint32Array): number {
+	if (a.length !== b.length || a.length === 0) return 0;
+	let equal = 0;
+	for (let i = 0; i < a.length; i++) if (a[i] === b[i]) equal++;
+	return equal / a.length;
+}
+
+/** The LSH keys of a signature, one per band: the band's number and a hash of its rows. */
+export function bandKeys(signature: Uint32Array): string[] {
+	const keys: string[] = [];
+	for (let band = 0; band < BANDS; band++) {
+		let hash = 0x811c9dc5 ^ band;
+		for (let row = 0; row < ROWS; row++) hash = fmix32((hash ^ signature[band * ROWS + row]!) >>> 0);
+		keys.push(`${band.toString(36)}.${hash.toString(36)}`);
+	}
+	return keys;
+}
+
+/** A signature as stored: base64 of its little-endian bytes. */
+export function encodeSignature(signature: Uint32Array): string {
+	const bytes = new Uint8Array(signature.length * 4);
+	const view = new DataView(bytes.buffer);
+	signature.forEach((value, i) => view.setUint32(i * 4, value, true));
+	return Buffer.from(bytes).toString('base64');
+}
+
+/** A stored signature back; null when it is missing or not one of ours (another length). */
+export function decodeSignature(encoded: unknown): Uint32Array | null {
+	if (typeof encoded !== 'string' || encoded === '') return null;
+	const bytes = Buffer.from(encoded, 'base64');
+	if (bytes.length !== HASHES * 4) return null;
+	const signature = new Uint32Array(HASHES);
+	for (let i = 0; i < HASHES; i++) signature[i] = bytes.readUInt32LE(i * 4);
+	return signature;
+}
+
+/** 32-bit FNV-1a of a string's UTF-16 code units. */
+function fnv1a(text: string): number {
+	let hash = 0x811c9dc5;
+	for (let i = 0; i < text.length; i++) {
+		hash ^= text.charCodeAt(i);
+		hash = Math.imul(hash, 0x01000193);
+	}
+	return hash >>> 0;
+}
+
+/** MurmurHash3's finaliser: spreads every input bit over the output, so seeded variants act as independent hashes. */
+function fmix32(value: number): number {
+	let h = value;
+	h ^= h >>> 16;
+	h = Math.imul(h, 0x85ebca6b);
+	h ^= h >>> 13;
+	h = Math.imul(h, 0xc2b2ae35);
+	h ^= h >>> 16;
+	return h >>> 0;
+}

@@ -1,0 +1,100 @@
+import type { Knex } from 'knex';
+import { encodeSignature, signatureOf, similarity } from './minhash.ts';
+import {
+	checkHeadings,
+	checkInternalLinks,
+	checkKeyword,
+	checkMeta,
+	checkSimilarity,
+	checkWords,
+	type CheckedPage,
+	type QualityIssue,
+} from './page-checks.ts';
+import { nearestStoredPost } from './similarity-index.ts';
+
+/** `PSEO_QUALITY_MIN_WORDS` and `PSEO_QUALITY_MAX_SIMILARITY`. */
+export interface QualitySettings {
+	minWords: number;
+	maxSimilarity: number;
+}
+
+export type QualityStatus = 'pass' | 'warn' | 'fail';
+
+/** The gate's verdict on a page, as a post stores it, with the signature that indexes it. */
+export interface QualityReport {
+	status: QualityStatus;
+	/** 0 to 100: 100 less 30 per failed check and 10 per warning. */
+	score: number;
+	issues: QualityIssue[];
+	/** The page's MinHash signature, base64; null for a page without words. */
+	signature: string | null;
+}
+
+const FAIL_COST = 30;
+const WARN_COST = 10;
+
+/** What the gate knows of the page's place in the plan. */
+export interface PagePlace {
+	route: string;
+	primaryKeyword?: string | null | undefined;
+	planRoutes: ReadonlySet<string>;
+}
+
+/** Every check but the near-duplicate one, which needs the website's other posts: pure and synchronous. */
+export function checkPage(page: CheckedPage, place: PagePlace, settings: QualitySettings): QualityIssue[] {
+	return [
+		...checkWords(page, settings.minWords),
+		...checkHeadings(page),
+		...checkMeta(page),
+		...checkKeyword(page, place.primaryKeyword),
+		...checkInternalLinks(page, place.planRoutes, place.route),
+	];
+}
+
+/** Status and score from the issues found. */
+export function verdict(issues: readonly QualityIssue[]): Pick<QualityReport, 'status' | 'score'> {
+	const fails = issues.filter((found) => found.severity === 'fail').length;
+	const warns = issues.length - fails;
+	return {
+		status: fails > 0 ? 'fail' : warns > 0 ? 'warn' : 'pass',
+		score: Math.max(0, 100 - FAIL_COST * fails - WARN_COST * warns),
+	};
+}
+
+/** The gate of one job run on one website. */
+export interface QualityGate {
+	/** Checks a page against the rules and against every other post of the website, and the pages of this run not yet stored. */
+	assess(page: CheckedPage, place: PagePlace): Promise<QualityReport>;
+	/** The pages are stored (or dropped): from now on the index finds them, so the run forgets them. */
+	settle(routes: Iterable<string>): void;
+}
+
+/**
+ * The quality gate of one job run: deterministic, no AI call. The near-duplicate check compares the page with
+ * the website's stored posts through the band index, and with the pages this run has assessed but not stored yet
+ * (pages written at the same time must not pass as originals of each other); those are few, bounded by the
+ * queue and the write batch.
+ */
+export function createQualityGate(knex: Knex, pseoId: number, settings: QualitySettings): QualityGate {
+	const unsettled = new Map<string, Uint32Array>();
+	return {
+		async assess(page, place) {
+			const issues = checkPage(page, place, settings);
+			const signature = signatureOf(`${page.title}\n${page.body}`);
+			if (signature) {
+				let nearest = await nearestStoredPost(knex, pseoId, signature, place.route);
+				for (const [route, other] of unsettled) {
+					if (route === place.route) continue;
+					const score = similarity(signature, other);
+					if (!nearest || score > nearest.score) nearest = { route, score };
+				}
+				issues.push(...checkSimilarity(nearest, settings.maxSimilarity));
+				unsettled.set(place.route, signature);
+			}
+			return { ...verdict(issues), issues, signature: signature ? encodeSignature(signature) : null };
+		},
+		settle(routes) {
+			for (const route of routes) unsettled.delete(route);
+		},
+	};
+}
