@@ -23,7 +23,7 @@ export interface PageContent {
 }
 
 /** What the quality gate stores on a post. */
-export interface PostQuality {
+interface PostQuality {
 	status: string;
 	score: number;
 	issues: unknown;

@@ -12,7 +12,7 @@
 
 export const SHINGLE_WORDS = 4;
 export const BANDS = 20;
-export const ROWS = 6;
+const ROWS = 6;
 const HASHES = BANDS * ROWS;
 
 /** Seeds of the hash functions: fixed, because stored signatures must stay comparable across releases. */

@@ -6,7 +6,7 @@ import { words } from './minhash.ts';
  * editor's look but not a new version (a long meta title, a keyword missing from the opening).
  */
 
-export type QualitySeverity = 'fail' | 'warn';
+type QualitySeverity = 'fail' | 'warn';
 
 /** One finding of the gate: which check, what it saw, and how much it matters. */
 export interface QualityIssue {
@@ -15,7 +15,7 @@ export interface QualityIssue {
 	severity: QualitySeverity;
 }
 
-export type QualityCheck = 'words' | 'h1' | 'outline' | 'meta_title' | 'meta_description' | 'keyword' | 'internal_links' | 'near_duplicate';
+type QualityCheck = 'words' | 'h1' | 'outline' | 'meta_title' | 'meta_description' | 'keyword' | 'internal_links' | 'near_duplicate';
 
 /** What the checks read of a page. */
 export interface CheckedPage {
@@ -28,11 +28,11 @@ export interface CheckedPage {
 }
 
 /** Meta title lengths a search result shows whole; Google cuts titles at about 600 px, roughly 60 characters. */
-export const META_TITLE_RANGE = { min: 30, max: 60 } as const;
+const META_TITLE_RANGE = { min: 30, max: 60 } as const;
 /** Meta description lengths that fill a snippet without being cut (roughly 155 to 160 characters on desktop). */
-export const META_DESCRIPTION_RANGE = { min: 120, max: 160 } as const;
+const META_DESCRIPTION_RANGE = { min: 120, max: 160 } as const;
 /** How many words of the body count as its opening, for the keyword check. */
-export const OPENING_WORDS = 100;
+const OPENING_WORDS = 100;
 
 const issue = (check: QualityCheck, severity: QualitySeverity, detail: string): QualityIssue => ({ check, detail, severity });
 

@@ -18,7 +18,7 @@ export interface QualitySettings {
 	maxSimilarity: number;
 }
 
-export type QualityStatus = 'pass' | 'warn' | 'fail';
+type QualityStatus = 'pass' | 'warn' | 'fail';
 
 /** The gate's verdict on a page, as a post stores it, with the signature that indexes it. */
 export interface QualityReport {

@@ -73,7 +73,7 @@ export interface FakeConfig {
 }
 
 /** How a route listed in `lowQualityRoutes` comes out. */
-export type LowQuality = 'thin' | 'duplicate';
+type LowQuality = 'thin' | 'duplicate';
 
 export type FakeConfigPatch = Partial<FakeConfig>;
 
