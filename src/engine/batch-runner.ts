@@ -9,7 +9,7 @@ import { createQualityGate, type QualityGate } from '../quality/quality-gate.ts'
 import type { QualityIssue } from '../quality/page-checks.ts';
 import type { PlanPage } from '../plan/plan-page.ts';
 import type { ReportedUsage } from '../provider/types.ts';
-import { assessDraft, rewriteFailed } from './quality-pass.ts';
+import { assessDrafts, rewriteFailed } from './quality-pass.ts';
 
 /** Results are written in chunks: big enough to be fast, small enough that memory stays flat. */
 const INGEST_CHUNK = 250;
@@ -121,10 +121,9 @@ async function ingestBatch(job: JobRecord, batch: BatchInfo, deps: RunnerDeps, p
 }
 
 /**
- * The quality gate over a chunk of batch results, in place. Pages are assessed one after another, so that two
- * near-duplicates of one chunk see each other and the database serves one lookup at a time; a page that fails is
- * written once more through chat completions, on the instance's queue, while the next pages are assessed, and the
- * chunk is stored once those rewrites are done.
+ * The quality gate over a chunk of batch results, in place: one pass over the index for the whole chunk (whose
+ * pages are also compared with each other); a page that fails is written once more through chat completions, on
+ * the instance's queue, and the chunk is stored once those rewrites are done.
  */
 async function gateChunk(
 	outcomes: PageOutcome[],
@@ -136,13 +135,16 @@ async function gateChunk(
 	jobId: number,
 ): Promise<void> {
 	const { logger, signal, queue } = deps;
-	const rewrites: Promise<void>[] = [];
-	for (const outcome of outcomes) {
+	const drafts = outcomes.flatMap((outcome) => {
 		const item = items.get(outcome.route);
-		if (!outcome.content || !item || signal.aborted) continue;
-		const first = await assessDraft(outcome.content, item, context.allowedRoutes, gate);
+		return outcome.content && item ? [{ outcome, item, content: outcome.content }] : [];
+	});
+	const verdicts = await assessDrafts(drafts, context.allowedRoutes, gate);
+	const rewrites: Promise<void>[] = [];
+	drafts.forEach(({ outcome, item }, i) => {
+		const first = verdicts[i]!;
 		outcome.content = first.content;
-		if (!first.failed) continue;
+		if (!first.failed || signal.aborted) return;
 		const usage = (outcome.usage ??= { prompt_tokens: 0, completion_tokens: 0, requests: 0 });
 		const call = {
 			signal,
@@ -153,14 +155,13 @@ async function gateChunk(
 				usage.requests++;
 			},
 		};
-		const rewrite = (qualityIssues: readonly QualityIssue[]) =>
-			queue.add(() => generatePage(provider, context, item, { ...call, qualityIssues }), { signal });
+		const rewrite = (qualityIssues: readonly QualityIssue[]) => queue.add(() => generatePage(provider, context, item, { ...call, qualityIssues }), { signal });
 		rewrites.push(
 			rewriteFailed(first, rewrite, { gate, logger, jobId, signal }).then((content) => {
 				outcome.content = content;
 			}),
 		);
-	}
+	});
 	await Promise.all(rewrites);
 }
 

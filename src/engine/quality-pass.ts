@@ -34,15 +34,27 @@ export async function passQualityGate(
 	rewrite: Rewrite,
 	options: GateOptions,
 ): Promise<PageContent> {
-	const first = await assessDraft(content, item, allowedRoutes, options.gate);
-	return first.failed ? rewriteFailed(first, rewrite, options) : first.content;
+	const [first] = await assessDrafts([{ content, item }], allowedRoutes, options.gate);
+	return first!.failed ? rewriteFailed(first!, rewrite, options) : first!.content;
 }
 
-/** The gate's first verdict on a page. */
-export async function assessDraft(content: PageContent, item: PlanPage, allowedRoutes: ReadonlySet<string>, gate: QualityGate): Promise<FirstVerdict> {
-	const place = { route: item.route, primaryKeyword: item.primary_keyword, planRoutes: allowedRoutes };
-	const report = await gate.assess(content, place);
-	return { content: withQuality(content, report), failed: report.status === 'fail', issues: report.issues, place };
+/** The gate's first verdict on pages, in one pass over the index. */
+export async function assessDrafts(
+	drafts: readonly { content: PageContent; item: PlanPage }[],
+	allowedRoutes: ReadonlySet<string>,
+	gate: QualityGate,
+): Promise<FirstVerdict[]> {
+	const entries = drafts.map(({ content, item }) => ({
+		page: content,
+		place: { route: item.route, primaryKeyword: item.primary_keyword, planRoutes: allowedRoutes },
+	}));
+	const reports = await gate.assess(entries);
+	return reports.map((report, i) => ({
+		content: withQuality(drafts[i]!.content, report),
+		failed: report.status === 'fail',
+		issues: report.issues,
+		place: entries[i]!.place,
+	}));
 }
 
 /** The second and last version of a page that failed the gate, with its verdict. */
@@ -59,12 +71,13 @@ export async function rewriteFailed(first: FirstVerdict, rewrite: Rewrite, optio
 		logger.warn({ jobId, route, err: error }, 'pseo quality rewrite failed; the first version is kept');
 		return first.content;
 	}
-	const report = await gate.assess(second, first.place);
-	if (report.status === 'fail') logger.info({ jobId, route }, 'pseo page failed the quality gate twice; stored as failed');
+	const [report] = await gate.assess([{ page: second, place: first.place }]);
+	if (report?.status === 'fail') logger.info({ jobId, route }, 'pseo page failed the quality gate twice; stored as failed');
 	return withQuality(second, report);
 }
 
-function withQuality(content: PageContent, report: QualityReport): PageContent {
+function withQuality(content: PageContent, report: QualityReport | undefined): PageContent {
+	if (!report) return content;
 	return {
 		...content,
 		quality: {

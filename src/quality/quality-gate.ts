@@ -10,7 +10,7 @@ import {
 	type CheckedPage,
 	type QualityIssue,
 } from './page-checks.ts';
-import { nearestStoredPost } from './similarity-index.ts';
+import { nearestStoredPosts } from './similarity-index.ts';
 
 /** `PSEO_QUALITY_MIN_WORDS` and `PSEO_QUALITY_MAX_SIMILARITY`. */
 export interface QualitySettings {
@@ -63,35 +63,47 @@ export function verdict(issues: readonly QualityIssue[]): Pick<QualityReport, 's
 
 /** The gate of one job run on one website. */
 export interface QualityGate {
-	/** Checks a page against the rules and against every other post of the website, and the pages of this run not yet stored. */
-	assess(page: CheckedPage, place: PagePlace): Promise<QualityReport>;
+	/**
+	 * Checks pages against the rules and against every other post of the website, the pages of this run not yet
+	 * stored, and each other (a page is compared with those before it).
+	 */
+	assess(pages: readonly { page: CheckedPage; place: PagePlace }[]): Promise<QualityReport[]>;
 	/** The pages are stored (or dropped): from now on the index finds them, so the run forgets them. */
 	settle(routes: Iterable<string>): void;
 }
 
 /**
- * The quality gate of one job run: deterministic, no AI call. The near-duplicate check compares the page with
- * the website's stored posts through the band index, and with the pages this run has assessed but not stored yet
- * (pages written at the same time must not pass as originals of each other); those are few, bounded by the
- * queue and the write batch.
+ * The quality gate of one job run: deterministic, no AI call. The near-duplicate check compares each page with
+ * the website's stored posts through the band index (two queries for any number of pages), and with the pages
+ * this run has assessed but not stored yet, so that pages written at the same time cannot pass as originals of
+ * each other; those are few, bounded by the queue and the write batch.
  */
 export function createQualityGate(knex: Knex, pseoId: number, settings: QualitySettings): QualityGate {
 	const unsettled = new Map<string, Uint32Array>();
 	return {
-		async assess(page, place) {
-			const issues = checkPage(page, place, settings);
-			const signature = signatureOf(`${page.title}\n${page.body}`);
-			if (signature) {
-				let nearest = await nearestStoredPost(knex, pseoId, signature, place.route);
-				for (const [route, other] of unsettled) {
-					if (route === place.route) continue;
-					const score = similarity(signature, other);
-					if (!nearest || score > nearest.score) nearest = { route, score };
+		async assess(entries) {
+			const signatures = entries.map(({ page }) => signatureOf(`${page.title}\n${page.body}`));
+			const lookups = entries.flatMap(({ place }, i) => {
+				const signature = signatures[i];
+				return signature ? [{ route: place.route, signature }] : [];
+			});
+			const stored = lookups.length > 0 ? await nearestStoredPosts(knex, pseoId, lookups) : new Map<string, { route: string; score: number }>();
+			// From here on synchronous: each page is compared with the unsettled pages, earlier pages of this call included.
+			return entries.map(({ page, place }, i) => {
+				const issues = checkPage(page, place, settings);
+				const signature = signatures[i];
+				if (signature) {
+					let nearest = stored.get(place.route) ?? null;
+					for (const [route, other] of unsettled) {
+						if (route === place.route) continue;
+						const score = similarity(signature, other);
+						if (!nearest || score > nearest.score) nearest = { route, score };
+					}
+					issues.push(...checkSimilarity(nearest, settings.maxSimilarity));
+					unsettled.set(place.route, signature);
 				}
-				issues.push(...checkSimilarity(nearest, settings.maxSimilarity));
-				unsettled.set(place.route, signature);
-			}
-			return { ...verdict(issues), issues, signature: signature ? encodeSignature(signature) : null };
+				return { ...verdict(issues), issues, signature: signature ? encodeSignature(signature) : null };
+			});
 		},
 		settle(routes) {
 			for (const route of routes) unsettled.delete(route);

@@ -39,32 +39,60 @@ export async function indexPages(trx: Knex.Transaction, pseoId: number, pages: r
 	for (let i = 0; i < rows.length; i += ROWS_PER_INSERT) await trx(BANDS_TABLE).insert(rows.slice(i, i + ROWS_PER_INSERT));
 }
 
+/** Band keys per `whereIn`: keeps every statement under SQLite's bound-variable limit. */
+const KEYS_PER_QUERY = 500;
+
+/** A page to look up: its route (never its own match) and its signature. */
+export interface LookedUpPage {
+	route: string;
+	signature: Uint32Array;
+}
+
 /**
- * The stored post of the website most similar to a signature, other than `ownRoute`, with its estimated
- * similarity; null when no post shares a band with it (similarity almost surely below 0.4).
+ * For each page, the stored post of the website most similar to it, other than its own route, with the estimated
+ * similarity; absent when no post shares a band with it (similarity almost surely below 0.4). One query reads
+ * the bands of every page and one the signatures of every candidate, so a chunk of pages costs two queries.
  */
-export async function nearestStoredPost(knex: Knex, pseoId: number, signature: Uint32Array, ownRoute: string): Promise<{ route: string; score: number } | null> {
-	const rows = (await knex(BANDS_TABLE)
-		.where('pseo_id', pseoId)
-		.whereIn('band_key', bandKeys(signature))
-		.whereNot('route', ownRoute)
-		.groupBy('route')
-		.select('route')
-		.count({ shared: '*' })
-		.orderBy('shared', 'desc')
-		.limit(CANDIDATES)) as { route: string }[];
-	if (rows.length === 0) return null;
-	const stored = await readSignatures(
-		knex,
-		pseoId,
-		rows.map((row) => row.route),
-	);
-	let best: { route: string; score: number } | null = null;
-	for (const [route, encoded] of stored) {
-		const other = decodeSignature(encoded);
-		if (!other) continue;
-		const score = similarity(signature, other);
-		if (!best || score > best.score) best = { route, score };
+export async function nearestStoredPosts(knex: Knex, pseoId: number, pages: readonly LookedUpPage[]): Promise<Map<string, { route: string; score: number }>> {
+	const wanting = new Map<string, number[]>();
+	pages.forEach((page, index) => {
+		for (const key of bandKeys(page.signature)) {
+			const list = wanting.get(key);
+			if (list) list.push(index);
+			else wanting.set(key, [index]);
+		}
+	});
+	const shared = pages.map(() => new Map<string, number>());
+	const keys = [...wanting.keys()];
+	for (let i = 0; i < keys.length; i += KEYS_PER_QUERY) {
+		const rows = (await knex(BANDS_TABLE)
+			.where('pseo_id', pseoId)
+			.whereIn('band_key', keys.slice(i, i + KEYS_PER_QUERY))
+			.select('route', 'band_key')) as { route: string; band_key: string }[];
+		for (const row of rows) {
+			for (const index of wanting.get(row.band_key) ?? []) {
+				if (row.route === pages[index]!.route) continue;
+				const counts = shared[index]!;
+				counts.set(row.route, (counts.get(row.route) ?? 0) + 1);
+			}
+		}
 	}
-	return best;
+	const candidates = shared.map((counts) => [...counts].sort((a, b) => b[1] - a[1]).slice(0, CANDIDATES).map(([route]) => route));
+	const stored = await readSignatures(knex, pseoId, [...new Set(candidates.flat())]);
+	const decoded = new Map<string, Uint32Array>();
+	for (const [route, encoded] of stored) {
+		const signature = decodeSignature(encoded);
+		if (signature) decoded.set(route, signature);
+	}
+	const nearest = new Map<string, { route: string; score: number }>();
+	pages.forEach((page, index) => {
+		for (const route of candidates[index]!) {
+			const other = decoded.get(route);
+			if (!other) continue;
+			const score = similarity(page.signature, other);
+			const best = nearest.get(page.route);
+			if (!best || score > best.score) nearest.set(page.route, { route, score });
+		}
+	});
+	return nearest;
 }
