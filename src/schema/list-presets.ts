@@ -13,7 +13,7 @@ const LIST_PRESETS: Record<string, { fields: string[]; sort: string[] }> = {
 		fields: ['id', 'pseo_id', 'mode', 'status', 'created_count', 'requested_count', 'failed_count', 'date_created', 'date_completed'],
 		sort: ['-date_created'],
 	},
-	[POSTS]: { fields: ['title', 'route', 'status', 'pseo_id', 'language', 'date_created'], sort: ['-date_created'] },
+	[POSTS]: { fields: ['title', 'route', 'status', 'quality_status', 'quality_score', 'pseo_id', 'language', 'date_created'], sort: ['-date_created'] },
 	[PLANS]: { fields: ['pseo_id', 'language_code', 'total_pages', 'status', 'date_created'], sort: ['-date_created'] },
 	[LEDGER_TABLE]: { fields: ['date_created', 'user_id', 'reason', 'amount', 'balance_after', 'generation_id', 'note'], sort: ['-date_created'] },
 };
