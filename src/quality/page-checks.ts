@@ -109,7 +109,7 @@ export function checkKeyword(page: CheckedPage, keyword: string | null | undefin
  * other pages links to at least one of them.
  */
 export function checkInternalLinks(page: CheckedPage, planRoutes: ReadonlySet<string>, ownRoute: string): QualityIssue[] {
-	const known = new Set([...planRoutes].map(normalizePath));
+	const known = normalizedRoutes(planRoutes);
 	const own = normalizePath(ownRoute);
 	const targets = internalLinkTargets(page.body);
 	const broken = [...new Set(targets.filter((target) => !known.has(target) || target === own))];
@@ -117,7 +117,7 @@ export function checkInternalLinks(page: CheckedPage, planRoutes: ReadonlySet<st
 	if (broken.length > 0) {
 		found.push(issue('internal_links', 'warn', `links that are not other routes of the plan: ${broken.slice(0, 5).join(', ')}${broken.length > 5 ? ', …' : ''}`));
 	}
-	const others = [...known].filter((route) => route !== own).length;
+	const others = known.size - (known.has(own) ? 1 : 0);
 	if (targets.length === 0 && others > 0) found.push(issue('internal_links', 'warn', 'no link to another page of the plan'));
 	return found;
 }
@@ -161,6 +161,17 @@ function internalLinkTargets(markdown: string): string[] {
 		if (!match[1]) targets.push(normalizePath(match[2]!));
 	}
 	return targets;
+}
+
+const normalized = new WeakMap<ReadonlySet<string>, { size: number; routes: Set<string> }>();
+
+/** The plan's routes, normalised; cached per set, because a job checks every page against one set. */
+function normalizedRoutes(planRoutes: ReadonlySet<string>): Set<string> {
+	const cached = normalized.get(planRoutes);
+	if (cached && cached.size === planRoutes.size) return cached.routes;
+	const routes = new Set([...planRoutes].map(normalizePath));
+	normalized.set(planRoutes, { size: planRoutes.size, routes });
+	return routes;
 }
 
 /** A root-relative path without query, fragment or trailing slash. */
