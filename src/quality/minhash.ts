@@ -15,15 +15,21 @@ export const BANDS = 20;
 const ROWS = 6;
 const HASHES = BANDS * ROWS;
 
-/** Seeds of the hash functions: fixed, because stored signatures must stay comparable across releases. */
-const SEEDS = (() => {
-	const seeds = new Uint32Array(HASHES);
+/**
+ * The hash functions h_i(x) = (a_i·x + b_i) mod 2^32 over a shingle hash x that is already well mixed, with odd
+ * multipliers: one multiplication and one addition per shingle and function. The constants are fixed, because
+ * stored signatures must stay comparable across releases.
+ */
+const [MULTIPLIERS, ADDENDS] = (() => {
+	const multipliers = new Int32Array(HASHES);
+	const addends = new Int32Array(HASHES);
 	let state = 0x9e3779b9;
+	const next = () => (state = fmix32((state + 0x6d2b79f5) >>> 0));
 	for (let i = 0; i < HASHES; i++) {
-		state = fmix32((state + 0x6d2b79f5) >>> 0);
-		seeds[i] = state;
+		multipliers[i] = next() | 1;
+		addends[i] = next();
 	}
-	return seeds;
+	return [multipliers, addends];
 })();
 
 /** The words of a text, lower case with accents folded; letters and digits of every script are kept. */
@@ -40,9 +46,15 @@ export function words(text: string): string[] {
 /** The distinct 32-bit hashes of the text's shingles (a text shorter than one shingle is one shingle). */
 export function shingleHashes(tokens: readonly string[]): Uint32Array {
 	if (tokens.length === 0) return new Uint32Array(0);
+	// Each word is hashed once; a shingle's hash combines its words' hashes in order, without building strings.
+	const hashes = tokens.map(fnv1a);
 	const count = Math.max(1, tokens.length - SHINGLE_WORDS + 1);
 	const seen = new Set<number>();
-	for (let i = 0; i < count; i++) seen.add(fnv1a(tokens.slice(i, i + SHINGLE_WORDS).join(' ')));
+	for (let i = 0; i < count; i++) {
+		let hash = 0;
+		for (let j = i; j < Math.min(i + SHINGLE_WORDS, hashes.length); j++) hash = (Math.imul(hash, 0x01000193) + hashes[j]!) | 0;
+		seen.add(fmix32(hash >>> 0));
+	}
 	return Uint32Array.from(seen);
 }
 
@@ -50,12 +62,17 @@ export function shingleHashes(tokens: readonly string[]): Uint32Array {
 export function signatureOf(text: string): Uint32Array | null {
 	const shingles = shingleHashes(words(text));
 	if (shingles.length === 0) return null;
-	const signature = new Uint32Array(HASHES).fill(0xffffffff);
-	for (const shingle of shingles) {
-		for (let i = 0; i < HASHES; i++) {
-			const value = fmix32((shingle ^ SEEDS[i]!) >>> 0);
-			if (value < signature[i]!) signature[i] = value;
+	const signature = new Uint32Array(HASHES);
+	const count = shingles.length;
+	for (let i = 0; i < HASHES; i++) {
+		const a = MULTIPLIERS[i]!;
+		const b = ADDENDS[i]!;
+		let min = 0xffffffff;
+		for (let j = 0; j < count; j++) {
+			const value = (Math.imul(a, shingles[j]!) + b) >>> 0;
+			if (value < min) min = value;
 		}
+		signature[i] = min;
 	}
 	return signature;
 }

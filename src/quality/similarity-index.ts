@@ -36,7 +36,17 @@ export async function indexPages(trx: Knex.Transaction, pseoId: number, pages: r
 		const signature = decodeSignature(page.signature);
 		return signature ? bandKeys(signature).map((band_key) => ({ pseo_id: pseoId, route: page.route, band_key })) : [];
 	});
-	for (let i = 0; i < rows.length; i += ROWS_PER_INSERT) await trx(BANDS_TABLE).insert(rows.slice(i, i + ROWS_PER_INSERT));
+	for (let i = 0; i < rows.length; i += ROWS_PER_INSERT) await insertRows(trx, rows.slice(i, i + ROWS_PER_INSERT));
+}
+
+/**
+ * One multi-row INSERT ... VALUES. Knex writes SQLite's multi-row inserts as a UNION ALL of SELECTs, which is
+ * slower to parse and capped at 500 terms; every vendor we support (SQLite 3.7.11 and later, PostgreSQL, MySQL,
+ * MariaDB) takes a plain VALUES list, and these rows are three plain columns.
+ */
+async function insertRows(trx: Knex.Transaction, rows: readonly { pseo_id: number; route: string; band_key: string }[]): Promise<void> {
+	const values = rows.map(() => '(?, ?, ?)').join(', ');
+	await trx.raw(`INSERT INTO ?? (??, ??, ??) VALUES ${values}`, [BANDS_TABLE, 'pseo_id', 'route', 'band_key', ...rows.flatMap((row) => [row.pseo_id, row.route, row.band_key])]);
 }
 
 /** Band keys per `whereIn`: keeps every statement under SQLite's bound-variable limit. */
