@@ -13,6 +13,7 @@ const OWNERS: Record<string, string> = {
 	pseo_main_json: 'plan/plan-store.ts',
 	pseo_token_ledger: 'ledger/token-ledger.ts',
 	pseo_post_bands: 'quality/similarity-index.ts',
+	pseo_plan_pages: 'plan/plan-page-store.ts',
 	directus_users: 'ledger/token-ledger.ts',
 };
 

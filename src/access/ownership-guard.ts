@@ -4,6 +4,7 @@ import { ForbiddenError } from '../errors/index.ts';
 import { JOBS } from '../engine/job-store.ts';
 import { LEDGER_TABLE } from '../ledger/token-ledger.ts';
 import { PLANS } from '../plan/plan-store.ts';
+import { PLAN_PAGES } from '../plan/plan-page-store.ts';
 import { POSTS } from '../posts/post-store.ts';
 import { WEBSITES } from '../websites/website-store.ts';
 
@@ -13,6 +14,7 @@ export const OWNER_FIELDS = {
 	[JOBS]: 'user_id',
 	[POSTS]: 'user_id',
 	[PLANS]: 'user_id',
+	[PLAN_PAGES]: 'user_id',
 	[LEDGER_TABLE]: 'user_id',
 } as const;
 
@@ -22,7 +24,11 @@ export type OwnedCollection = keyof typeof OWNER_FIELDS;
 export const WRITABLE_FIELDS: Partial<Record<OwnedCollection, ReadonlySet<string>>> = {
 	[WEBSITES]: new Set(['website_url', 'website_software', 'master_prompt', 'daily_token_cap']),
 	[POSTS]: new Set(['status', 'title', 'meta_title', 'meta_description', 'h1', 'body', 'faq']),
+	[PLAN_PAGES]: new Set(['title', 'priority', 'primary_keyword', 'search_intent', 'page_type', 'cluster']),
 };
+
+/** Collections whose rows a non-admin may delete (their own): a plan page the owner does not want generated. */
+export const DELETABLE: ReadonlySet<OwnedCollection> = new Set([PLAN_PAGES]);
 
 /** Whether rows must be narrowed for this caller: every authenticated non-admin, and the public. */
 function isRestricted(accountability: Accountability | null | undefined): accountability is Accountability {
@@ -56,13 +62,26 @@ export async function guardWrite(
 	const writable = WRITABLE_FIELDS[collection];
 	const forbidden = Object.keys(payload).filter((field) => !writable?.has(field));
 	if (forbidden.length > 0) throw new ForbiddenError({ resource: `field(s) ${forbidden.join(', ')} of`, id: collection });
-	if (keys && keys.length > 0) {
-		const owner = OWNER_FIELDS[collection];
-		const foreign = await database(collection)
-			.whereIn('id', [...keys])
-			.andWhere((q) => q.whereNull(owner).orWhereNot(owner, accountability.user ?? ''))
-			.first('id');
-		if (foreign) throw new ForbiddenError({ resource: collection, id: String(foreign.id) });
-	}
+	if (keys && keys.length > 0) await assertOwned(database, collection, keys, accountability);
 	return payload;
+}
+
+/** `<collection>.items.delete` filter: a non-admin deletes only rows they own. */
+export async function guardDelete(
+	database: Knex,
+	collection: OwnedCollection,
+	keys: readonly (string | number)[],
+	accountability: Accountability | null,
+): Promise<readonly (string | number)[]> {
+	if (isRestricted(accountability) && keys.length > 0) await assertOwned(database, collection, keys, accountability);
+	return keys;
+}
+
+async function assertOwned(database: Knex, collection: OwnedCollection, keys: readonly (string | number)[], accountability: Accountability): Promise<void> {
+	const owner = OWNER_FIELDS[collection];
+	const foreign = await database(collection)
+		.whereIn('id', [...keys])
+		.andWhere((q) => q.whereNull(owner).orWhereNot(owner, accountability.user ?? ''))
+		.first('id');
+	if (foreign) throw new ForbiddenError({ resource: collection, id: String(foreign.id) });
 }

@@ -2,6 +2,7 @@ import type { Knex } from 'knex';
 import { createSiblingPicker, type Sibling } from '../page/page-siblings.ts';
 import type { PlanPage } from '../plan/plan-page.ts';
 import { readPlan } from '../plan/plan-store.ts';
+import { readPlanPages } from '../plan/plan-page-store.ts';
 import { readWebsite } from '../websites/website-store.ts';
 import type { JobRecord } from './job-types.ts';
 
@@ -24,8 +25,9 @@ export interface JobContext {
 export async function loadJobContext(knex: Knex, job: JobRecord): Promise<JobContext> {
 	const website = await readWebsite(knex, job.pseo_id);
 	const plan = job.main_json_id ? await readPlan(knex, job.main_json_id) : null;
-	// The job's own routes stand in when its plan was deleted.
-	const pages = plan && plan.pages.length > 0 ? plan.pages : job.routes;
+	// The website's plan pages are the siblings; the job's own routes stand in when the plan is gone.
+	const planPages = await readPlanPages(knex, job.pseo_id);
+	const pages = planPages.length > 0 ? planPages : job.routes;
 	return {
 		masterPrompt: website?.master_prompt ?? '',
 		websiteUrl: website?.website_url ?? '',

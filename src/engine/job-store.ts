@@ -8,6 +8,7 @@ import type { Logger } from '../shared/logger.ts';
 import { retryConflicts, transact } from '../shared/transaction.ts';
 import { addPostCount } from '../websites/website-store.ts';
 import { indexPages } from '../quality/similarity-index.ts';
+import { markPosted } from '../plan/plan-page-store.ts';
 import type { FailedRoute, JobMode, JobRecord } from './job-types.ts';
 
 /*
@@ -331,6 +332,11 @@ async function recordInTransaction(
 	// A regeneration rewrites a post the website already counts.
 	if (created > 0 && job.regenerate_post_id === null) {
 		await addPostCount(trx, job.pseo_id, created);
+		await markPosted(
+			trx,
+			job.pseo_id,
+			fresh.filter((outcome) => outcome.content && !duplicates.has(outcome.route)).map((outcome) => outcome.route),
+		);
 	}
 	// The near-duplicate index learns the stored pages in the same transaction, so it never names a page that is not stored.
 	const stored = fresh.filter((outcome) => outcome.content?.quality && !duplicates.has(outcome.route));

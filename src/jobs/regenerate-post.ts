@@ -2,7 +2,8 @@ import type { PseoConfig } from '../config/config.ts';
 import { hasActiveJob } from '../engine/job-store.ts';
 import { ForbiddenError, InvalidPayloadError, NotFoundError } from '../errors/index.ts';
 import type { PlanPage } from '../plan/plan-page.ts';
-import { readCurrentPlan } from '../plan/plan-store.ts';
+import { ensurePlanPages, readCurrentPlan } from '../plan/plan-store.ts';
+import { readPlanPage } from '../plan/plan-page-store.ts';
 import { readPostForRegeneration } from '../posts/post-store.ts';
 import { readWebsite } from '../websites/website-store.ts';
 import { acceptJob, activeConflict, type StartJobDeps } from './start-job.ts';
@@ -49,8 +50,9 @@ export async function regeneratePost(
 	if (owner !== userId) throw new ForbiddenError({ resource: 'Post', id: postId });
 	if (await hasActiveJob(deps.database, post.pseoId)) throw activeConflict(post.pseoId);
 	// The plan's page for the route, with its keyword and intent, when the current plan still has it.
+	await ensurePlanPages(deps.database, post.pseoId);
 	const plan = await readCurrentPlan(deps.database, post.pseoId);
-	const page: PlanPage = plan?.pages.find((candidate) => candidate.route === post.route) ?? { route: post.route, title: post.title, priority: 0 };
+	const page: PlanPage = (await readPlanPage(deps.database, post.pseoId, post.route)) ?? { route: post.route, title: post.title, priority: 0 };
 	return acceptJob(deps, {
 		userId,
 		pseoId: post.pseoId,

@@ -58,7 +58,7 @@ export async function startJob(deps: StartJobDeps, input: StartJobInput): Promis
 	// Cheap early answer; the unique index in acceptJob is what actually decides.
 	if (await hasActiveJob(deps.database, pseoId)) throw activeConflict(pseoId);
 	const { plan, routes } = await selectRoutes(deps.database, pseoId, postCount);
-	return acceptJob(deps, { userId, pseoId, mode, rate, routes, planId: plan.id, note: `${mode} generation of ${postCount} page(s)`, userCap });
+	return acceptJob(deps, { userId, pseoId, mode, rate, routes, planId: plan?.id ?? null, note: `${mode} generation of ${postCount} page(s)`, userCap });
 }
 
 /**

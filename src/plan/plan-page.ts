@@ -13,11 +13,3 @@ export interface PlanPage {
 	parent_route?: string | null | undefined;
 	cluster?: string | null | undefined;
 }
-
-/** Plan pages by priority, highest first; ties keep the plan's order. */
-export function byPriority<T extends PlanPage>(pages: readonly T[]): T[] {
-	return pages
-		.map((page, index) => ({ page, index }))
-		.sort((a, b) => Number(b.page.priority ?? 0) - Number(a.page.priority ?? 0) || a.index - b.index)
-		.map(({ page }) => page);
-}

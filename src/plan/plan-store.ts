@@ -6,6 +6,9 @@ import { dbTimestamp, insertedId, isUniqueViolation, jsonFromDb } from '../share
 import type { Logger } from '../shared/logger.ts';
 import { transact } from '../shared/transaction.ts';
 import type { PlanPage } from './plan-page.ts';
+import { replacePlanPages } from './plan-page-store.ts';
+import { postedRoutes } from '../posts/post-store.ts';
+import { readWebsite } from '../websites/website-store.ts';
 
 /** The owner of `pseo_main_json`: generation reads plans through the functions below. */
 export const PLANS = 'pseo_main_json';
@@ -134,21 +137,58 @@ export async function extendLock(knex: Knex, planId: number, userId: string, loc
 }
 
 /**
- * Stores the finished plan as the website's current plan and releases the lock. Only a plan still `generating`
- * is completed: one that was meanwhile declared abandoned (and refunded) stays failed.
+ * Stores the finished plan as the website's current plan, its pages as the website's plan pages (replacing the
+ * previous plan's), and releases the lock, in one transaction. Only a plan still `generating` is completed: one
+ * that was meanwhile declared abandoned (and refunded) stays failed.
  */
-export async function completePlan(knex: Knex, planId: number, plan: { pages: unknown[]; total_pages: number }): Promise<void> {
-	const updated = await knex(PLANS)
-		.where({ id: planId, status: 'generating' })
-		.update({
-			status: 'ready',
-			main_json: JSON.stringify({ pages: plan.pages }),
-			total_pages: plan.total_pages,
-			active_user_id: null,
-			lock_expires_at: null,
-			date_updated: dbTimestamp(knex),
-		});
-	if (updated !== 1) throw new Error('The plan took longer than its lock allows and was abandoned; its tokens were refunded.');
+export async function completePlan(knex: Knex, planId: number, plan: { pages: PlanPage[]; total_pages: number }): Promise<void> {
+	await knex.transaction(async (trx) => {
+		const row = (await trx(PLANS).where('id', planId).first('pseo_id', 'user_id')) as { pseo_id: number; user_id: string | null } | undefined;
+		const updated = await trx(PLANS)
+			.where({ id: planId, status: 'generating' })
+			.update({
+				status: 'ready',
+				main_json: JSON.stringify({ pages: plan.pages }),
+				total_pages: plan.total_pages,
+				active_user_id: null,
+				lock_expires_at: null,
+				pages_stored_at: dbTimestamp(trx),
+				date_updated: dbTimestamp(trx),
+			});
+		if (updated !== 1 || !row) throw new Error('The plan took longer than its lock allows and was abandoned; its tokens were refunded.');
+		const pseoId = Number(row.pseo_id);
+		const userId = row.user_id ?? (await readWebsite(trx, pseoId))?.backend_user_id ?? null;
+		await replacePlanPages(trx, { pseoId, userId, planId }, plan.pages, await postedRoutes(trx, pseoId));
+	});
+}
+
+/**
+ * Gives the website's current plan its rows when it has none yet: a plan stored as one JSON document before plan
+ * pages were rows, or written (or rewritten) through the items API. Its pages replace the website's plan pages,
+ * once: `pages_stored_at` records it, so pages an editor deleted afterwards stay deleted. Called on start-up and
+ * before generation reads the plan; safe on several instances at once (the conditional update decides).
+ */
+export async function ensurePlanPages(knex: Knex, pseoId: number): Promise<void> {
+	const current = (await knex(PLANS).where({ pseo_id: pseoId, status: 'ready' }).orderBy('id', 'desc').first('id', 'pages_stored_at')) as
+		| { id: number; pages_stored_at: unknown }
+		| undefined;
+	if (!current || (current.pages_stored_at !== null && current.pages_stored_at !== undefined)) return;
+	await knex.transaction(async (trx) => {
+		const claimed = await trx(PLANS).where({ id: current.id }).whereNull('pages_stored_at').update({ pages_stored_at: dbTimestamp(trx) });
+		if (claimed !== 1) return;
+		const row = (await trx(PLANS).where('id', current.id).first('id', 'user_id', 'language_code', 'description', 'main_json')) as Record<string, unknown>;
+		// The rows belong to the website's owner, whoever wrote the plan (an admin, through the items API).
+		const userId = (await readWebsite(trx, pseoId))?.backend_user_id ?? (row['user_id'] as string | null) ?? null;
+		const owner = { pseoId, userId, planId: Number(current.id) };
+		await replacePlanPages(trx, owner, toStoredPlan(row).pages, await postedRoutes(trx, pseoId));
+	});
+}
+
+/** Start-up migration, additive: every website's current plan gets its rows, if it has none yet. */
+export async function migratePlanDocuments(knex: Knex, logger: Logger): Promise<void> {
+	const websites = (await knex(PLANS).where('status', 'ready').whereNull('pages_stored_at').distinct('pseo_id')) as { pseo_id: number }[];
+	for (const { pseo_id } of websites) await ensurePlanPages(knex, Number(pseo_id));
+	if (websites.length > 0) logger.info({ websites: websites.length }, 'pseo: content plans stored as JSON documents have their plan pages as rows');
 }
 
 /** Marks the plan failed, refunds its charge and releases the lock, in one transaction. */

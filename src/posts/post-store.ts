@@ -78,6 +78,16 @@ export async function readSignatures(knex: Knex, pseoId: number, routes: readonl
 	return signatures;
 }
 
+/** The website and route of each of these posts. */
+export async function routesOfPosts(knex: Knex, postIds: readonly (string | number)[]): Promise<{ pseoId: number; route: string }[]> {
+	const found: { pseoId: number; route: string }[] = [];
+	for (let i = 0; i < postIds.length; i += ROUTES_PER_QUERY) {
+		const rows = (await knex(POSTS).whereIn('id', postIds.slice(i, i + ROUTES_PER_QUERY)).select('pseo_id', 'route')) as { pseo_id: number; route: string }[];
+		for (const row of rows) found.push({ pseoId: Number(row.pseo_id), route: row.route });
+	}
+	return found;
+}
+
 /** Whether post `postId` was last written by generation `jobId` (a regeneration that already stored its page). */
 export async function isRewrittenBy(knex: Knex, postId: number, jobId: number): Promise<boolean> {
 	const row = (await knex(POSTS).where('id', postId).first('generation_id')) as { generation_id: unknown } | undefined;

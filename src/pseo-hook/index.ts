@@ -1,7 +1,7 @@
 import { defineHook } from '@directus/extensions-sdk';
 import type { Accountability, Query } from '@directus/types';
 import type { Application } from 'express';
-import { guardWrite, OWNER_FIELDS, restrictQuery, WRITABLE_FIELDS, type OwnedCollection } from '../access/ownership-guard.ts';
+import { DELETABLE, guardDelete, guardWrite, OWNER_FIELDS, restrictQuery, WRITABLE_FIELDS, type OwnedCollection } from '../access/ownership-guard.ts';
 import { directusErrorEnvelope, errorHandler } from '../http/error-envelope.ts';
 import { applyBalanceEdits, recordInitialBalance } from '../ledger/balance-grants.ts';
 import { ensureIndexes, installSchema } from '../schema/install-schema.ts';
@@ -15,6 +15,9 @@ import { drainBeforeClose } from '../engine/drain-before-close.ts';
 import { providerFor } from '../provider/create-provider.ts';
 import { createPostReviser } from '../posts/post-revisions.ts';
 import { GenerationRuntime } from '../engine/runtime.ts';
+import { migratePlanDocuments, PLANS } from '../plan/plan-store.ts';
+import { unmarkPosted } from '../plan/plan-page-store.ts';
+import { POSTS, routesOfPosts } from '../posts/post-store.ts';
 import { setRuntime } from '../engine/runtime-registry.ts';
 
 /** The runtime: start-up provisioning, the error envelope, balance grants, and (later) the job runtime. */
@@ -33,6 +36,7 @@ export default defineHook(({ init, filter, action }, context) => {
 		}
 		const report = await retryOnRace(() => installSchema(ctx), logger, 'schema install');
 		await retryOnRace(() => ensureIndexes(database), logger, 'index creation');
+		await retryOnRace(() => migratePlanDocuments(database, logger), logger, 'plan pages migration');
 		const policy = await retryOnRace(() => provisionUserPolicy(ctx), logger, 'policy provisioning');
 		await retryOnRace(() => provisionListPresets(ctx), logger, 'list presets');
 		await refreshSchemaCache(ctx);
@@ -69,6 +73,11 @@ export default defineHook(({ init, filter, action }, context) => {
 		filter(`${collection}.items.query`, (query, _meta, eventContext) =>
 			restrictQuery(collection, query as Query, accountabilityOf(eventContext)),
 		);
+		if (DELETABLE.has(collection)) {
+			filter(`${collection}.items.delete`, (keys, _meta, eventContext) =>
+				guardDelete(database, collection, keys as (string | number)[], accountabilityOf(eventContext)),
+			);
+		}
 		if (!WRITABLE_FIELDS[collection]) continue;
 		filter(`${collection}.items.create`, (payload, _meta, eventContext) =>
 			guardWrite(database, collection, payload as Record<string, unknown>, null, accountabilityOf(eventContext)),
@@ -77,6 +86,22 @@ export default defineHook(({ init, filter, action }, context) => {
 			guardWrite(database, collection, payload as Record<string, unknown>, (meta as { keys: string[] }).keys, accountabilityOf(eventContext)),
 		);
 	}
+
+	// A plan whose JSON document is rewritten through the items API gets its rows again from it, on next use.
+	filter(`${PLANS}.items.update`, (payload) => {
+		const fields = payload as Record<string, unknown>;
+		return 'main_json' in fields ? { ...fields, pages_stored_at: null } : fields;
+	});
+
+	// A deleted post's route is ungenerated again: the plan page says so, and the next job may take it.
+	filter(`${POSTS}.items.delete`, async (keys) => {
+		const byWebsite = new Map<number, string[]>();
+		for (const post of await routesOfPosts(database, keys as (string | number)[])) {
+			byWebsite.set(post.pseoId, [...(byWebsite.get(post.pseoId) ?? []), post.route]);
+		}
+		for (const [pseoId, routes] of byWebsite) await unmarkPosted(database, pseoId, routes);
+		return keys;
+	});
 
 	filter('users.update', async (payload, meta, eventContext) => {
 		const { keys } = meta as { keys: string[] };

@@ -6,6 +6,7 @@ import { systemServiceOptions } from '../shared/system-context.ts';
 import { JOBS } from '../engine/job-store.ts';
 import { POSTS } from '../posts/post-store.ts';
 import { BANDS_TABLE } from '../quality/similarity-index.ts';
+import { PLAN_PAGES } from '../plan/plan-page-store.ts';
 import { snapshotForHost } from '../shared/host-compat.ts';
 
 interface DiffEntry {
@@ -86,6 +87,8 @@ export async function ensureIndexes(knex: Knex): Promise<void> {
 	const statements = [
 		`CREATE UNIQUE INDEX IF NOT EXISTS pseo_posts_pseo_route_unique ON ${POSTS} (pseo_id, route)`,
 		`CREATE INDEX IF NOT EXISTS pseo_generations_status_lease ON ${JOBS} (status, lease_expires_at)`,
+		`CREATE UNIQUE INDEX IF NOT EXISTS pseo_plan_pages_pseo_route_unique ON ${PLAN_PAGES} (pseo_id, route)`,
+		`CREATE INDEX IF NOT EXISTS pseo_plan_pages_next ON ${PLAN_PAGES} (pseo_id, has_post, priority)`,
 		`CREATE INDEX IF NOT EXISTS pseo_post_bands_lookup ON ${BANDS_TABLE} (pseo_id, band_key)`,
 		`CREATE INDEX IF NOT EXISTS pseo_post_bands_route ON ${BANDS_TABLE} (pseo_id, route)`,
 	];

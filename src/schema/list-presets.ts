@@ -3,6 +3,7 @@ import { systemServiceOptions } from '../shared/system-context.ts';
 import { JOBS } from '../engine/job-store.ts';
 import { LEDGER_TABLE } from '../ledger/token-ledger.ts';
 import { PLANS } from '../plan/plan-store.ts';
+import { PLAN_PAGES } from '../plan/plan-page-store.ts';
 import { POSTS } from '../posts/post-store.ts';
 import { WEBSITES } from '../websites/website-store.ts';
 
@@ -14,6 +15,7 @@ const LIST_PRESETS: Record<string, { fields: string[]; sort: string[] }> = {
 		sort: ['-date_created'],
 	},
 	[POSTS]: { fields: ['title', 'route', 'status', 'quality_status', 'quality_score', 'pseo_id', 'language', 'date_created'], sort: ['-date_created'] },
+	[PLAN_PAGES]: { fields: ['route', 'title', 'priority', 'cluster', 'primary_keyword', 'has_post', 'pseo_id'], sort: ['-priority'] },
 	[PLANS]: { fields: ['pseo_id', 'language_code', 'total_pages', 'status', 'date_created'], sort: ['-date_created'] },
 	[LEDGER_TABLE]: { fields: ['date_created', 'user_id', 'reason', 'amount', 'balance_after', 'generation_id', 'note'], sort: ['-date_created'] },
 };

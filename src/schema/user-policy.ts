@@ -3,6 +3,7 @@ import { systemServiceOptions } from '../shared/system-context.ts';
 import { JOBS } from '../engine/job-store.ts';
 import { LEDGER_TABLE } from '../ledger/token-ledger.ts';
 import { PLANS } from '../plan/plan-store.ts';
+import { PLAN_PAGES } from '../plan/plan-page-store.ts';
 import { POSTS } from '../posts/post-store.ts';
 import { WEBSITES } from '../websites/website-store.ts';
 
@@ -28,7 +29,7 @@ interface PermissionSpec {
  * GraphQL alike.
  *
  * What a pSEO user may do: read their websites, jobs, posts, plans and ledger; register and edit their websites;
- * edit the copy of their generated posts. Jobs, plans, balances and the ledger are written only by the extension,
+ * edit the copy of their generated posts; retitle, reprioritise and delete the pages of their plans. Jobs, plans, balances and the ledger are written only by the extension,
  * which charges for them, so there is no create or update on those and none on directus_users.
  */
 const USER_PERMISSIONS: PermissionSpec[] = [
@@ -39,6 +40,9 @@ const USER_PERMISSIONS: PermissionSpec[] = [
 	perm(POSTS, 'read'),
 	perm(POSTS, 'update'),
 	perm(PLANS, 'read'),
+	perm(PLAN_PAGES, 'read'),
+	perm(PLAN_PAGES, 'update'),
+	perm(PLAN_PAGES, 'delete'),
 	perm(LEDGER_TABLE, 'read'),
 ];
 

@@ -1,0 +1,157 @@
+import type { Knex } from 'knex';
+import { dbTimestamp } from '../shared/database.ts';
+import type { PlanPage } from './plan-page.ts';
+
+/*
+ * The owner of `pseo_plan_pages`: a website's content plan, one row per route, unique by (pseo_id, route). The
+ * rows are what generation reads (by priority, through an index) and what editors sort, filter, retitle and
+ * delete in the app; `pseo_main_json` keeps each plan's metadata (language, description, the model's original
+ * answer). A plan that POST /generate/main-json produces replaces the website's rows, as it replaced the plan
+ * before; `has_post` is kept by the engine in the transaction that stores each post.
+ */
+
+export const PLAN_PAGES = 'pseo_plan_pages';
+
+/** Rows per INSERT statement: 12 columns a row stays under SQLite's historical limit of 999 bound values. */
+const ROWS_PER_INSERT = 80;
+/** Routes per `whereIn`: keeps every statement under SQLite's bound-variable limit. */
+const ROUTES_PER_QUERY = 500;
+
+/** Whose plan the rows are, and which plan record they came from. */
+export interface PlanOwner {
+	pseoId: number;
+	userId: string | null;
+	planId: number | null;
+}
+
+/** A plan page with the data row it was made from (an import's), if any. */
+export type StoredPlanPage = PlanPage & { variables?: Record<string, unknown> | null };
+
+/** Replaces a website's plan pages with `pages`, inside the caller's transaction; `has_post` from the posts that exist. */
+export async function replacePlanPages(trx: Knex.Transaction, owner: PlanOwner, pages: readonly StoredPlanPage[], posted: ReadonlySet<string>): Promise<number> {
+	await trx(PLAN_PAGES).where('pseo_id', owner.pseoId).delete();
+	return insertPlanPages(trx, owner, pages, posted);
+}
+
+/** Adds plan pages whose routes the website's plan does not have yet; returns how many were added. */
+async function insertPlanPages(trx: Knex.Transaction, owner: PlanOwner, pages: readonly StoredPlanPage[], posted: ReadonlySet<string>): Promise<number> {
+	const now = dbTimestamp(trx);
+	const unique = new Map<string, StoredPlanPage>();
+	for (const page of pages) if (typeof page.route === 'string' && !unique.has(page.route)) unique.set(page.route, page);
+	const existing = await plannedRoutes(trx, owner.pseoId, [...unique.keys()]);
+	const rows = [...unique.values()]
+		.filter((page) => !existing.has(page.route))
+		.map((page) => ({
+			pseo_id: owner.pseoId,
+			main_json_id: owner.planId,
+			user_id: owner.userId,
+			route: page.route,
+			title: typeof page.title === 'string' && page.title !== '' ? page.title : page.route,
+			priority: Number.isFinite(Number(page.priority)) ? Number(page.priority) : 0,
+			primary_keyword: page.primary_keyword ?? null,
+			search_intent: page.search_intent ?? null,
+			page_type: page.page_type ?? null,
+			parent_route: page.parent_route ?? null,
+			cluster: page.cluster ?? null,
+			variables: page.variables ? JSON.stringify(page.variables) : null,
+			has_post: posted.has(page.route),
+			date_created: now,
+		}));
+	for (let i = 0; i < rows.length; i += ROWS_PER_INSERT) await trx(PLAN_PAGES).insert(rows.slice(i, i + ROWS_PER_INSERT));
+	return rows.length;
+}
+
+/** The routes among `routes` that the website's plan has. */
+async function plannedRoutes(knex: Knex, pseoId: number, routes: readonly string[]): Promise<Set<string>> {
+	const found = new Set<string>();
+	for (let i = 0; i < routes.length; i += ROUTES_PER_QUERY) {
+		const rows = (await knex(PLAN_PAGES)
+			.where('pseo_id', pseoId)
+			.whereIn('route', routes.slice(i, i + ROUTES_PER_QUERY))
+			.select('route')) as { route: string }[];
+		for (const row of rows) found.add(row.route);
+	}
+	return found;
+}
+
+/** Every plan page of a website, highest priority first (ties in the plan's order). */
+export async function readPlanPages(knex: Knex, pseoId: number): Promise<PlanPage[]> {
+	const rows = (await knex(PLAN_PAGES)
+		.where('pseo_id', pseoId)
+		.orderBy([{ column: 'priority', order: 'desc' }, { column: 'id', order: 'asc' }])
+		.select(COLUMNS)) as Record<string, unknown>[];
+	return rows.map(toPlanPage);
+}
+
+/** The plan page of one route, or null. */
+export async function readPlanPage(knex: Knex, pseoId: number, route: string): Promise<PlanPage | null> {
+	const row = (await knex(PLAN_PAGES).where({ pseo_id: pseoId, route }).first(COLUMNS)) as Record<string, unknown> | undefined;
+	return row ? toPlanPage(row) : null;
+}
+
+/**
+ * Up to `count` plan pages without a post, highest priority first, read page by page through the
+ * (pseo_id, has_post, priority) index; `isPosted` double-checks each against the posts themselves, because an
+ * editor may delete a post (its row keeps `has_post`) or the flag may lag a post stored outside the engine.
+ */
+export async function selectUnposted(
+	knex: Knex,
+	pseoId: number,
+	count: number,
+	isPosted: (routes: readonly string[]) => Promise<Set<string>>,
+): Promise<PlanPage[]> {
+	const picked: PlanPage[] = [];
+	const page = Math.max(count * 2, 100);
+	for (let offset = 0; picked.length < count; offset += page) {
+		const rows = (await knex(PLAN_PAGES)
+			.where({ pseo_id: pseoId, has_post: false })
+			.orderBy([{ column: 'priority', order: 'desc' }, { column: 'id', order: 'asc' }])
+			.offset(offset)
+			.limit(page)
+			.select(COLUMNS)) as Record<string, unknown>[];
+		if (rows.length === 0) break;
+		const pages = rows.map(toPlanPage);
+		const posted = await isPosted(pages.map((item) => item.route));
+		for (const item of pages) {
+			if (posted.has(item.route)) continue;
+			picked.push(item);
+			if (picked.length === count) break;
+		}
+		if (rows.length < page) break;
+	}
+	return picked;
+}
+
+/** Marks routes of a website as posted, inside the transaction that stores their posts. */
+export async function markPosted(trx: Knex.Transaction, pseoId: number, routes: readonly string[]): Promise<void> {
+	for (let i = 0; i < routes.length; i += ROUTES_PER_QUERY) {
+		await trx(PLAN_PAGES).where('pseo_id', pseoId).whereIn('route', routes.slice(i, i + ROUTES_PER_QUERY)).update({ has_post: true });
+	}
+}
+
+/**
+ * Marks routes of a website as without a post again: their posts are being deleted. Done before the delete
+ * commits, which errs on the safe side: a route whose delete then fails reads `has_post: false` while its post
+ * stays, and the selection's check against the posts skips it anyway.
+ */
+export async function unmarkPosted(knex: Knex, pseoId: number, routes: readonly string[]): Promise<void> {
+	for (let i = 0; i < routes.length; i += ROUTES_PER_QUERY) {
+		await knex(PLAN_PAGES).where('pseo_id', pseoId).whereIn('route', routes.slice(i, i + ROUTES_PER_QUERY)).update({ has_post: false });
+	}
+}
+
+const COLUMNS = ['route', 'title', 'priority', 'primary_keyword', 'search_intent', 'page_type', 'parent_route', 'cluster'];
+
+function toPlanPage(row: Record<string, unknown>): PlanPage {
+	const text = (value: unknown) => (typeof value === 'string' && value !== '' ? value : null);
+	return {
+		route: String(row['route']),
+		title: String(row['title'] ?? row['route']),
+		priority: Number(row['priority'] ?? 0),
+		primary_keyword: text(row['primary_keyword']),
+		search_intent: text(row['search_intent']),
+		page_type: text(row['page_type']),
+		parent_route: text(row['parent_route']),
+		cluster: text(row['cluster']),
+	};
+}
