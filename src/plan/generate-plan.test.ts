@@ -140,7 +140,7 @@ function routesOf(plan: { pages: { route: string }[] }): string[] {
 }
 
 describe('generatePlan', () => {
-	it('plans a small site in one pseo_plan_pages call for the whole site', async () => {
+	it('plans a small site in one pseo_plan_page_list call for the whole site', async () => {
 		const provider = new ScriptedProvider(freshPages);
 		const plan = await generatePlan(input(provider, { pageCount: 25 }));
 		expect(provider.calls).toHaveLength(1);

@@ -49,7 +49,7 @@ const WHOLE_SITE: PlanCluster = { name: 'Whole website', slug: '', description: 
 /**
  * Generates a content plan of `pageCount` pages.
  *
- * Up to `pagesPerCall` pages take one `pseo_plan_pages` call for the whole site (the model groups them into
+ * Up to `pagesPerCall` pages take one `pseo_plan_page_list` call for the whole site (the model groups them into
  * clusters itself). Larger plans first ask `pseo_plan_clusters` for about `pageCount / pagesPerCall` clusters, then
  * plan each cluster's share in calls of at most `pagesPerCall` pages: clusters run in parallel (`concurrency` at a
  * time), the calls of one cluster one after another so that each sees the routes of the last. Every item is
@@ -239,7 +239,7 @@ class PlanRun {
 		return clusters.slice(0, clusterCount * 2);
 	}
 
-	/** One `pseo_plan_pages` call for `pageCount` pages of a cluster; its items go into the collector. */
+	/** One `pseo_plan_page_list` call for `pageCount` pages of a cluster; its items go into the collector. */
 	async pages(cluster: PlanCluster, pageCount: number): Promise<void> {
 		this.#signal.throwIfAborted();
 		this.calls++;

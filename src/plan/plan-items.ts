@@ -129,14 +129,14 @@ export function repairPlanPage(raw: unknown, options: RepairOptions = {}): PageR
 	};
 }
 
-/** How many items of a `pseo_plan_pages` answer survive {@link repairPlanPage}; 0 when the answer has no `pages` array. */
+/** How many items of a `pseo_plan_page_list` answer survive {@link repairPlanPage}; 0 when the answer has no `pages` array. */
 export function countUsablePages(value: unknown): number {
 	const pages = arrayField(value, 'pages');
 	return pages === null ? 0 : pages.filter((item) => repairPlanPage(item).ok).length;
 }
 
 /**
- * The provider's `validate` hook for `pseo_plan_pages`: an error message when the answer holds no usable page (so
+ * The provider's `validate` hook for `pseo_plan_page_list`: an error message when the answer holds no usable page (so
  * the call is retried), null otherwise. Duplicates and existing routes do not count against an answer here; the
  * plan tops up for them instead, because a retry would likely repeat them.
  */

@@ -5,7 +5,7 @@ import type { PlanPage } from './plan-page.ts';
 /*
  * The owner of `pseo_plan_pages`: a website's content plan, one row per route, unique by (pseo_id, route). The
  * rows are what generation reads (by priority, through an index) and what editors sort, filter, retitle and
- * delete in the app; `pseo_main_json` keeps each plan's metadata (language, description, the model's original
+ * delete in the app; each plan's record (plan-store.ts) keeps its metadata (language, description, the model's original
  * answer). A plan that POST /generate/main-json produces replaces the website's rows, as it replaced the plan
  * before; `has_post` is kept by the engine in the transaction that stores each post.
  */

@@ -63,7 +63,7 @@ export function buildClusterMessages(input: PlanPromptBase & { clusterCount: num
 }
 
 /**
- * Messages for the `pseo_plan_pages` call: `pageCount` pages of one cluster, avoiding `avoidRoutes` (the first
+ * Messages for the `pseo_plan_page_list` call: `pageCount` pages of one cluster, avoiding `avoidRoutes` (the first
  * {@link MAX_AVOID_ROUTES} of them; put the most likely collisions first).
  */
 export function buildPageMessages(

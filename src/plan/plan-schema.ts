@@ -3,7 +3,7 @@ import type { PlanPage } from './plan-page.ts';
 // every OpenAI-compatible server accepts them; plan-items.ts enforces the real rules on what comes back.
 
 export const PLAN_CLUSTERS_SCHEMA_NAME = 'pseo_plan_clusters';
-export const PLAN_PAGES_SCHEMA_NAME = 'pseo_plan_pages';
+export const PLAN_PAGES_SCHEMA_NAME = 'pseo_plan_page_list';
 
 export const SEARCH_INTENTS = ['informational', 'commercial', 'transactional', 'navigational'] as const;
 export type SearchIntent = (typeof SEARCH_INTENTS)[number];
@@ -20,7 +20,7 @@ export interface PlanClusterItem {
 }
 
 /**
- * One page as the `pseo_plan_pages` call returns it: a {@link PlanPage} whose metadata is all present. After
+ * One page as the `pseo_plan_page_list` call returns it: a {@link PlanPage} whose metadata is all present. After
  * repair (route a lower-case slug path unique in the plan, priority 0..100 highest first, cluster a slug) it is
  * stored as is in `main_json.pages[]`.
  */
@@ -49,7 +49,7 @@ export const planClustersSchema: Record<string, unknown> = strictObject({
 	},
 });
 
-/** Schema of the `pseo_plan_pages` answer: `{ pages: [{ route, title, priority, ... }] }`. */
+/** Schema of the `pseo_plan_page_list` answer: `{ pages: [{ route, title, priority, ... }] }`. */
 export const planPagesSchema: Record<string, unknown> = strictObject({
 	pages: {
 		type: 'array',

@@ -347,5 +347,5 @@ export const defaultResponders: Readonly<Record<string, Responder>> = {
 export const TASK_BY_SCHEMA_NAME: Readonly<Record<string, string>> = {
 	pseo_page: 'page',
 	pseo_plan_clusters: 'plan_clusters',
-	pseo_plan_pages: 'plan_pages',
+	pseo_plan_page_list: 'plan_pages',
 };

@@ -202,7 +202,7 @@ describe('POST /v1/chat/completions', () => {
 		const completion = await client.chat.completions.create({
 			model: 'gpt-4o-mini',
 			messages: messagesFor({ task: 'plan_pages', cluster: { name: 'Boilers', slug: 'boilers' }, page_count: 6, language: 'en', avoid_routes: [] }),
-			response_format: jsonSchemaFormat('pseo_plan_pages', PLAN_PAGES_SCHEMA),
+			response_format: jsonSchemaFormat('pseo_plan_page_list', PLAN_PAGES_SCHEMA),
 		});
 		const value = contentOf(completion) as { pages: { route: string; page_type: string; priority: number }[] };
 		expect(validateJsonSchema(PLAN_PAGES_SCHEMA, value)).toEqual([]);
