@@ -37,6 +37,7 @@ describe.each(INTERFACE_LEGS)('foundation on %s', (leg) => {
 				'POST /generations/:id/retry',
 				'POST /posts/:id/regenerate',
 				'POST /generate/main-json',
+				'POST /plan/import',
 				'GET /fetch-sitemap?pseo_id=X',
 				'GET /balance',
 				'GET /openapi.json',

@@ -23,6 +23,8 @@ export interface PseoConfig {
 	tokenPerBatchPage: number;
 	/** `PSEO_TOKEN_PER_MAIN_JSON`, default 20. */
 	tokenPerMainJson: number;
+	/** `PSEO_TOKEN_PER_IMPORTED_PAGE`, tokens per page a plan import adds, default 0. */
+	tokenPerImportedPage: number;
 	/** PSEO_USER_DAILY_TOKEN_CAP: the most tokens one user may spend per UTC day (charges less refunds); null for no cap. */
 	userDailyTokenCap: number | null;
 	/** `PSEO_PLAN_PAGES`, pages in a content plan, default 50. */
@@ -63,6 +65,7 @@ export function readConfig(env: Env): PseoConfig {
 		tokenPerPage: int(env, 'PSEO_TOKEN_PER_PAGE', 10, 0),
 		tokenPerBatchPage: int(env, 'PSEO_TOKEN_PER_BATCH_PAGE', 5, 0),
 		tokenPerMainJson: int(env, 'PSEO_TOKEN_PER_MAIN_JSON', 20, 0),
+		tokenPerImportedPage: int(env, 'PSEO_TOKEN_PER_IMPORTED_PAGE', 0, 0),
 		userDailyTokenCap: raw(env, 'PSEO_USER_DAILY_TOKEN_CAP') === undefined ? null : int(env, 'PSEO_USER_DAILY_TOKEN_CAP', 0, 0),
 		planPages: int(env, 'PSEO_PLAN_PAGES', 50, 1),
 		planLockMs: int(env, 'PSEO_PLAN_LOCK_MS', 600_000, 1000),

@@ -50,7 +50,7 @@ export async function regeneratePost(
 	if (owner !== userId) throw new ForbiddenError({ resource: 'Post', id: postId });
 	if (await hasActiveJob(deps.database, post.pseoId)) throw activeConflict(post.pseoId);
 	// The plan's page for the route, with its keyword and intent, when the current plan still has it.
-	await ensurePlanPages(deps.database, post.pseoId);
+	await ensurePlanPages(deps.database, post.pseoId, deps.logger);
 	const plan = await readCurrentPlan(deps.database, post.pseoId);
 	const page: PlanPage = (await readPlanPage(deps.database, post.pseoId, post.route)) ?? { route: post.route, title: post.title, priority: 0 };
 	return acceptJob(deps, {

@@ -4,14 +4,15 @@ import type { PlanPage } from '../plan/plan-page.ts';
 import { selectUnposted } from '../plan/plan-page-store.ts';
 import { ensurePlanPages, readCurrentPlan, type StoredPlan } from '../plan/plan-store.ts';
 import { postedRoutes } from '../posts/post-store.ts';
+import type { Logger } from '../shared/logger.ts';
 
 /**
  * The next `count` routes to generate for a website: from its plan pages, highest priority first, skipping
  * routes that already have a post (operating contract section 4). 400 when there is no plan or too few
  * ungenerated routes; nothing is charged then.
  */
-export async function selectRoutes(knex: Knex, pseoId: number, count: number): Promise<{ plan: StoredPlan | null; routes: PlanPage[] }> {
-	await ensurePlanPages(knex, pseoId);
+export async function selectRoutes(knex: Knex, pseoId: number, count: number, logger: Logger): Promise<{ plan: StoredPlan | null; routes: PlanPage[] }> {
+	await ensurePlanPages(knex, pseoId, logger);
 	const plan = await readCurrentPlan(knex, pseoId);
 	const routes = await selectUnposted(knex, pseoId, count, (candidates) => postedRoutes(knex, pseoId, candidates));
 	if (routes.length === 0 && !plan) {

@@ -57,7 +57,7 @@ export async function startJob(deps: StartJobDeps, input: StartJobInput): Promis
 	await requireOwnedPseo(deps.database, pseoId, userId);
 	// Cheap early answer; the unique index in acceptJob is what actually decides.
 	if (await hasActiveJob(deps.database, pseoId)) throw activeConflict(pseoId);
-	const { plan, routes } = await selectRoutes(deps.database, pseoId, postCount);
+	const { plan, routes } = await selectRoutes(deps.database, pseoId, postCount, deps.logger);
 	return acceptJob(deps, { userId, pseoId, mode, rate, routes, planId: plan?.id ?? null, note: `${mode} generation of ${postCount} page(s)`, userCap });
 }
 

@@ -234,6 +234,45 @@ const schemas: Record<string, Json> = {
 		},
 		'Interface 4.8: the plan is generated and stored as the website\'s current plan.',
 	),
+	PlanImportRequest: {
+		description: 'A plan from data: a template crossed with `rows` or with a file of the Directus file library (`file_id`). Unknown fields are refused with 400.',
+		type: 'object',
+		required: ['pseo_id', 'language_code', 'template'],
+		properties: {
+			pseo_id: ref('Identifier'),
+			language_code: { type: 'string', maxLength: 35, description: 'The plan\'s locale, as for 4.8.', examples: ['en-US'] },
+			template: closed(
+				{
+					route: { type: 'string', maxLength: 500, description: 'Starts with `/`; each `{column}` becomes a URL slug of that column\'s value (accents folded, letters of every script kept).', examples: ['/{service}/{city}'] },
+					title: { type: 'string', maxLength: 500, examples: ['{service} in {city}'] },
+					primary_keyword: { type: 'string', maxLength: 500, examples: ['{service} {city}'] },
+					priority: { anyOf: [{ type: 'number' }, { type: 'string', pattern: '^\\{[^{}]+\\}$' }], description: 'A number, or `{column}`.' },
+					cluster: { type: 'string', maxLength: 500, examples: ['{service}'] },
+				},
+				['primary_keyword', 'priority', 'cluster'],
+			),
+			rows: { type: 'array', minItems: 1, maxItems: 100000, items: { type: 'object' }, description: 'Flat objects of column values. Bounded by Directus\'s MAX_PAYLOAD_SIZE; use `file_id` for big imports.' },
+			file_id: { type: 'string', format: 'uuid', description: 'A file the caller uploaded: CSV with a header row, a JSON array of objects, or JSON Lines; at most 100,000 rows.' },
+			mode: { enum: ['append', 'replace'], default: 'append' },
+		},
+		oneOf: [{ required: ['rows'] }, { required: ['file_id'] }],
+		additionalProperties: false,
+	},
+	PlanImportResponse: success(
+		{
+			message: { type: 'string' },
+			data: closed({
+				total_pages: { type: 'integer', minimum: 0, description: 'Pages in the website\'s plan after the import.' },
+				added: { type: 'integer', minimum: 0 },
+				skipped: closed({
+					duplicate: { type: 'integer', minimum: 0, description: 'Repeated in the data, or already in the plan.' },
+					on_site: { type: 'integer', minimum: 0, description: 'Already on the website\'s sitemap.' },
+					invalid: { type: 'integer', minimum: 0, description: 'A placeholder without a value, or an invalid route or priority.' },
+				}),
+			}),
+		},
+		'The import is stored whole: the pages, the charge and the plan record in one transaction.',
+	),
 	SitemapResponse: success(
 		{ urls: { type: 'array', items: { type: 'string' }, description: 'Every page URL found, once each, in document order.' } },
 		'Interface 4.9. A missing sitemap or an unreachable website is not an error: `urls` is then empty.',
@@ -480,6 +519,27 @@ function operations(): Json {
 						[404, 'The website does not exist.'],
 						[409, 'A content plan of this user is already being generated.'],
 						502,
+					]),
+				},
+			},
+		},
+		'/plan/import': {
+			post: {
+				operationId: 'importContentPlan',
+				tags: ['Content plans'],
+				summary: 'Add plan pages from data (rows or a CSV, JSON or JSON Lines file)',
+				description:
+					'Each row gives one plan page through the template. Rows without a value for a placeholder, or with an invalid route, are skipped and counted; so are routes repeated in the data, already in the plan or on the website\'s sitemap. Charges `PSEO_TOKEN_PER_IMPORTED_PAGE` per added page (default 0). Takes part in the per-user plan lock.',
+				requestBody: body('PlanImportRequest'),
+				responses: {
+					200: json(ref('PlanImportResponse'), 'What was added and skipped.'),
+					...errors([
+						[400, 'A bad body, or a row that is not a flat object (the message names the row).'],
+						401,
+						402,
+						[403, 'The website or the file belongs to another user.'],
+						[404, 'The website or the file does not exist.'],
+						[409, 'A content plan of this user is already being generated or imported.'],
 					]),
 				},
 			},

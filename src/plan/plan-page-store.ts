@@ -29,12 +29,12 @@ export type StoredPlanPage = PlanPage & { variables?: Record<string, unknown> | 
 
 /** Replaces a website's plan pages with `pages`, inside the caller's transaction; `has_post` from the posts that exist. */
 export async function replacePlanPages(trx: Knex.Transaction, owner: PlanOwner, pages: readonly StoredPlanPage[], posted: ReadonlySet<string>): Promise<number> {
-	await trx(PLAN_PAGES).where('pseo_id', owner.pseoId).delete();
+	await deletePlanPages(trx, owner.pseoId);
 	return insertPlanPages(trx, owner, pages, posted);
 }
 
 /** Adds plan pages whose routes the website's plan does not have yet; returns how many were added. */
-async function insertPlanPages(trx: Knex.Transaction, owner: PlanOwner, pages: readonly StoredPlanPage[], posted: ReadonlySet<string>): Promise<number> {
+export async function insertPlanPages(trx: Knex.Transaction, owner: PlanOwner, pages: readonly StoredPlanPage[], posted: ReadonlySet<string>): Promise<number> {
 	const now = dbTimestamp(trx);
 	const unique = new Map<string, StoredPlanPage>();
 	for (const page of pages) if (typeof page.route === 'string' && !unique.has(page.route)) unique.set(page.route, page);
@@ -59,6 +59,21 @@ async function insertPlanPages(trx: Knex.Transaction, owner: PlanOwner, pages: r
 		}));
 	for (let i = 0; i < rows.length; i += ROWS_PER_INSERT) await trx(PLAN_PAGES).insert(rows.slice(i, i + ROWS_PER_INSERT));
 	return rows.length;
+}
+
+/**
+ * Deletes every plan page of a website (a plan that replaces the previous one). A website without rows is left
+ * alone: a DELETE that finds nothing still takes gap locks on MySQL, where parallel first uses would deadlock.
+ */
+export async function deletePlanPages(trx: Knex.Transaction, pseoId: number): Promise<void> {
+	if (!(await trx(PLAN_PAGES).where('pseo_id', pseoId).first('id'))) return;
+	await trx(PLAN_PAGES).where('pseo_id', pseoId).delete();
+}
+
+/** How many plan pages a website has. */
+export async function countPlanPages(knex: Knex, pseoId: number): Promise<number> {
+	const row = (await knex(PLAN_PAGES).where('pseo_id', pseoId).count({ n: '*' }).first()) as { n: number | string } | undefined;
+	return Number(row?.n ?? 0);
 }
 
 /** The routes among `routes` that the website's plan has. */

@@ -53,7 +53,7 @@ export function codePointLength(text: string): number {
 	return count;
 }
 
-function parsePseoId(value: unknown): number {
+export function parsePseoId(value: unknown): number {
 	if (value === undefined || value === null) throw new InvalidPayloadError({ reason: '"pseo_id" is required.' });
 	if (typeof value !== 'number') {
 		throw new InvalidPayloadError({ reason: `"pseo_id" must be a number, received ${typeName(value)}.` });
@@ -64,7 +64,7 @@ function parsePseoId(value: unknown): number {
 	return value;
 }
 
-function parseLanguageCode(value: unknown): string {
+export function parseLanguageCode(value: unknown): string {
 	if (value === undefined || value === null) throw new InvalidPayloadError({ reason: '"language_code" is required.' });
 	if (typeof value !== 'string') {
 		throw new InvalidPayloadError({ reason: `"language_code" must be a string, received ${typeName(value)}.` });
@@ -115,7 +115,7 @@ function parseDescription(value: unknown): string {
 	return description;
 }
 
-function typeName(value: unknown): string {
+export function typeName(value: unknown): string {
 	if (Array.isArray(value)) return 'an array';
 	if (value === null) return 'null';
 	return `a ${typeof value}`;

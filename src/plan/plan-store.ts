@@ -59,8 +59,10 @@ export interface PlanStart {
 	userId: string;
 	pseoId: number;
 	languageCode: string;
-	description: string;
+	description: string | null;
 	rate: number;
+	/** An import: nothing is charged at the start; {@link completeImport} charges for the pages it added. */
+	importing?: boolean;
 	lockMs: number;
 	/** PSEO_USER_DAILY_TOKEN_CAP, or null; the website's own cap is read in the transaction. */
 	userCap: number | null;
@@ -108,7 +110,7 @@ export async function startPlan(knex: Knex, input: PlanStart, logger: Logger): P
 					language_code: input.languageCode,
 					description: input.description,
 					total_pages: 0,
-					tokens_charged: input.rate,
+					tokens_charged: input.importing ? 0 : input.rate,
 					active_user_id: input.userId,
 					lock_expires_at: Date.now() + input.lockMs,
 					date_created: now,
@@ -117,7 +119,7 @@ export async function startPlan(knex: Knex, input: PlanStart, logger: Logger): P
 				['id'],
 			);
 			const id = insertedId(rows);
-			await chargeTokens(trx, input.userId, input.rate, { pseoId: input.pseoId, mainJsonId: id, note: 'content plan' });
+			if (!input.importing) await chargeTokens(trx, input.userId, input.rate, { pseoId: input.pseoId, mainJsonId: id, note: 'content plan' });
 			return id;
 		}, { logger, what: 'content plan start', context: { userId: input.userId, pseoId: input.pseoId } });
 	} catch (error) {
@@ -168,12 +170,13 @@ export async function completePlan(knex: Knex, planId: number, plan: { pages: Pl
  * once: `pages_stored_at` records it, so pages an editor deleted afterwards stay deleted. Called on start-up and
  * before generation reads the plan; safe on several instances at once (the conditional update decides).
  */
-export async function ensurePlanPages(knex: Knex, pseoId: number): Promise<void> {
+export async function ensurePlanPages(knex: Knex, pseoId: number, logger: Logger): Promise<void> {
 	const current = (await knex(PLANS).where({ pseo_id: pseoId, status: 'ready' }).orderBy('id', 'desc').first('id', 'pages_stored_at')) as
 		| { id: number; pages_stored_at: unknown }
 		| undefined;
 	if (!current || (current.pages_stored_at !== null && current.pages_stored_at !== undefined)) return;
-	await knex.transaction(async (trx) => {
+	// Several first uses at once (parallel triggers) may meet in the indexes' locks on MySQL: a deadlock runs again.
+	await transact(knex, async (trx) => {
 		const claimed = await trx(PLANS).where({ id: current.id }).whereNull('pages_stored_at').update({ pages_stored_at: dbTimestamp(trx) });
 		if (claimed !== 1) return;
 		const row = (await trx(PLANS).where('id', current.id).first('id', 'user_id', 'language_code', 'description', 'main_json')) as Record<string, unknown>;
@@ -181,14 +184,44 @@ export async function ensurePlanPages(knex: Knex, pseoId: number): Promise<void>
 		const userId = (await readWebsite(trx, pseoId))?.backend_user_id ?? (row['user_id'] as string | null) ?? null;
 		const owner = { pseoId, userId, planId: Number(current.id) };
 		await replacePlanPages(trx, owner, toStoredPlan(row).pages, await postedRoutes(trx, pseoId));
-	});
+	}, { logger, what: 'plan pages from a plan document', context: { pseoId, planId: current.id } });
 }
 
 /** Start-up migration, additive: every website's current plan gets its rows, if it has none yet. */
 export async function migratePlanDocuments(knex: Knex, logger: Logger): Promise<void> {
 	const websites = (await knex(PLANS).where('status', 'ready').whereNull('pages_stored_at').distinct('pseo_id')) as { pseo_id: number }[];
-	for (const { pseo_id } of websites) await ensurePlanPages(knex, Number(pseo_id));
+	for (const { pseo_id } of websites) await ensurePlanPages(knex, Number(pseo_id), logger);
 	if (websites.length > 0) logger.info({ websites: websites.length }, 'pseo: content plans stored as JSON documents have their plan pages as rows');
+}
+
+/**
+ * Ends an import inside the transaction that stored its pages: charges `rate` per added page (402 when the
+ * balance is short or a daily cap would pass, which rolls the whole import back), makes the import record the
+ * website's current plan with its rows already stored, and releases the lock.
+ */
+export async function completeImport(
+	trx: Knex.Transaction,
+	planId: number,
+	input: { userId: string; pseoId: number; rate: number; added: number; totalPages: number; userCap: number | null; summary: Record<string, unknown> },
+): Promise<void> {
+	const amount = input.rate * input.added;
+	await lockPayer(trx, input.userId);
+	await assertWithinDailyCaps(trx, { userId: input.userId, pseoId: input.pseoId, amount, userCap: input.userCap });
+	if (amount > 0) await chargeTokens(trx, input.userId, amount, { pseoId: input.pseoId, mainJsonId: planId, note: `plan import of ${input.added} page(s)` });
+	const now = dbTimestamp(trx);
+	const updated = await trx(PLANS)
+		.where({ id: planId, status: 'generating' })
+		.update({
+			status: 'ready',
+			main_json: JSON.stringify(input.summary),
+			total_pages: input.totalPages,
+			tokens_charged: amount,
+			active_user_id: null,
+			lock_expires_at: null,
+			pages_stored_at: now,
+			date_updated: now,
+		});
+	if (updated !== 1) throw new Error('The import took longer than its lock allows and was abandoned.');
 }
 
 /** Marks the plan failed, refunds its charge and releases the lock, in one transaction. */
@@ -202,7 +235,7 @@ export async function failPlan(knex: Knex, planId: number, userId: string, error
 		await trx(PLANS)
 			.where('id', planId)
 			.update({ status: 'failed', error, active_user_id: null, lock_expires_at: null, date_updated: dbTimestamp(trx) });
-		await refundPlan(trx, userId, { id: planId, pseoId: Number(row.pseo_id) }, Number(row.tokens_charged));
+		if (Number(row.tokens_charged) > 0) await refundPlan(trx, userId, { id: planId, pseoId: Number(row.pseo_id) }, Number(row.tokens_charged));
 	}, { logger, what: 'content plan failure', context: { userId, planId } });
 }
 

@@ -8,6 +8,7 @@ import { registerGenerations } from './routes/generations.ts';
 import { registerPosts } from './routes/posts.ts';
 import { registerTriggers } from './routes/triggers.ts';
 import { registerMainJson } from './routes/main-json.ts';
+import { registerPlanImport } from './routes/plan-import.ts';
 import { registerSitemap } from './routes/sitemap.ts';
 import { registerBalance } from './routes/balance.ts';
 import { registerOpenApi } from './routes/openapi.ts';
@@ -24,6 +25,7 @@ export default defineEndpoint({
 		registerGenerations(router, ctx, kickRuntime);
 		registerPosts(router, ctx, kickRuntime);
 		registerMainJson(router, ctx);
+		registerPlanImport(router, ctx);
 		registerSitemap(router, ctx);
 		registerBalance(router, ctx);
 		registerOpenApi(router);

@@ -14,6 +14,7 @@ export const ENDPOINTS = [
 	'POST /generations/:id/retry',
 	'POST /posts/:id/regenerate',
 	'POST /generate/main-json',
+	'POST /plan/import',
 	'GET /fetch-sitemap?pseo_id=X',
 	'GET /balance',
 	'GET /openapi.json',

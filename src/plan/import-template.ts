@@ -1,0 +1,89 @@
+import type { StoredPlanPage } from './plan-page-store.ts';
+
+/*
+ * The template of a plan import: one plan page per data row, its route, title and metadata written from the row's
+ * columns with `{column}` placeholders. Compiled once, applied to every row.
+ */
+
+/** The `template` of POST /plan/import, as validated. */
+export interface ImportTemplate {
+	route: string;
+	title: string;
+	primary_keyword?: string | undefined;
+	/** A number, or `{column}` for a column holding one. */
+	priority?: number | string | undefined;
+	cluster?: string | undefined;
+}
+
+/** Why a row gave no page. */
+export type RowSkip = 'invalid';
+
+const PLACEHOLDER = /\{([^{}]+)\}/g;
+const MAX_ROUTE = 500;
+const MAX_TITLE = 500;
+/** A route: `/`, or segments of lower-case letters (any script), digits and single hyphens. */
+const IMPORTED_ROUTE = /^\/(?:[\p{Ll}\p{Lo}\p{Lm}\p{N}]+(?:-[\p{Ll}\p{Lo}\p{Lm}\p{N}]+)*(?:\/[\p{Ll}\p{Lo}\p{Lm}\p{N}]+(?:-[\p{Ll}\p{Lo}\p{Lm}\p{N}]+)*)*)?$/u;
+
+/** The placeholders a template text names. */
+export function placeholdersOf(text: string): string[] {
+	return [...text.matchAll(PLACEHOLDER)].map((match) => match[1]!.trim());
+}
+
+/**
+ * A placeholder's value as a URL slug: accents folded (é → e), letters of every script and digits kept, in lower
+ * case, anything else a single hyphen. Empty when nothing usable remains.
+ */
+export function slugOf(value: string): string {
+	return value
+		.normalize('NFKD')
+		.replace(/\p{M}+/gu, '')
+		.toLowerCase()
+		.replace(/ß/g, 'ss')
+		.replace(/[^\p{L}\p{N}]+/gu, '-')
+		.replace(/^-+|-+$/g, '');
+}
+
+/** A row's value of a column as text; null when missing or empty. */
+function cell(row: Readonly<Record<string, unknown>>, column: string): string | null {
+	const value = row[column];
+	if (value === null || value === undefined) return null;
+	const text = String(value).trim();
+	return text === '' ? null : text;
+}
+
+/** Fills `{column}` placeholders; null when a placeholder has no value in the row. */
+function fill(text: string, row: Readonly<Record<string, unknown>>, transform: (value: string) => string): string | null {
+	let missing = false;
+	const filled = text.replace(PLACEHOLDER, (_whole, name: string) => {
+		const value = cell(row, name.trim());
+		if (value === null) {
+			missing = true;
+			return '';
+		}
+		const out = transform(value);
+		if (out === '') missing = true;
+		return out;
+	});
+	return missing ? null : filled;
+}
+
+/** The plan page a row makes, or why it makes none (a missing value, an invalid route). */
+export function pageFromRow(template: ImportTemplate, row: Readonly<Record<string, unknown>>): StoredPlanPage | RowSkip {
+	const route = fill(template.route, row, slugOf);
+	if (route === null || route.length > MAX_ROUTE || !IMPORTED_ROUTE.test(route)) return 'invalid';
+	const title = fill(template.title, row, (value) => value.replace(/\s+/g, ' '));
+	if (title === null || title.length > MAX_TITLE) return 'invalid';
+	const keyword = template.primary_keyword === undefined ? null : fill(template.primary_keyword, row, (value) => value.replace(/\s+/g, ' '));
+	if (template.primary_keyword !== undefined && keyword === null) return 'invalid';
+	let priority = 0;
+	if (typeof template.priority === 'number') priority = template.priority;
+	else if (typeof template.priority === 'string') {
+		const value = fill(template.priority, row, (text) => text);
+		const parsed = value === null ? NaN : Number(value);
+		if (!Number.isFinite(parsed)) return 'invalid';
+		priority = parsed;
+	}
+	const cluster = template.cluster === undefined ? null : fill(template.cluster, row, slugOf);
+	if (template.cluster !== undefined && cluster === null) return 'invalid';
+	return { route, title, priority, primary_keyword: keyword, cluster, variables: { ...row } };
+}

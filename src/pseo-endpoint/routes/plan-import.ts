@@ -1,0 +1,32 @@
+import type { Router } from 'express';
+import { useConfig } from '../../config/config.ts';
+import { asyncHandler } from '../../http/async-handler.ts';
+import { requireUser } from '../../http/request-input.ts';
+import { respond } from '../../http/respond.ts';
+import { importPlan } from '../../plan/import-plan.ts';
+import { parseImportRequest } from '../../plan/import-request.ts';
+import { libraryFileOpener } from '../../plan/library-file.ts';
+import type { ServiceContext } from '../../shared/services.ts';
+import { siteRoutesReader } from '../../sitemap/site-routes.ts';
+
+/** POST /plan/import — plan pages from data: a template crossed with rows or a CSV, JSON or JSON Lines file. */
+export function registerPlanImport(router: Router, context: ServiceContext): void {
+	const config = useConfig(context.env);
+	const deps = {
+		database: context.database,
+		logger: context.logger,
+		config,
+		siteRoutes: siteRoutesReader(config.sitemap, context.logger),
+		openFile: libraryFileOpener(context),
+	};
+	router.post(
+		'/plan/import',
+		asyncHandler(async (req, res) => {
+			const accountability = requireUser(req);
+			const request = parseImportRequest(req.body);
+			const data = await importPlan(deps, accountability.user, request);
+			const skipped = data.skipped.duplicate + data.skipped.on_site + data.skipped.invalid;
+			respond(res, 200, { message: `${data.added} plan page(s) added, ${skipped} row(s) skipped; the plan has ${data.total_pages} pages.`, data });
+		}),
+	);
+}
