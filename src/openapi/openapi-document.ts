@@ -235,7 +235,7 @@ const schemas: Record<string, Json> = {
 		'Interface 4.8: the plan is generated and stored as the website\'s current plan.',
 	),
 	PlanImportRequest: {
-		description: 'A plan from data: a template crossed with `rows` or with a file of the Directus file library (`file_id`). Unknown fields are refused with 400.',
+		description: 'A plan from data: a template crossed with `rows` or with a file of the Directus file library (`file_id`), exactly one of the two. Unknown fields are refused with 400.',
 		type: 'object',
 		required: ['pseo_id', 'language_code', 'template'],
 		properties: {
@@ -255,7 +255,6 @@ const schemas: Record<string, Json> = {
 			file_id: { type: 'string', format: 'uuid', description: 'A file the caller uploaded: CSV with a header row, a JSON array of objects, or JSON Lines; at most 100,000 rows.' },
 			mode: { enum: ['append', 'replace'], default: 'append' },
 		},
-		oneOf: [{ required: ['rows'] }, { required: ['file_id'] }],
 		additionalProperties: false,
 	},
 	PlanImportResponse: success(
