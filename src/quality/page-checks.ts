@@ -1,3 +1,4 @@
+import type { PageContent } from '../posts/post-store.ts';
 import { words } from './minhash.ts';
 
 /*
@@ -17,15 +18,8 @@ export interface QualityIssue {
 
 type QualityCheck = 'words' | 'h1' | 'outline' | 'meta_title' | 'meta_description' | 'keyword' | 'internal_links' | 'near_duplicate';
 
-/** What the checks read of a page. */
-export interface CheckedPage {
-	title: string;
-	meta_title: string | null;
-	meta_description: string | null;
-	h1: string | null;
-	body: string;
-	faq: unknown;
-}
+/** What the checks read of a page: its content as a post stores it. */
+export type CheckedPage = Pick<PageContent, 'title' | 'meta_title' | 'meta_description' | 'h1' | 'body' | 'faq'>;
 
 /** Meta title lengths a search result shows whole; Google cuts titles at about 600 px, roughly 60 characters. */
 const META_TITLE_RANGE = { min: 30, max: 60 } as const;
