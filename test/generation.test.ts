@@ -263,6 +263,35 @@ describe.each(INTERFACE_LEGS)('generation engine on %s', (leg) => {
 			const batch = (await (await fetch(`${fake.url}/batches/${row.batch_id}`, { headers: { authorization: 'Bearer test-key' } })).json()) as { usage: { input_tokens: number; output_tokens: number } };
 			const batched = await call(directus, 'GET', `/pseo-endpoints/generations/${bulk.body.generation_id}`, { token: user.token });
 			expect(batched.body.data.usage).toEqual({ prompt_tokens: batch.usage.input_tokens, completion_tokens: batch.usage.output_tokens, requests: 3 });
+
+			// The admin's "pSEO usage" dashboard: each panel's query, built from its stored options as the Insights
+			// panels build it, gives this website's sums over both jobs, per website and per day.
+			const total = {
+				usage_prompt_tokens: chat.body.data.usage.prompt_tokens + batched.body.data.usage.prompt_tokens,
+				usage_completion_tokens: chat.body.data.usage.completion_tokens + batched.body.data.usage.completion_tokens,
+				usage_requests: chat.body.data.usage.requests + batched.body.data.usage.requests,
+			};
+			const dashboard = await call(directus, 'GET', '/panels?limit=-1&filter[dashboard][name][_eq]=pSEO usage', { token: directus.adminToken });
+			const panels: { type: string; options: Record<string, any> }[] = dashboard.body.data;
+			expect(panels.map((panel) => panel.type).sort()).toEqual(['metric-list', 'metric-list', 'metric-list', 'time-series', 'time-series', 'time-series']);
+			const today = new Date().toISOString().slice(0, 10);
+			for (const { type, options } of panels) {
+				const field = type === 'metric-list' ? options.aggregateField : options.valueField;
+				const fn = type === 'metric-list' ? options.aggregateFunction : options.function;
+				const group = type === 'metric-list' ? [options.groupByField] : ['year(date_created)', 'month(date_created)', 'day(date_created)'];
+				expect(options.collection).toBe('pseo_generations');
+				const query = [`aggregate[${fn}]=${field}`, ...group.map((g: string) => `groupBy[]=${g}`), `filter[pseo_id][_eq]=${pseoId}`].join('&');
+				const rows = await adminItems(directus, options.collection, query);
+				expect(rows).toHaveLength(1);
+				expect(Number(rows[0][fn][field])).toBe(total[field as keyof typeof total]);
+				if (type === 'time-series') {
+					const row = rows[0];
+					const day = `${row.date_created_year}-${String(row.date_created_month).padStart(2, '0')}-${String(row.date_created_day).padStart(2, '0')}`;
+					expect(day).toBe(today);
+				} else {
+					expect(Number(rows[0].pseo_id)).toBe(pseoId);
+				}
+			}
 		});
 
 		it('3 invalid output that never gets better fails the page after bounded attempts', async () => {

@@ -6,6 +6,7 @@ import { directusErrorEnvelope, errorHandler } from '../http/error-envelope.ts';
 import { applyBalanceEdits, recordInitialBalance } from '../ledger/balance-grants.ts';
 import { ensureIndexes, installSchema } from '../schema/install-schema.ts';
 import { provisionListPresets } from '../schema/list-presets.ts';
+import { provisionUsageDashboard } from '../schema/usage-dashboard.ts';
 import { provisionUserPolicy } from '../schema/user-policy.ts';
 import { retryOnRace } from '../shared/retry-on-race.ts';
 import { refreshSchemaCache } from '../schema/refresh-schema-cache.ts';
@@ -39,6 +40,7 @@ export default defineHook(({ init, filter, action }, context) => {
 		await retryOnRace(() => migratePlanDocuments(database, logger), logger, 'plan pages migration');
 		const policy = await retryOnRace(() => provisionUserPolicy(ctx), logger, 'policy provisioning');
 		await retryOnRace(() => provisionListPresets(ctx), logger, 'list presets');
+		await retryOnRace(() => provisionUsageDashboard(ctx), logger, 'usage dashboard');
 		await refreshSchemaCache(ctx);
 		logger.info(
 			{ created: report.created.length, refreshed: report.refreshed, skipped: report.skipped.length, policyChanged: policy.changed },
