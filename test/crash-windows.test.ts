@@ -28,6 +28,7 @@ const BULK = '/pseo-endpoints/trigger/bulk-generation';
 const LEASE_MS = 3000;
 const PAGE_RATE = 10;
 const BATCH_RATE = 5;
+const PART_LINES = 260;
 
 const ENV = {
 	PSEO_PROVIDER_BACKOFF_MS: '50',
@@ -36,6 +37,8 @@ const ENV = {
 	PSEO_BATCH_POLL_INTERVAL_MS: '200',
 	PSEO_TOKEN_PER_PAGE: String(PAGE_RATE),
 	PSEO_TOKEN_PER_BATCH_PAGE: String(BATCH_RATE),
+	// Bulk jobs of more than 260 pages run in parts, so the windows between and inside parts can be hit.
+	PSEO_BATCH_MAX_REQUESTS: String(PART_LINES),
 };
 
 const missing = clusterMissing('crash-window suite');
@@ -107,15 +110,16 @@ describe.skipIf(missing.length > 0)('crash windows on PostgreSQL with two instan
 		const job = await waitForJob(survivor, user, id, 60_000);
 		expect(job).toMatchObject({ status: 'completed', created_count: 5, failed_count: 0, failed_routes: [] });
 		expect(batchesOf(fake, id)).toBe(1);
-		expect(survivor.output()).toMatch(new RegExp(`"jobId":${id},"batchId":"[^"]+","adopted":true`));
+		expect(survivor.output()).toMatch(new RegExp(`"jobId":${id},"part":0,"batchId":"[^"]+".*adopted after a lost create`));
 		await expectPostsOnce(survivor, site.pseoId, site.routes);
 		const ledger = await expectLedgerBalances(survivor, user);
 		expect(ledger.map((row) => [row.reason, Number(row.amount)])).toEqual([['grant', 1000], ['charge', -5 * BATCH_RATE]]);
 	});
 
-	it('5 a crash in the middle of a batch ingest: the next worker stores the rest, each page once', async () => {
+	it('5 a crash in the middle of a batch ingest of a job in two parts: the next worker stores the rest, each page once', async () => {
 		const user = await createUser(a, { balance: 10_000 });
-		// More than one ingest chunk (250), so the crash falls after the first chunk and before the rest.
+		// More than one ingest chunk (250) in the first part (260 lines), so the crash falls after the first chunk and
+		// before the rest; the second part (40 lines) is still to be ingested.
 		const site = await plannedSite(a, user, 300);
 		let id = 0;
 		const survivor = await crashAt('mid-batch-ingest', async () => {
@@ -128,7 +132,30 @@ describe.skipIf(missing.length > 0)('crash windows on PostgreSQL with two instan
 
 		const job = await waitForJob(survivor, user, id, 60_000);
 		expect(job).toMatchObject({ status: 'completed', requested_count: 300, created_count: 300, failed_count: 0, failed_routes: [] });
+		expect(batchesOf(fake, id)).toBe(2);
+		await expectPostsOnce(survivor, site.pseoId, site.routes);
+		const ledger = await expectLedgerBalances(survivor, user);
+		expect(ledger.map((row) => [row.reason, Number(row.amount)])).toEqual([['grant', 10_000], ['charge', -300 * BATCH_RATE]]);
+	});
+
+	it('5 a crash between two parts of a bulk job: the next worker submits the second part once and the job completes', async () => {
+		const user = await createUser(a, { balance: 10_000 });
+		const site = await plannedSite(a, user, 300);
+		let id = 0;
+		const survivor = await crashAt('between-parts', async () => {
+			const res = await call(a, 'POST', BULK, { token: user.token, body: { pseo_id: site.pseoId, post_count: 300 } });
+			expect(res.status).toBe(202);
+			id = res.body.generation_id as number;
+		});
+		// In the window: the first part is stored, the second not submitted.
+		const stored = await query<{ part: number; route_end: number }>(databaseName, 'SELECT part, route_end FROM pseo_generation_parts WHERE generation_id = $1', [id]);
+		expect(stored.map((row) => [Number(row.part), Number(row.route_end)])).toEqual([[0, PART_LINES]]);
 		expect(batchesOf(fake, id)).toBe(1);
+
+		const job = await waitForJob(survivor, user, id, 60_000);
+		expect(job).toMatchObject({ status: 'completed', requested_count: 300, created_count: 300, failed_count: 0, failed_routes: [] });
+		expect(batchesOf(fake, id)).toBe(2);
+		for (const route of site.routes) expect(fake.countBatchedRoute(route)).toBe(1);
 		await expectPostsOnce(survivor, site.pseoId, site.routes);
 		const ledger = await expectLedgerBalances(survivor, user);
 		expect(ledger.map((row) => [row.reason, Number(row.amount)])).toEqual([['grant', 10_000], ['charge', -300 * BATCH_RATE]]);
@@ -213,7 +240,7 @@ describe.skipIf(missing.length > 0)('crash windows on PostgreSQL with two instan
 		const res = await call(a, 'POST', BULK, { token: user.token, body: { pseo_id: site.pseoId, post_count: 6 } });
 		const id = res.body.generation_id as number;
 		await eventually(async () => (await jobRow(a, id)).batch_id as string | null, 30_000, 'a stored batch id');
-		const submitted = new RegExp(`"jobId":${id},"batchId":"[^"]+","adopted":false`);
+		const submitted = new RegExp(`"jobId":${id},"part":0,"batchId":"[^"]+","lines":6`);
 		const creator = [a, b].find((instance) => submitted.test(instance.output()))!;
 		const survivor = creator === a ? b : a;
 		await creator.kill();
@@ -264,7 +291,7 @@ describe.skipIf(missing.length > 0)('two replicas starting at once on a database
 			name,
 			`SELECT collection, count(*)::int AS n FROM directus_collections WHERE collection LIKE 'pseo%' GROUP BY collection`,
 		);
-		expect(collections.map((row) => row.collection).sort()).toEqual(['pseo', 'pseo_generations', 'pseo_main_json', 'pseo_plan_pages', 'pseo_post_bands', 'pseo_posts', 'pseo_token_ledger']);
+		expect(collections.map((row) => row.collection).sort()).toEqual(['pseo', 'pseo_generation_parts', 'pseo_generations', 'pseo_main_json', 'pseo_plan_pages', 'pseo_post_bands', 'pseo_posts', 'pseo_token_ledger']);
 		expect(collections.every((row) => row.n === 1)).toBe(true);
 		const doubledFields = await query(
 			name,

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startFakeProvider, type FakeProvider } from './support/fake-provider/server.ts';
-import { adminItems, balanceOf, call, createUser, createWebsite, expectEnvelope, type TestUser } from './support/api.ts';
+import { adminItems, balanceOf, call, createUser, createWebsite, expectEnvelope, grantFileLibrary, uploadFile, type TestUser } from './support/api.ts';
 import { startDirectus, type DirectusInstance } from './support/directus.ts';
 import { startFixtureServer, type FixtureServer } from './support/sitemap-fixture-server.ts';
 import { INTERFACE_LEGS, legAvailable } from './support/legs.ts';
@@ -99,14 +99,14 @@ describe.each(INTERFACE_LEGS)('plan import on %s', (leg) => {
 			await grantFileLibrary(directus, user);
 			const pseoId = await website(user);
 			const csv = 'service,city,rank\r\nPlumbing,Leeds,3\r\nPlumbing,"São Paulo",2\r\nRoofing,,1\r\nPlumbing,Leeds,1\r\n';
-			const fileId = await upload(directus, user, 'cities.csv', 'text/csv', csv);
+			const fileId = await uploadFile(directus, user, 'cities.csv', 'text/csv', csv);
 			const res = await call(directus, 'POST', IMPORT, { token: user.token, body: { pseo_id: pseoId, language_code: 'pt-BR', template, file_id: fileId } });
 			expect(res.status).toBe(200);
 			expect(res.body.data).toEqual({ total_pages: 2, added: 2, skipped: { duplicate: 1, on_site: 0, invalid: 1 } });
 			expect((await rowsOf(pseoId)).map((row) => row.route)).toEqual(['/plumbing/leeds', '/plumbing/sao-paulo']);
 
 			const jsonl = '{"service":"Gas","city":"Hull","rank":1}\n{"service":"Gas","city":"York","rank":2}\n';
-			const linesId = await upload(directus, user, 'more.jsonl', 'application/x-ndjson', jsonl);
+			const linesId = await uploadFile(directus, user, 'more.jsonl', 'application/x-ndjson', jsonl);
 			const lines = await call(directus, 'POST', IMPORT, { token: user.token, body: { pseo_id: pseoId, language_code: 'pt-BR', template, file_id: linesId } });
 			expect(lines.body.data).toMatchObject({ total_pages: 4, added: 2 });
 
@@ -143,32 +143,3 @@ describe.each(INTERFACE_LEGS)('plan import on %s', (leg) => {
 		});
 	});
 });
-
-/** What an admin does so that a user may upload to the file library: a policy with files create and read. */
-async function grantFileLibrary(directus: DirectusInstance, user: TestUser): Promise<void> {
-	const policy = await call(directus, 'POST', '/policies', {
-		token: directus.adminToken,
-		body: {
-			name: `files ${user.id}`,
-			icon: 'folder',
-			app_access: false,
-			admin_access: false,
-			permissions: [
-				{ collection: 'directus_files', action: 'create', fields: ['*'], permissions: {}, validation: {} },
-				{ collection: 'directus_files', action: 'read', fields: ['*'], permissions: {}, validation: {} },
-			],
-		},
-	});
-	if (policy.status !== 200) throw new Error(`policy: ${policy.status} ${JSON.stringify(policy.body)}`);
-	const linked = await call(directus, 'POST', '/access', { token: directus.adminToken, body: { user: user.id, policy: policy.body.data.id } });
-	if (linked.status !== 200) throw new Error(`access: ${linked.status} ${JSON.stringify(linked.body)}`);
-}
-
-async function upload(directus: DirectusInstance, user: TestUser, name: string, type: string, content: string): Promise<string> {
-	const form = new FormData();
-	form.append('file', new Blob([content], { type }), name);
-	const res = await fetch(`${directus.url}/files`, { method: 'POST', headers: { authorization: `Bearer ${user.token}` }, body: form });
-	const body = (await res.json()) as { data?: { id: string } };
-	if (res.status !== 200 || !body.data) throw new Error(`upload: ${res.status} ${JSON.stringify(body)}`);
-	return body.data.id;
-}

@@ -73,6 +73,8 @@ describe('readConfig', () => {
 		['PSEO_CONCURRENCY', 'four'],
 		['PSEO_CONCURRENCY', '2.5'],
 		['PSEO_BATCH_POLL_INTERVAL_MS', '5'],
+		['PSEO_BATCH_MAX_REQUESTS', '0'],
+		['PSEO_BATCH_MAX_BYTES', '100'],
 		['PSEO_TOKEN_PER_PAGE', '-1'],
 		['PSEO_TOKEN_PER_BATCH_PAGE', '1e3'],
 		['PSEO_TOKEN_PER_MAIN_JSON', 'twenty'],

@@ -17,6 +17,10 @@ export interface PseoConfig {
 	concurrency: number;
 	/** `PSEO_BATCH_POLL_INTERVAL_MS`, default 30000. */
 	batchPollIntervalMs: number;
+	/** `PSEO_BATCH_MAX_REQUESTS`, lines per provider batch: a larger bulk job is split into parts, default 50000. */
+	batchMaxRequests: number;
+	/** `PSEO_BATCH_MAX_BYTES`, bytes of JSONL per provider batch, default 190 MiB (OpenAI accepts 200 MB). */
+	batchMaxBytes: number;
 	/** `PSEO_TOKEN_PER_PAGE`, default 10. */
 	tokenPerPage: number;
 	/** `PSEO_TOKEN_PER_BATCH_PAGE`, default 5. */
@@ -62,6 +66,8 @@ export function readConfig(env: Env): PseoConfig {
 		bulkMode: oneOf(env, 'PSEO_BULK_MODE', ['batch', 'concurrent'] as const, 'batch'),
 		concurrency: int(env, 'PSEO_CONCURRENCY', 4, 1),
 		batchPollIntervalMs: int(env, 'PSEO_BATCH_POLL_INTERVAL_MS', 30_000, 10),
+		batchMaxRequests: int(env, 'PSEO_BATCH_MAX_REQUESTS', 50_000, 1),
+		batchMaxBytes: int(env, 'PSEO_BATCH_MAX_BYTES', 190 * 1024 * 1024, 1024),
 		tokenPerPage: int(env, 'PSEO_TOKEN_PER_PAGE', 10, 0),
 		tokenPerBatchPage: int(env, 'PSEO_TOKEN_PER_BATCH_PAGE', 5, 0),
 		tokenPerMainJson: int(env, 'PSEO_TOKEN_PER_MAIN_JSON', 20, 0),

@@ -1,10 +1,11 @@
 import { FINAL_BATCH_STATES, type BatchInfo, type GenerationProvider } from '../provider/generation-provider.ts';
 import { faultPoint } from '../shared/fault-injection.ts';
 import { loadJobContext, type JobContext } from './job-context.ts';
-import { finishJob, recordOutcomes, releaseJob, saveBatch, settledRoutes, type PageOutcome } from './job-store.ts';
+import { finishJob, recordOutcomes, releaseJob, settledRoutes, type PageOutcome } from './job-store.ts';
 import type { JobRecord } from './job-types.ts';
 import { buildPageRequest, generatePage, pageFromBatchLine } from './page-request.ts';
 import { errorMessage, type RunnerDeps } from './page-runner.ts';
+import { readParts, savePart, setPartStatus, type JobPart } from './part-store.ts';
 import { createQualityGate, type QualityGate } from '../quality/quality-gate.ts';
 import type { QualityIssue } from '../quality/page-checks.ts';
 import type { PlanPage } from '../plan/plan-page.ts';
@@ -15,17 +16,32 @@ import { assessDrafts, rewriteFailed } from './quality-pass.ts';
 const INGEST_CHUNK = 250;
 
 /** Metadata key that tags a provider batch with its job, so a lost create can be found and adopted. */
-export const BATCH_JOB_KEY = 'pseo_generation_id';
+const BATCH_JOB_KEY = 'pseo_generation_id';
+/** Metadata key that names the part a batch runs, `<job id>:<part>`: the adopt lookup of one part. */
+export const BATCH_PART_KEY = 'pseo_generation_part';
+
+/** How bulk jobs use the provider's Batch API (operating contract section 2). */
+export interface BatchSettings {
+	/** PSEO_BATCH_POLL_INTERVAL_MS. */
+	pollIntervalMs: number;
+	/** PSEO_BATCH_MAX_REQUESTS: lines per provider batch (OpenAI accepts 50,000). */
+	maxRequests: number;
+	/** PSEO_BATCH_MAX_BYTES: bytes of JSONL per provider batch (OpenAI accepts 200 MB). */
+	maxBytes: number;
+}
 
 /**
- * One step of a bulk job in batch mode, run by whichever worker claimed it:
- * - no batch yet: adopt a batch already tagged with this job (a create that timed out but happened), or upload
- *   the JSONL and create one; store its id; come back after the poll interval;
- * - a batch still running: come back after the poll interval (the schedule lives in the database, so any
- *   instance, after any restart, polls it; Azure's batches may run for days and are simply polled on);
- * - a finished batch: stream its output and error files into posts and failed routes, then end the job.
+ * One step of a bulk job in batch mode, run by whichever worker claimed it. A job is split into parts, each one
+ * provider batch within the request and byte limits, and every part is a row (part-store.ts), so any worker,
+ * after any restart, knows what runs where. A step:
+ * - polls every running part and ingests those that finished, so the job's counters grow part by part; a part
+ *   that expired with lines unanswered waits for its one resubmission;
+ * - submits the resubmissions, then every part still to come (adopting a batch already tagged with that part,
+ *   from a create that timed out but happened);
+ * - ends the job when every part is ingested, else comes back after the poll interval (the schedule lives in the
+ *   database; Azure's batches may run for days and are simply polled on).
  */
-export async function runBatchStep(job: JobRecord, deps: RunnerDeps, pollIntervalMs: number): Promise<void> {
+export async function runBatchStep(job: JobRecord, deps: RunnerDeps, settings: BatchSettings): Promise<void> {
 	const { database, worker, logger } = deps;
 	if ('unavailable' in deps.provider) {
 		const reason = deps.provider.unavailable;
@@ -36,57 +52,163 @@ export async function runBatchStep(job: JobRecord, deps: RunnerDeps, pollInterva
 		return;
 	}
 	const provider = deps.provider;
-
-	if (!job.batch_id) {
-		const batch = await submitBatch(job, deps, provider);
-		await saveBatch(database, job.id, worker, batch.id, batch.inputFileId);
-		logger.info({ jobId: job.id, batchId: batch.id, adopted: batch.adopted }, 'pseo batch submitted');
-		await releaseJob(database, job.id, worker, Date.now() + pollIntervalMs);
-		return;
+	const parts = await readParts(database, job.id);
+	if (parts.length === 0 && job.batch_id) {
+		// A job submitted before jobs had parts: its one batch runs every route.
+		const legacy = { part: 0, route_start: 0, route_end: job.routes.length, batch_id: job.batch_id, input_file_id: job.batch_input_file_id, resubmit_of: null };
+		await savePart(database, job.id, worker, legacy);
+		parts.push({ ...legacy, status: 'running' });
 	}
 
-	const batch = await provider.retrieveBatch(job.batch_id);
-	if (!FINAL_BATCH_STATES.has(batch.status)) {
-		logger.debug({ jobId: job.id, batchId: batch.id, status: batch.status }, 'pseo batch still running');
-		await releaseJob(database, job.id, worker, Date.now() + pollIntervalMs);
+	for (const part of parts) {
+		if (part.status !== 'running') continue;
+		const batch = await provider.retrieveBatch(part.batch_id);
+		if (!FINAL_BATCH_STATES.has(batch.status)) {
+			logger.debug({ jobId: job.id, part: part.part, batchId: batch.id, status: batch.status }, 'pseo batch still running');
+			continue;
+		}
+		// An expired first submission leaves its unanswered lines for one resubmission; anything else settles them.
+		const resubmit = batch.status === 'expired' && part.resubmit_of === null;
+		const unanswered = await ingestPart(job, part, batch, deps, provider, resubmit);
+		if (deps.signal.aborted) return;
+		part.status = unanswered > 0 ? 'expired' : 'ingested';
+		await setPartStatus(database, job.id, worker, part.part, part.status);
+		logger.info({ jobId: job.id, part: part.part, batchId: batch.id, batchStatus: batch.status, unanswered }, 'pseo batch part ingested');
+	}
+
+	const context = await loadJobContext(database, job);
+	const settled = await settledRoutes(database, job);
+	let next = parts.length;
+	for (const expired of parts.filter((part) => part.status === 'expired')) {
+		const saved = await submitPart(job, deps, provider, context, settled, settings, { part: next, start: expired.route_start, end: expired.route_end, resubmitOf: expired.part });
+		if (saved) {
+			parts.push(saved);
+			next++;
+		} else {
+			expired.status = 'ingested';
+			await setPartStatus(database, job.id, worker, expired.part, 'ingested');
+		}
+	}
+	let covered = parts.reduce((end, part) => (part.resubmit_of === null ? Math.max(end, part.route_end) : end), 0);
+	while (covered < job.routes.length) {
+		const saved = await submitPart(job, deps, provider, context, settled, settings, { part: next, start: covered, end: null, resubmitOf: null });
+		if (!saved) break; // every route left is already settled
+		parts.push(saved);
+		next++;
+		covered = saved.route_end;
+		if (covered < job.routes.length) faultPoint('between-parts');
+	}
+
+	if (parts.some((part) => part.status !== 'ingested')) {
+		await releaseJob(database, job.id, worker, Date.now() + settings.pollIntervalMs);
 		return;
 	}
-	await ingestBatch(job, batch, deps, provider);
-	if (deps.signal.aborted) return;
 	const status = await finishJob(database, job.id, worker);
-	logger.info({ jobId: job.id, batchId: batch.id, batchStatus: batch.status, status }, 'pseo batch job finished');
+	logger.info({ jobId: job.id, parts: parts.length, status }, 'pseo batch job finished');
 }
 
-async function submitBatch(
+interface PartPlan {
+	part: number;
+	start: number;
+	/** Fixed for a resubmission; null for a new part, which ends where the limits say. */
+	end: number | null;
+	resubmitOf: number | null;
+}
+
+/**
+ * Submits one part and stores it, fenced by the lease: adopts the batch already tagged with this part when a
+ * create was lost, else streams the part's JSONL (routes from `start` not yet settled, within the request and byte
+ * limits) to the provider and creates the batch. Null when no route of the range is left to send.
+ */
+async function submitPart(
 	job: JobRecord,
 	deps: RunnerDeps,
 	provider: GenerationProvider,
-): Promise<{ id: string; inputFileId: string | null; adopted: boolean }> {
+	context: JobContext,
+	settled: ReadonlySet<string>,
+	settings: BatchSettings,
+	plan: PartPlan,
+): Promise<JobPart | null> {
+	const { database, worker, logger } = deps;
+	const tag = `${job.id}:${plan.part}`;
 	// The SDK retries a timed-out create without an idempotency key, so a batch may exist that we never heard of.
-	const existing = await provider.findBatchByMetadata(BATCH_JOB_KEY, String(job.id));
-	if (existing) return { id: existing.id, inputFileId: null, adopted: true };
+	const existing = await provider.findBatchByMetadata(BATCH_PART_KEY, tag);
+	if (existing) {
+		const start = Number(existing.metadata['route_start']);
+		const end = Number(existing.metadata['route_end']);
+		const adopted = { part: plan.part, route_start: start, route_end: end, batch_id: existing.id, input_file_id: null, resubmit_of: plan.resubmitOf };
+		await savePart(database, job.id, worker, adopted);
+		logger.info({ jobId: job.id, part: plan.part, batchId: existing.id }, 'pseo batch part adopted after a lost create');
+		return { ...adopted, status: 'running' };
+	}
 
-	const context = await loadJobContext(deps.database, job);
-	const settled = await settledRoutes(deps.database, job);
-	const remaining = job.routes.filter((item) => !settled.has(item.route));
-	const lines = remaining.map((item) => provider.buildBatchLine(item.route, buildPageRequest(context, item)));
-	const inputFileId = await provider.uploadBatchFile(lines, `pseo-generation-${job.id}.jsonl`);
-	const batch = await provider.createBatch(inputFileId, { [BATCH_JOB_KEY]: String(job.id), pseo_id: String(job.pseo_id) });
+	const limit = plan.end ?? job.routes.length;
+	const first = job.routes.findIndex((item, i) => i >= plan.start && i < limit && !settled.has(item.route));
+	if (first < 0) return null;
+	let end = plan.start;
+	let count = 0;
+	let bytes = 0;
+	const routes = job.routes;
+	// Lines are built as the upload reads them, so a part never sits in memory whole.
+	async function* lines(): AsyncGenerator<string> {
+		for (let i = plan.start; i < limit; i++) {
+			const item = routes[i]!;
+			if (settled.has(item.route)) {
+				end = i + 1;
+				continue;
+			}
+			const line = provider.buildBatchLine(item.route, buildPageRequest(context, item));
+			const size = Buffer.byteLength(line) + 1;
+			if (plan.end === null && count > 0 && (count >= settings.maxRequests || bytes + size > settings.maxBytes)) return;
+			count++;
+			bytes += size;
+			end = i + 1;
+			yield line;
+		}
+	}
+	const inputFileId = await provider.uploadBatchFile(lines(), `pseo-generation-${job.id}-part-${plan.part}.jsonl`);
+	const routeEnd = plan.end ?? end;
+	const batch = await provider.createBatch(inputFileId, {
+		[BATCH_JOB_KEY]: String(job.id),
+		[BATCH_PART_KEY]: tag,
+		pseo_id: String(job.pseo_id),
+		route_start: String(plan.start),
+		route_end: String(routeEnd),
+	});
 	faultPoint('after-batch-create');
-	return { id: batch.id, inputFileId, adopted: false };
+	const saved = { part: plan.part, route_start: plan.start, route_end: routeEnd, batch_id: batch.id, input_file_id: inputFileId, resubmit_of: plan.resubmitOf };
+	await savePart(database, job.id, worker, saved);
+	logger.info({ jobId: job.id, part: plan.part, batchId: batch.id, lines: count, bytes, resubmitOf: plan.resubmitOf }, 'pseo batch part submitted');
+	return { ...saved, status: 'running' };
 }
 
-async function ingestBatch(job: JobRecord, batch: BatchInfo, deps: RunnerDeps, provider: GenerationProvider): Promise<void> {
+/**
+ * Streams a finished part's output and error files into posts and failed routes. A line the provider answered
+ * unusably is written once more through chat completions before it fails. Lines the batch left unanswered are
+ * failed with the batch's reason, or, when `resubmit` holds, left for the resubmission; resolves to their number.
+ */
+async function ingestPart(job: JobRecord, part: JobPart, batch: BatchInfo, deps: RunnerDeps, provider: GenerationProvider, resubmit: boolean): Promise<number> {
 	const { database, worker, logger } = deps;
 	const context: JobContext = await loadJobContext(database, job);
-	const items = new Map(job.routes.map((item) => [item.route, item]));
+	const items = new Map(job.routes.slice(part.route_start, part.route_end).map((item) => [item.route, item]));
+	const settled = await settledRoutes(database, job);
 	const gate = createQualityGate(database, job.pseo_id, deps.quality);
 	const seen = new Set<string>();
+	const unansweredRoutes = new Set<string>();
 	let chunk: PageOutcome[] = [];
 	const flush = async () => {
 		if (chunk.length === 0) return;
 		const outcomes = chunk;
 		chunk = [];
+		await retryByChat(
+			outcomes.filter((outcome) => !unansweredRoutes.has(outcome.route)),
+			items,
+			context,
+			deps,
+			provider,
+			job.id,
+		);
+		if (deps.signal.aborted) return;
 		await gateChunk(outcomes, items, context, gate, deps, provider, job.id);
 		if (deps.signal.aborted) return;
 		try {
@@ -100,24 +222,59 @@ async function ingestBatch(job: JobRecord, batch: BatchInfo, deps: RunnerDeps, p
 	for (const fileId of [batch.outputFileId, batch.errorFileId]) {
 		if (!fileId) continue;
 		for await (const line of provider.streamFileLines(fileId)) {
-			if (deps.signal.aborted) return;
+			if (deps.signal.aborted) return 0;
 			const outcome = pageFromBatchLine(line, context);
-			if (!outcome || !items.has(outcome.route) || seen.has(outcome.route)) continue;
+			if (!outcome || !items.has(outcome.route) || seen.has(outcome.route) || settled.has(outcome.route)) continue;
+			if (outcome.unanswered && resubmit) continue;
 			seen.add(outcome.route);
-			chunk.push(outcome);
+			const { unanswered, ...page } = outcome;
+			if (unanswered) unansweredRoutes.add(page.route);
+			chunk.push(page);
 			if (chunk.length >= INGEST_CHUNK) await flush();
 		}
 	}
 	await flush();
-	if (deps.signal.aborted) return;
+	if (deps.signal.aborted) return 0;
 
-	const missing = job.routes.filter((item) => !seen.has(item.route)).map((item) => item.route);
-	if (missing.length > 0) {
-		const reason = missingReason(batch);
-		for (let i = 0; i < missing.length; i += INGEST_CHUNK) {
-			await recordOutcomes(database, job, worker, missing.slice(i, i + INGEST_CHUNK).map((route) => ({ route, error: reason })), logger);
-		}
+	const missing = [...items.keys()].filter((route) => !seen.has(route) && !settled.has(route));
+	if (resubmit) return missing.length;
+	const reason = missingReason(batch);
+	for (let i = 0; i < missing.length; i += INGEST_CHUNK) {
+		await recordOutcomes(database, job, worker, missing.slice(i, i + INGEST_CHUNK).map((route) => ({ route, error: reason })), logger);
 	}
+	return 0;
+}
+
+/**
+ * Lines the provider answered but unusably (invalid or truncated output, a refusal, a non-200 answer) are written
+ * once more through chat completions, on the instance's queue, at no extra charge; a page that fails again keeps
+ * the batch line's error. Unanswered lines (an expired or cancelled batch) are not retried here.
+ */
+async function retryByChat(
+	outcomes: PageOutcome[],
+	items: ReadonlyMap<string, PlanPage>,
+	context: JobContext,
+	deps: RunnerDeps,
+	provider: GenerationProvider,
+	jobId: number,
+): Promise<void> {
+	const { logger, signal, queue } = deps;
+	await Promise.all(
+		outcomes.map(async (outcome) => {
+			const item = items.get(outcome.route);
+			if (outcome.content || !item || !outcome.error) return;
+			const call = { signal, logContext: { jobId, route: item.route }, onUsage: countUsage(outcome) };
+			try {
+				const content = await queue.add(() => generatePage(provider, context, item, call), { signal });
+				outcome.content = content;
+				outcome.language = context.language;
+				delete outcome.error;
+			} catch (error) {
+				if (signal.aborted) return;
+				logger.warn({ jobId, route: item.route, error: errorMessage(error) }, 'pseo batch line failed again through chat');
+			}
+		}),
+	);
 }
 
 /**
@@ -145,16 +302,7 @@ async function gateChunk(
 		const first = verdicts[i]!;
 		outcome.content = first.content;
 		if (!first.failed || signal.aborted) return;
-		const usage = (outcome.usage ??= { prompt_tokens: 0, completion_tokens: 0, requests: 0 });
-		const call = {
-			signal,
-			logContext: { jobId, route: item.route },
-			onUsage: (reported: ReportedUsage) => {
-				usage.prompt_tokens += reported.prompt_tokens;
-				usage.completion_tokens += reported.completion_tokens;
-				usage.requests++;
-			},
-		};
+		const call = { signal, logContext: { jobId, route: item.route }, onUsage: countUsage(outcome) };
 		const rewrite = (qualityIssues: readonly QualityIssue[]) => queue.add(() => generatePage(provider, context, item, { ...call, qualityIssues }), { signal });
 		rewrites.push(
 			rewriteFailed(first, rewrite, { gate, logger, jobId, signal }).then((content) => {
@@ -163,6 +311,16 @@ async function gateChunk(
 		);
 	});
 	await Promise.all(rewrites);
+}
+
+/** Adds what each further answer for a page costs to the page's usage. */
+function countUsage(outcome: PageOutcome): (reported: ReportedUsage) => void {
+	const usage = (outcome.usage ??= { prompt_tokens: 0, completion_tokens: 0, requests: 0 });
+	return (reported) => {
+		usage.prompt_tokens += reported.prompt_tokens;
+		usage.completion_tokens += reported.completion_tokens;
+		usage.requests++;
+	};
 }
 
 function missingReason(batch: BatchInfo): string {

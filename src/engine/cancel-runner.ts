@@ -1,5 +1,6 @@
 import type { GenerationProvider } from '../provider/generation-provider.ts';
-import { BATCH_JOB_KEY } from './batch-runner.ts';
+import { BATCH_PART_KEY } from './batch-runner.ts';
+import { readParts } from './part-store.ts';
 import { finishJob, recordOutcomes, settledRoutes } from './job-store.ts';
 import type { JobRecord } from './job-types.ts';
 import type { RunnerDeps } from './page-runner.ts';
@@ -37,18 +38,23 @@ export async function runCancel(job: JobRecord, deps: CancelDeps): Promise<JobRe
 }
 
 /**
- * Cancels the job's provider batch, found by its stored id or, after a create whose id was never stored, by its
- * metadata. A batch that has already finished cannot be cancelled; the provider says so and nothing is lost, so
- * that refusal is only logged.
+ * Cancels the job's running provider batches: its stored parts, and the part after them, found by its metadata,
+ * when a create happened whose id was never stored. A batch that has already finished cannot be cancelled; the
+ * provider says so and nothing is lost, so that refusal is only logged.
  */
 async function stopBatch(job: JobRecord, deps: CancelDeps): Promise<void> {
 	const provider = deps.provider as GenerationProvider;
-	const batchId = job.batch_id ?? (await provider.findBatchByMetadata(BATCH_JOB_KEY, String(job.id)))?.id;
-	if (!batchId) return;
-	try {
-		const batch = await provider.cancelBatch(batchId);
-		deps.logger.info({ jobId: job.id, batchId, batchStatus: batch.status }, 'pseo batch cancelled at the provider');
-	} catch (error) {
-		deps.logger.warn({ err: error, jobId: job.id, batchId }, 'pseo batch could not be cancelled at the provider (it may have finished)');
+	const parts = await readParts(deps.database, job.id);
+	const running = parts.filter((part) => part.status === 'running').map((part) => part.batch_id);
+	if (parts.length === 0 && job.batch_id) running.push(job.batch_id);
+	const lost = await provider.findBatchByMetadata(BATCH_PART_KEY, `${job.id}:${parts.length}`);
+	if (lost) running.push(lost.id);
+	for (const batchId of running) {
+		try {
+			const batch = await provider.cancelBatch(batchId);
+			deps.logger.info({ jobId: job.id, batchId, batchStatus: batch.status }, 'pseo batch cancelled at the provider');
+		} catch (error) {
+			deps.logger.warn({ err: error, jobId: job.id, batchId }, 'pseo batch could not be cancelled at the provider (it may have finished)');
+		}
 	}
 }

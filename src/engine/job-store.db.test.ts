@@ -15,8 +15,8 @@ import {
 	recordOutcomes,
 	releaseJob,
 	renewLease,
-	saveBatch,
 } from './job-store.ts';
+import { readParts, savePart, setPartStatus } from './part-store.ts';
 
 /*
  * The job store's claim, lease and fence, on the real schema of PostgreSQL and MariaDB. Concurrency is real: each
@@ -120,7 +120,10 @@ describe.each(VENDORS)('job store on %s', (vendor) => {
 				LeaseLostError,
 			);
 			await expect(finishJob(knex, id, 'old')).rejects.toBeInstanceOf(LeaseLostError);
-			await expect(saveBatch(knex, id, 'old', 'batch_late', 'file_late')).rejects.toBeInstanceOf(LeaseLostError);
+			const part = { part: 0, route_start: 0, route_end: 2, batch_id: 'batch_late', input_file_id: 'file_late', resubmit_of: null };
+			await expect(savePart(knex, id, 'old', part)).rejects.toBeInstanceOf(LeaseLostError);
+			await expect(setPartStatus(knex, id, 'old', 0, 'ingested')).rejects.toBeInstanceOf(LeaseLostError);
+			expect(await readParts(knex, id)).toEqual([]);
 
 			expect(await readJob(knex, id)).toMatchObject({ status: 'running', lease_owner: 'new', created_count: 0, failed_count: 0, failed_routes: [], batch_id: null });
 			expect(await posts(pseoId)).toBe(0);
@@ -157,11 +160,31 @@ describe.each(VENDORS)('job store on %s', (vendor) => {
 		it('a job whose every page was created ends completed; its stored batch id survives', async () => {
 			const { id } = await freshJob(['/only'], 5);
 			expect(await claimJob(knex, id, 'w', LEASE_MS, silentLogger)).toBe(true);
-			await saveBatch(knex, id, 'w', 'batch_1', 'file_1');
+			await savePart(knex, id, 'w', { part: 0, route_start: 0, route_end: 1, batch_id: 'batch_1', input_file_id: 'file_1', resubmit_of: null });
 			const job = (await readJob(knex, id))!;
 			expect(job).toMatchObject({ batch_id: 'batch_1', batch_input_file_id: 'file_1' });
+			expect(await readParts(knex, id)).toEqual([{ part: 0, route_start: 0, route_end: 1, batch_id: 'batch_1', input_file_id: 'file_1', resubmit_of: null, status: 'running' }]);
 			await recordOutcomes(knex, job, 'w', [{ route: '/only', content: content('/only') }], silentLogger);
 			expect(await finishJob(knex, id, 'w')).toBe('completed');
+		});
+
+		it('parts of a bulk job: one row per part, a resubmission closes the expired part it repeats', async () => {
+			const { id } = await freshJob(['/a', '/b', '/c'], 5);
+			expect(await claimJob(knex, id, 'w', LEASE_MS, silentLogger)).toBe(true);
+			await savePart(knex, id, 'w', { part: 0, route_start: 0, route_end: 2, batch_id: 'batch_0', input_file_id: 'file_0', resubmit_of: null });
+			await savePart(knex, id, 'w', { part: 1, route_start: 2, route_end: 3, batch_id: 'batch_1', input_file_id: 'file_1', resubmit_of: null });
+			// Another worker that lost the race to store part 1 fails on the unique index, and stores nothing.
+			await expect(savePart(knex, id, 'w', { part: 1, route_start: 2, route_end: 3, batch_id: 'batch_x', input_file_id: null, resubmit_of: null })).rejects.toThrow();
+			await setPartStatus(knex, id, 'w', 0, 'expired');
+			await savePart(knex, id, 'w', { part: 2, route_start: 0, route_end: 2, batch_id: 'batch_2', input_file_id: 'file_2', resubmit_of: 0 });
+			const parts = await readParts(knex, id);
+			expect(parts.map(({ part, status, batch_id, resubmit_of }) => ({ part, status, batch_id, resubmit_of }))).toEqual([
+				{ part: 0, status: 'ingested', batch_id: 'batch_0', resubmit_of: null },
+				{ part: 1, status: 'running', batch_id: 'batch_1', resubmit_of: null },
+				{ part: 2, status: 'running', batch_id: 'batch_2', resubmit_of: 0 },
+			]);
+			// The job's own batch id stays its first part's.
+			expect((await readJob(knex, id))!.batch_id).toBe('batch_0');
 		});
 
 		it('one active job per website: a second one fails on the unique index', async () => {

@@ -394,10 +394,17 @@ export async function finishJob(knex: Knex, jobId: number, worker: string, error
 	return status;
 }
 
-/** Stores the provider batch of a job, so that any worker can resume it by id. */
-export async function saveBatch(knex: Knex, jobId: number, worker: string, batchId: string, inputFileId: string | null): Promise<void> {
-	const updated = await knex(JOBS)
-		.where({ id: jobId, lease_owner: worker, status: 'running' })
-		.update({ batch_id: batchId, batch_input_file_id: inputFileId, date_updated: dbTimestamp(knex) });
-	if (updated !== 1) throw new LeaseLostError(jobId);
+/**
+ * Locks the job's row inside a transaction while `worker` holds its lease: the fence of every multi-table write
+ * (the parts of a bulk job). Throws {@link LeaseLostError} when another worker owns the job now.
+ */
+export async function lockLeasedJob(trx: Knex.Transaction, jobId: number, worker: string): Promise<void> {
+	let query = trx(JOBS).where({ id: jobId, lease_owner: worker, status: 'running' });
+	if (vendorOf(trx) !== 'sqlite') query = query.forUpdate();
+	if (!(await query.first('id'))) throw new LeaseLostError(jobId);
+}
+
+/** The job's first provider batch, on the job itself (part-store.ts `savePart` calls it, fenced). */
+export async function setJobBatch(trx: Knex.Transaction, jobId: number, batchId: string, inputFileId: string | null): Promise<void> {
+	await trx(JOBS).where('id', jobId).update({ batch_id: batchId, batch_input_file_id: inputFileId, date_updated: dbTimestamp(trx) });
 }

@@ -60,14 +60,17 @@ export async function generatePage(
 	return toContent(checked.page);
 }
 
+/** A batch line's page outcome; `unanswered` when the batch expired before the provider ran the request. */
+export type BatchLineOutcome = PageOutcome & { unanswered?: boolean };
+
 /** A batch output or error line as a page outcome; null for a line that names no request. */
-export function pageFromBatchLine(line: string, context: JobContext): PageOutcome | null {
+export function pageFromBatchLine(line: string, context: JobContext): BatchLineOutcome | null {
 	const parsed = parseBatchOutputLine(line);
 	if (!parsed.customId) return null;
 	const route = parsed.customId;
 	const usage = parsed.usage ? { ...parsed.usage, requests: 1 } : undefined;
 	const billed = usage ? { usage } : {};
-	if (!parsed.ok) return { route, error: parsed.error, ...billed };
+	if (!parsed.ok) return { route, error: parsed.error, ...billed, ...(parsed.code === 'batch_expired' ? { unanswered: true } : {}) };
 	const checked = validatePageOutput(parsed.content, context.allowedRoutes, route);
 	if (!checked.ok) return { route, error: checked.error, ...billed };
 	return { route, content: toContent(checked.page), language: context.language, ...billed };

@@ -114,7 +114,7 @@ export class GenerationRuntime {
 				// Its owner cancelled it and the request that began the cancel did not finish it.
 				await runCancel(job, { ...deps, batchMode: config.bulkMode === 'batch' });
 			} else if (job.mode === 'bulk' && config.bulkMode === 'batch') {
-				await runBatchStep(job, deps, config.batchPollIntervalMs);
+				await runBatchStep(job, deps, { pollIntervalMs: config.batchPollIntervalMs, maxRequests: config.batchMaxRequests, maxBytes: config.batchMaxBytes });
 			} else {
 				await runPages(job, deps);
 			}

@@ -43,6 +43,7 @@ describe('parseBatchOutputLine', () => {
 			customId: '/b',
 			ok: false,
 			error: 'Batch request failed (batch_expired): This request could not be executed before the completion window expired.',
+			code: 'batch_expired',
 		});
 	});
 

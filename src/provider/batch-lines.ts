@@ -3,7 +3,7 @@ import { readCompletionContent } from './read-completion.ts';
 import { readUsage, type ReportedUsage } from './types.ts';
 
 /** A line's outcome, with the tokens the provider reports for it (null when it reports none: an error line). */
-export type BatchLineResult = ({ customId: string; ok: true; content: unknown } | { customId: string | null; ok: false; error: string }) & {
+export type BatchLineResult = ({ customId: string; ok: true; content: unknown } | { customId: string | null; ok: false; error: string; code?: string | null }) & {
 	usage?: ReportedUsage | null;
 };
 
@@ -27,7 +27,7 @@ export function parseBatchOutputLine(line: string): BatchLineResult {
 	if (isRecord(parsed.error)) {
 		const code = typeof parsed.error.code === 'string' ? parsed.error.code : null;
 		const message = typeof parsed.error.message === 'string' ? redact(parsed.error.message) : '';
-		return fail(`Batch request failed${code ? ` (${code})` : ''}${message ? `: ${message}` : ''}`);
+		return { customId, ok: false, error: `Batch request failed${code ? ` (${code})` : ''}${message ? `: ${message}` : ''}`, code };
 	}
 	const response = parsed.response;
 	if (!isRecord(response)) return fail('Batch line has neither a response nor an error');

@@ -1,4 +1,10 @@
-import OpenAI, { toFile } from 'openai';
+import { createReadStream, createWriteStream } from 'node:fs';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { Readable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+import OpenAI, { toStreamingFile } from 'openai';
 import type { Logger } from '../shared/logger.ts';
 import { assertBackoff, backoffDelay, DEFAULT_BACKOFF, defaultSleep, retryAfterMs } from './backoff.ts';
 import type { BackoffOptions, Sleep } from './backoff.ts';
@@ -177,13 +183,23 @@ export function createOpenAiProvider(options: OpenAiProviderOptions): OpenAiProv
 				throw new TypeError(`Expected \`filename\` to be a non-empty string, got \`${String(filename)}\` (${typeof filename})`);
 			}
 			const api = requireClient();
-			const file = await toFile(jsonlChunks(lines), filename, { type: 'application/jsonl' });
-			if (file.size === 0) throw new TypeError('Expected `lines` to hold at least one line, got none');
-			const created = await withRetries({ op: 'upload', mayRetry: onlyRateLimits }, async () => ({
-				ok: true as const,
-				value: await api.files.create({ file, purpose: 'batch' }),
-			}));
-			return created.id;
+			// The JSONL goes to a temporary file first and is streamed from there to the upload: a batch of 50,000
+			// pages is about a gigabyte of prompts, which must never sit in memory as one string or buffer. The file
+			// also lets a 429 retry send the same bytes again.
+			const spool = await spoolLines(lines);
+			try {
+				if (spool.bytes === 0) throw new TypeError('Expected `lines` to hold at least one line, got none');
+				const created = await withRetries({ op: 'upload', mayRetry: onlyRateLimits }, async () => ({
+					ok: true as const,
+					value: await api.files.create({
+						file: toStreamingFile(createReadStream(spool.path), filename, { type: 'application/jsonl' }),
+						purpose: 'batch',
+					}),
+				}));
+				return created.id;
+			} finally {
+				await rm(spool.dir, { recursive: true, force: true });
+			}
 		},
 
 		async createBatch(inputFileId: string, metadata: Record<string, string>): Promise<BatchInfo> {
@@ -272,14 +288,33 @@ export function createOpenAiProvider(options: OpenAiProviderOptions): OpenAiProv
 	}
 }
 
-async function* jsonlChunks(lines: string[] | AsyncIterable<string>): AsyncGenerator<string> {
+/** Writes the lines, checked, to a new temporary file; resolves to its path and size. */
+async function spoolLines(lines: string[] | AsyncIterable<string>): Promise<{ dir: string; path: string; bytes: number }> {
+	const dir = await mkdtemp(path.join(tmpdir(), 'pseo-batch-'));
+	const file = path.join(dir, 'input.jsonl');
+	let bytes = 0;
+	try {
+		await pipeline(
+			Readable.from(jsonlChunks(lines, (size) => (bytes += size))),
+			createWriteStream(file),
+		);
+	} catch (error) {
+		await rm(dir, { recursive: true, force: true });
+		throw error;
+	}
+	return { dir, path: file, bytes };
+}
+
+async function* jsonlChunks(lines: string[] | AsyncIterable<string>, onBytes: (size: number) => void): AsyncGenerator<Buffer> {
 	let index = 0;
 	for await (const line of lines) {
 		if (typeof line !== 'string' || line.includes('\n') || line.includes('\r')) {
 			throw new TypeError(`Expected line ${index} to be a string without line breaks, got \`${String(line).slice(0, 80)}\``);
 		}
 		index++;
-		yield `${line}\n`;
+		const chunk = Buffer.from(`${line}\n`, 'utf8');
+		onBytes(chunk.length);
+		yield chunk;
 	}
 }
 

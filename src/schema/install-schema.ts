@@ -7,6 +7,7 @@ import { JOBS } from '../engine/job-store.ts';
 import { POSTS } from '../posts/post-store.ts';
 import { BANDS_TABLE } from '../quality/similarity-index.ts';
 import { PLAN_PAGES } from '../plan/plan-page-store.ts';
+import { PARTS } from '../engine/part-store.ts';
 import { snapshotForHost } from '../shared/host-compat.ts';
 
 interface DiffEntry {
@@ -81,7 +82,8 @@ export async function installSchema(context: ServiceContext): Promise<InstallRep
 /**
  * Indexes a Directus snapshot cannot express. The unique (pseo_id, route) key makes storing a generated page
  * idempotent: a resumed or retried job can never write a second post for a route. The band indexes make the
- * quality gate's near-duplicate lookup, and the re-indexing of a rewritten post, index scans.
+ * quality gate's near-duplicate lookup, and the re-indexing of a rewritten post, index scans. One row per part
+ * of a bulk job: two workers can never both store the same part.
  */
 export async function ensureIndexes(knex: Knex): Promise<void> {
 	const statements = [
@@ -91,6 +93,7 @@ export async function ensureIndexes(knex: Knex): Promise<void> {
 		`CREATE INDEX IF NOT EXISTS pseo_plan_pages_next ON ${PLAN_PAGES} (pseo_id, has_post, priority)`,
 		`CREATE INDEX IF NOT EXISTS pseo_post_bands_lookup ON ${BANDS_TABLE} (pseo_id, band_key)`,
 		`CREATE INDEX IF NOT EXISTS pseo_post_bands_route ON ${BANDS_TABLE} (pseo_id, route)`,
+		`CREATE UNIQUE INDEX IF NOT EXISTS pseo_generation_parts_unique ON ${PARTS} (generation_id, part)`,
 	];
 	if (vendorOf(knex) === 'mysql') {
 		// MySQL has no CREATE INDEX IF NOT EXISTS; a duplicate-key-name error means the index is there.

@@ -18,6 +18,8 @@ import { readFileSync } from 'node:fs';
 export type FaultPoint =
 	/** The provider created the batch; its id is not stored yet (the adopt-by-metadata path). */
 	| 'after-batch-create'
+	/** A part of a bulk job is stored; the job's next part is not submitted yet. */
+	| 'between-parts'
 	/** The first chunk of a batch's results is stored; the rest is not. */
 	| 'mid-batch-ingest'
 	/** The trigger's job and charge are committed; the 202 has not been sent. */

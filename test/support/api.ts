@@ -208,3 +208,32 @@ export async function plannedWebsite(
 	await seedPlan(instance, user, id, planPages(pages));
 	return { user, pseoId: id };
 }
+
+/** What an admin does so that a user may upload to the file library: a policy with files create and read. */
+export async function grantFileLibrary(directus: DirectusInstance, user: TestUser): Promise<void> {
+	const policy = await call(directus, 'POST', '/policies', {
+		token: directus.adminToken,
+		body: {
+			name: `files ${user.id}`,
+			icon: 'folder',
+			app_access: false,
+			admin_access: false,
+			permissions: [
+				{ collection: 'directus_files', action: 'create', fields: ['*'], permissions: {}, validation: {} },
+				{ collection: 'directus_files', action: 'read', fields: ['*'], permissions: {}, validation: {} },
+			],
+		},
+	});
+	if (policy.status !== 200) throw new Error(`policy: ${policy.status} ${JSON.stringify(policy.body)}`);
+	const linked = await call(directus, 'POST', '/access', { token: directus.adminToken, body: { user: user.id, policy: policy.body.data.id } });
+	if (linked.status !== 200) throw new Error(`access: ${linked.status} ${JSON.stringify(linked.body)}`);
+}
+
+export async function uploadFile(directus: DirectusInstance, user: TestUser, name: string, type: string, content: string): Promise<string> {
+	const form = new FormData();
+	form.append('file', new Blob([content], { type }), name);
+	const res = await fetch(`${directus.url}/files`, { method: 'POST', headers: { authorization: `Bearer ${user.token}` }, body: form });
+	const body = (await res.json()) as { data?: { id: string } };
+	if (res.status !== 200 || !body.data) throw new Error(`upload: ${res.status} ${JSON.stringify(body)}`);
+	return body.data.id;
+}

@@ -1,0 +1,144 @@
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { startFakeProvider, type FakeProvider } from './support/fake-provider/server.ts';
+import { adminItems, balanceOf, call, createUser, eventually, waitForJob } from './support/api.ts';
+import { startDirectus, type DirectusInstance } from './support/directus.ts';
+import { batchesOf, expectLedgerBalances, expectPostsOnce, plannedSite } from './support/job-checks.ts';
+import { LEGS, legAvailable } from './support/legs.ts';
+
+const BULK = '/pseo-endpoints/trigger/bulk-generation';
+/** PSEO_BATCH_MAX_REQUESTS of this suite: 7 pages make parts of 3, 3 and 1. */
+const MAX_REQUESTS = 3;
+
+async function partsOf(directus: DirectusInstance, jobId: number): Promise<Record<string, any>[]> {
+	return adminItems(directus, 'pseo_generation_parts', `filter[generation_id][_eq]=${jobId}&sort=part`);
+}
+
+/** The routes each created batch of a job was given, from the fake's log, in the order the batches were created. */
+function batchMetadata(fake: FakeProvider, jobId: number): Record<string, string>[] {
+	return fake.requests
+		.filter((entry) => entry.method === 'POST' && entry.path === '/v1/batches' && entry.status === 200 && entry.metadata?.['pseo_generation_id'] === String(jobId))
+		.map((entry) => entry.metadata as Record<string, string>);
+}
+
+describe.each(LEGS)('bulk jobs in parts on %s', (leg) => {
+	describe.skipIf(!legAvailable(leg))(`${leg}`, () => {
+		let fake: FakeProvider;
+		let directus: DirectusInstance;
+
+		beforeAll(async () => {
+			fake = await startFakeProvider();
+			directus = await startDirectus({
+				leg,
+				env: {
+					OPENAI_BASE_URL: fake.url,
+					PSEO_PROVIDER_BACKOFF_MS: '20',
+					PSEO_BATCH_POLL_INTERVAL_MS: '200',
+					PSEO_SWEEP_INTERVAL_MS: '100',
+					PSEO_BATCH_MAX_REQUESTS: String(MAX_REQUESTS),
+				},
+			});
+		});
+		afterEach(() => fake.reset());
+		afterAll(async () => {
+			await directus?.dispose();
+			await fake?.close();
+		});
+
+		it('4.5 a bulk job beyond PSEO_BATCH_MAX_REQUESTS runs as several provider batches, each polled and ingested, charged once', async () => {
+			const user = await createUser(directus, { balance: 100 });
+			const { pseoId, routes } = await plannedSite(directus, user, 7);
+			fake.configure({ holdBatches: true });
+			const res = await call(directus, 'POST', BULK, { token: user.token, body: { pseo_id: pseoId, post_count: 7 } });
+			expect(res.status).toBe(202);
+			const id = res.body.generation_id as number;
+
+			// Every part is at the provider before any finishes: three batches of 3, 3 and 1 lines, tagged with their routes.
+			await eventually(async () => batchesOf(fake, id) === 3, 30_000, 'three batches');
+			expect(batchMetadata(fake, id).map((meta) => [meta['pseo_generation_part'], meta['route_start'], meta['route_end']])).toEqual([
+				[`${id}:0`, '0', '3'],
+				[`${id}:1`, '3', '6'],
+				[`${id}:2`, '6', '7'],
+			]);
+			for (const route of routes) expect(fake.countBatchedRoute(route)).toBe(1);
+			const running = await partsOf(directus, id);
+			expect(running.map((part) => [part.part, part.route_start, part.route_end, part.status])).toEqual([
+				[0, 0, 3, 'running'],
+				[1, 3, 6, 'running'],
+				[2, 6, 7, 'running'],
+			]);
+
+			fake.releaseBatches();
+			const job = await waitForJob(directus, user, id);
+			expect(job).toMatchObject({ status: 'completed', requested_count: 7, created_count: 7, failed_count: 0, failed_routes: [] });
+			expect((await partsOf(directus, id)).map((part) => part.status)).toEqual(['ingested', 'ingested', 'ingested']);
+			await expectPostsOnce(directus, pseoId, routes);
+			expect(batchesOf(fake, id)).toBe(3);
+			expect(await balanceOf(directus, user.id)).toBe(100 - 7 * 5);
+			const ledger = await expectLedgerBalances(directus, user);
+			expect(ledger.filter((row) => row.reason === 'charge')).toHaveLength(1);
+			// The job keeps its first part's batch, as jobs of one part always have.
+			expect((await adminItems(directus, 'pseo_generations', `filter[id][_eq]=${id}`))[0].batch_id).toBe(running[0]!.batch_id);
+			// Usage sums every part's lines.
+			const read = await call(directus, 'GET', `/pseo-endpoints/generations/${id}`, { token: user.token });
+			expect(read.body.data.usage.requests).toBe(7);
+		});
+
+		it('an expired part is resubmitted once for its unanswered lines, and the job completes without a second charge', async () => {
+			const user = await createUser(directus, { balance: 100 });
+			const { pseoId, routes } = await plannedSite(directus, user, 5);
+			// Both parts expire with half their lines answered; their resubmissions complete.
+			fake.configure({ holdBatches: true, batchEndState: 'expired', batchPartialFraction: 0.5 });
+			const res = await call(directus, 'POST', BULK, { token: user.token, body: { pseo_id: pseoId, post_count: 5 } });
+			const id = res.body.generation_id as number;
+			await eventually(async () => batchesOf(fake, id) === 2, 30_000, 'two batches');
+			fake.configure({ batchEndState: 'completed', holdBatches: false });
+
+			const job = await waitForJob(directus, user, id);
+			expect(job).toMatchObject({ status: 'completed', created_count: 5, failed_count: 0 });
+			await expectPostsOnce(directus, pseoId, routes);
+			const parts = await partsOf(directus, id);
+			expect(parts.map((part) => [part.part, part.resubmit_of, part.route_start, part.route_end, part.status])).toEqual([
+				[0, null, 0, 3, 'ingested'],
+				[1, null, 3, 5, 'ingested'],
+				[2, 0, 0, 3, 'ingested'],
+				[3, 1, 3, 5, 'ingested'],
+			]);
+			// Each route went to the provider once, and a second time only if its first batch left it unanswered.
+			const answeredFirst = routes.filter((route) => fake.countBatchedRoute(route) === 1);
+			expect(answeredFirst.length).toBeGreaterThan(0);
+			expect(routes.every((route) => fake.countBatchedRoute(route) <= 2)).toBe(true);
+			expect(await balanceOf(directus, user.id)).toBe(100 - 5 * 5);
+		});
+
+		it('a part that expires twice is not resubmitted again: its unanswered lines fail and are refunded', async () => {
+			const user = await createUser(directus, { balance: 100 });
+			const { pseoId } = await plannedSite(directus, user, 3);
+			fake.configure({ batchEndState: 'expired', batchPartialFraction: 0.5 });
+			const res = await call(directus, 'POST', BULK, { token: user.token, body: { pseo_id: pseoId, post_count: 3 } });
+			const id = res.body.generation_id as number;
+			const job = await waitForJob(directus, user, id);
+			expect(job['status']).toBe('failed');
+			expect(job['created_count'] + job['failed_count']).toBe(3);
+			expect(job['failed_count']).toBeGreaterThan(0);
+			expect(job['failed_routes'].every((failure: { error: string }) => /expired/.test(failure.error))).toBe(true);
+			expect(batchesOf(fake, id)).toBe(2);
+			expect((await partsOf(directus, id)).map((part) => part.resubmit_of)).toEqual([null, 0]);
+			expect(await balanceOf(directus, user.id)).toBe(100 - job['created_count'] * 5);
+			await expectLedgerBalances(directus, user);
+		});
+
+		it('a line the provider answers unusably is written once more through chat, at no extra charge', async () => {
+			const user = await createUser(directus, { balance: 100 });
+			const { pseoId, routes } = await plannedSite(directus, user, 3);
+			// The route's first answer (its batch line) is invalid; the chat call that follows succeeds.
+			fake.configure({ failRoutes: { [routes[1]!]: 'invalid' }, failRoutesTimes: 1 });
+			const res = await call(directus, 'POST', BULK, { token: user.token, body: { pseo_id: pseoId, post_count: 3 } });
+			const job = await waitForJob(directus, user, res.body.generation_id);
+			expect(job).toMatchObject({ status: 'completed', created_count: 3, failed_count: 0 });
+			expect(fake.countChat(routes[1])).toBe(1);
+			expect(fake.countChat(routes[0])).toBe(0);
+			await expectPostsOnce(directus, pseoId, routes);
+			expect(await balanceOf(directus, user.id)).toBe(100 - 3 * 5);
+		});
+	});
+});
