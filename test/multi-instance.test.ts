@@ -26,6 +26,9 @@ import { batchesOf, expectLedgerBalances, expectPostsOnce, jobRow, plannedSite }
 
 const ON_DEMAND = '/pseo-endpoints/trigger/on-demand-generation';
 const BULK = '/pseo-endpoints/trigger/bulk-generation';
+const PART_LINES = 2;
+/** Provider batches of a bulk job of `pages` pages. */
+const partsFor = (pages: number) => Math.ceil(pages / PART_LINES);
 const PLAN = '/pseo-endpoints/generate/main-json';
 const INSTANCES = 3;
 const LEASE_MS = 3000;
@@ -56,6 +59,8 @@ describe.skipIf(missing.length > 0)('several instances on one PostgreSQL databas
 				PSEO_LEASE_MS: String(LEASE_MS),
 				PSEO_SWEEP_INTERVAL_MS: String(SWEEP_MS),
 				PSEO_BATCH_POLL_INTERVAL_MS: String(POLL_MS),
+				// Bulk jobs run as provider batches of two lines at most: every bulk job here has several parts.
+				PSEO_BATCH_MAX_REQUESTS: String(PART_LINES),
 				PSEO_TOKEN_PER_PAGE: String(PAGE_RATE),
 				PSEO_TOKEN_PER_BATCH_PAGE: String(BATCH_RATE),
 				PSEO_PLAN_PAGES: '12',
@@ -144,7 +149,7 @@ describe.skipIf(missing.length > 0)('several instances on one PostgreSQL databas
 			const routes = target.routes.slice(0, target.body['post_count']);
 			await expectPostsOnce(reader, target.pseoId, routes);
 			if (target.path === BULK) {
-				expect(batchesOf(fake, job['id'])).toBe(1);
+				expect(batchesOf(fake, job['id'])).toBe(partsFor(routes.length));
 				for (const route of routes) expect(fake.countBatchedRoute(route)).toBe(1);
 			} else {
 				for (const route of routes) expect(fake.countChat(route)).toBe(1);
@@ -152,7 +157,7 @@ describe.skipIf(missing.length > 0)('several instances on one PostgreSQL databas
 		}
 	});
 
-	it('5 every job runs exactly once between the instances: one post and one provider call per page, one batch per bulk job', async () => {
+	it('5 every job runs exactly once between the instances: one post and one provider call per page, one batch per part of a bulk job', async () => {
 		const users = [await createUser(reader, { balance: 10_000 }), await createUser(reader, { balance: 10_000 })];
 		const sites: { user: TestUser; pseoId: number; routes: string[] }[] = [];
 		for (const user of users) for (let i = 0; i < 3; i++) sites.push({ user, ...(await plannedSite(reader, user, 12)) });
@@ -207,8 +212,8 @@ describe.skipIf(missing.length > 0)('several instances on one PostgreSQL databas
 			for (const route of site.routes.slice(8)) expect(fake.countChat(route) + fake.countBatchedRoute(route)).toBe(0);
 		}
 		const bulkJobs = jobs.filter((job) => job.mode === 'bulk');
-		for (const job of bulkJobs) expect(batchesOf(fake, job.generationId)).toBe(1);
-		expect(fake.countBatchesCreated()).toBe(bulkJobs.length);
+		for (const job of bulkJobs) expect(batchesOf(fake, job.generationId)).toBe(partsFor(5));
+		expect(fake.countBatchesCreated()).toBe(bulkJobs.length * partsFor(5));
 		expect(fake.countChat()).toBe(jobs.length - bulkJobs.length);
 
 		// One charge per job, no refund, and the balances agree with the ledger.
@@ -281,7 +286,7 @@ describe.skipIf(missing.length > 0)('several instances on one PostgreSQL databas
 		fake.releaseBatches();
 		const job = await waitForJob(reader, user, id);
 		expect(job['status']).toBe('completed');
-		expect(batchesOf(fake, id)).toBe(1);
+		expect(batchesOf(fake, id)).toBe(partsFor(4));
 		await expectPostsOnce(reader, site.pseoId, site.routes);
 	});
 
