@@ -60,6 +60,9 @@ export async function runBatchStep(job: JobRecord, deps: RunnerDeps, settings: B
 		parts.push({ ...legacy, status: 'running' });
 	}
 
+	// Loaded once per step, on first need: the plan's pages and their sibling index are large for a large plan.
+	let context: JobContext | undefined;
+	const jobContext = async () => (context ??= await loadJobContext(database, job));
 	for (const part of parts) {
 		if (part.status !== 'running') continue;
 		const batch = await provider.retrieveBatch(part.batch_id);
@@ -69,34 +72,36 @@ export async function runBatchStep(job: JobRecord, deps: RunnerDeps, settings: B
 		}
 		// An expired first submission leaves its unanswered lines for one resubmission; anything else settles them.
 		const resubmit = batch.status === 'expired' && part.resubmit_of === null;
-		const unanswered = await ingestPart(job, part, batch, deps, provider, resubmit);
+		const unanswered = await ingestPart(job, part, batch, await jobContext(), deps, provider, resubmit);
 		if (deps.signal.aborted) return;
 		part.status = unanswered > 0 ? 'expired' : 'ingested';
 		await setPartStatus(database, job.id, worker, part.part, part.status);
 		logger.info({ jobId: job.id, part: part.part, batchId: batch.id, batchStatus: batch.status, unanswered }, 'pseo batch part ingested');
 	}
 
-	const context = await loadJobContext(database, job);
-	const settled = await settledRoutes(database, job);
-	let next = parts.length;
-	for (const expired of parts.filter((part) => part.status === 'expired')) {
-		const saved = await submitPart(job, deps, provider, context, settled, settings, { part: next, start: expired.route_start, end: expired.route_end, resubmitOf: expired.part });
-		if (saved) {
+	let covered = parts.reduce((end, part) => (part.resubmit_of === null ? Math.max(end, part.route_end) : end), 0);
+	const expiredParts = parts.filter((part) => part.status === 'expired');
+	if (expiredParts.length > 0 || covered < job.routes.length) {
+		const settled = await settledRoutes(database, job);
+		let next = parts.length;
+		for (const expired of expiredParts) {
+			const saved = await submitPart(job, deps, provider, await jobContext(), settled, settings, { part: next, start: expired.route_start, end: expired.route_end, resubmitOf: expired.part });
+			if (saved) {
+				parts.push(saved);
+				next++;
+			} else {
+				expired.status = 'ingested';
+				await setPartStatus(database, job.id, worker, expired.part, 'ingested');
+			}
+		}
+		while (covered < job.routes.length) {
+			const saved = await submitPart(job, deps, provider, await jobContext(), settled, settings, { part: next, start: covered, end: null, resubmitOf: null });
+			if (!saved) break; // every route left is already settled
 			parts.push(saved);
 			next++;
-		} else {
-			expired.status = 'ingested';
-			await setPartStatus(database, job.id, worker, expired.part, 'ingested');
+			covered = saved.route_end;
+			if (covered < job.routes.length) faultPoint('between-parts');
 		}
-	}
-	let covered = parts.reduce((end, part) => (part.resubmit_of === null ? Math.max(end, part.route_end) : end), 0);
-	while (covered < job.routes.length) {
-		const saved = await submitPart(job, deps, provider, context, settled, settings, { part: next, start: covered, end: null, resubmitOf: null });
-		if (!saved) break; // every route left is already settled
-		parts.push(saved);
-		next++;
-		covered = saved.route_end;
-		if (covered < job.routes.length) faultPoint('between-parts');
 	}
 
 	if (parts.some((part) => part.status !== 'ingested')) {
@@ -187,15 +192,34 @@ async function submitPart(
  * unusably is written once more through chat completions before it fails. Lines the batch left unanswered are
  * failed with the batch's reason, or, when `resubmit` holds, left for the resubmission; resolves to their number.
  */
-async function ingestPart(job: JobRecord, part: JobPart, batch: BatchInfo, deps: RunnerDeps, provider: GenerationProvider, resubmit: boolean): Promise<number> {
+async function ingestPart(
+	job: JobRecord,
+	part: JobPart,
+	batch: BatchInfo,
+	context: JobContext,
+	deps: RunnerDeps,
+	provider: GenerationProvider,
+	resubmit: boolean,
+): Promise<number> {
 	const { database, worker, logger } = deps;
-	const context: JobContext = await loadJobContext(database, job);
-	const items = new Map(job.routes.slice(part.route_start, part.route_end).map((item) => [item.route, item]));
-	const settled = await settledRoutes(database, job);
+	const slice = job.routes.slice(part.route_start, part.route_end);
+	const items = new Map(slice.map((item) => [item.route, item]));
+	const settled = await settledRoutes(database, job, slice);
 	const gate = createQualityGate(database, job.pseo_id, deps.quality);
 	const seen = new Set<string>();
 	const unansweredRoutes = new Set<string>();
 	let chunk: PageOutcome[] = [];
+	// One chunk is written while the next is judged: the database and the gate's CPU work overlap. At most one
+	// write is in flight, so chunks are stored in order and memory holds two chunks at most.
+	let writing: Promise<void> = Promise.resolve();
+	const record = async (outcomes: PageOutcome[]) => {
+		try {
+			await recordOutcomes(database, job, worker, outcomes, logger);
+		} finally {
+			gate.settle(outcomes.map((outcome) => outcome.route));
+		}
+		faultPoint('mid-batch-ingest');
+	};
 	const flush = async () => {
 		if (chunk.length === 0) return;
 		const outcomes = chunk;
@@ -211,29 +235,32 @@ async function ingestPart(job: JobRecord, part: JobPart, batch: BatchInfo, deps:
 		if (deps.signal.aborted) return;
 		await gateChunk(outcomes, items, context, gate, deps, provider, job.id);
 		if (deps.signal.aborted) return;
-		try {
-			await recordOutcomes(database, job, worker, outcomes, logger);
-		} finally {
-			gate.settle(outcomes.map((outcome) => outcome.route));
-		}
-		faultPoint('mid-batch-ingest');
+		await writing;
+		writing = record(outcomes);
+		// A failed write surfaces at the next flush or at the end; this only keeps it from being reported unhandled.
+		writing.catch(() => {});
 	};
 
-	for (const fileId of [batch.outputFileId, batch.errorFileId]) {
-		if (!fileId) continue;
-		for await (const line of provider.streamFileLines(fileId)) {
-			if (deps.signal.aborted) return 0;
-			const outcome = pageFromBatchLine(line, context);
-			if (!outcome || !items.has(outcome.route) || seen.has(outcome.route) || settled.has(outcome.route)) continue;
-			if (outcome.unanswered && resubmit) continue;
-			seen.add(outcome.route);
-			const { unanswered, ...page } = outcome;
-			if (unanswered) unansweredRoutes.add(page.route);
-			chunk.push(page);
-			if (chunk.length >= INGEST_CHUNK) await flush();
+	try {
+		for (const fileId of [batch.outputFileId, batch.errorFileId]) {
+			if (!fileId) continue;
+			for await (const line of provider.streamFileLines(fileId)) {
+				if (deps.signal.aborted) return 0;
+				const outcome = pageFromBatchLine(line, context);
+				if (!outcome || !items.has(outcome.route) || seen.has(outcome.route) || settled.has(outcome.route)) continue;
+				if (outcome.unanswered && resubmit) continue;
+				seen.add(outcome.route);
+				const { unanswered, ...page } = outcome;
+				if (unanswered) unansweredRoutes.add(page.route);
+				chunk.push(page);
+				if (chunk.length >= INGEST_CHUNK) await flush();
+			}
 		}
+		await flush();
+	} finally {
+		// Never leave a write running behind the step, whatever ended it.
+		await writing;
 	}
-	await flush();
 	if (deps.signal.aborted) return 0;
 
 	const missing = [...items.keys()].filter((route) => !seen.has(route) && !settled.has(route));

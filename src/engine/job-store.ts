@@ -200,12 +200,15 @@ export async function readJob(knex: Knex, jobId: number): Promise<JobRecord | nu
 	};
 }
 
-/** Routes of the job that already have a post or a recorded failure: they are done and never redone. */
-export async function settledRoutes(knex: Knex, job: JobRecord): Promise<Set<string>> {
+/**
+ * Routes of the job (or of `routes`, a slice of them) that already have a post or a recorded failure: they are
+ * done and never redone.
+ */
+export async function settledRoutes(knex: Knex, job: JobRecord, routes: readonly PlanPage[] = job.routes): Promise<Set<string>> {
 	const done = await doneRoutes(
 		knex,
 		job,
-		job.routes.map((item) => item.route),
+		routes.map((item) => item.route),
 	);
 	for (const failure of job.failed_routes) done.add(failure.route);
 	return done;

@@ -64,8 +64,10 @@ export function pickSiblings(item: PlanPage, allItems: readonly PlanPage[], n = 
 
 /** A sibling picker bound to one plan, for callers that prefer to hold the index themselves. */
 export function createSiblingPicker(allItems: readonly PlanPage[]): (item: PlanPage, n?: number) => Sibling[] {
-	const index = buildIndex(allItems);
-	return (item, n = 8) => pick(index, item, n);
+	// Built on first use: a batch ingest that rewrites no page never needs it, and for a plan of 100,000 pages it
+	// costs a few hundred megabytes.
+	let index: SiblingIndex | undefined;
+	return (item, n = 8) => pick((index ??= buildIndex(allItems)), item, n);
 }
 
 function pick(index: SiblingIndex, item: PlanPage, n: number): Sibling[] {
