@@ -1,3 +1,4 @@
+import { setImmediate } from 'node:timers/promises';
 import type { Knex } from 'knex';
 import { encodeSignature, signatureOf, similarity } from './minhash.ts';
 import {
@@ -82,14 +83,14 @@ export function createQualityGate(knex: Knex, pseoId: number, settings: QualityS
 	const unsettled = new Map<string, Uint32Array>();
 	return {
 		async assess(entries) {
-			const signatures = entries.map(({ page }) => signatureOf(`${page.title}\n${page.body}`));
+			const signatures = await mapInSlices(entries, ({ page }) => signatureOf(`${page.title}\n${page.body}`));
 			const lookups = entries.flatMap(({ place }, i) => {
 				const signature = signatures[i];
 				return signature ? [{ route: place.route, signature }] : [];
 			});
 			const stored = lookups.length > 0 ? await nearestStoredPosts(knex, pseoId, lookups) : new Map<string, { route: string; score: number }>();
-			// From here on synchronous: each page is compared with the unsettled pages, earlier pages of this call included.
-			return entries.map(({ page, place }, i) => {
+			// Each page is compared with the unsettled pages, earlier pages of this call included.
+			return mapInSlices(entries, ({ page, place }, i) => {
 				const issues = checkPage(page, place, settings);
 				const signature = signatures[i];
 				if (signature) {
@@ -109,4 +110,17 @@ export function createQualityGate(knex: Knex, pseoId: number, settings: QualityS
 			for (const route of routes) unsettled.delete(route);
 		},
 	};
+}
+
+/** Pages judged between two turns of the event loop: a chunk of 250 must not hold requests up for its whole length. */
+const SLICE = 25;
+
+/** `items.map(fn)`, in order, giving the event loop a turn every {@link SLICE} items. */
+async function mapInSlices<T, R>(items: readonly T[], fn: (item: T, index: number) => R): Promise<R[]> {
+	const results: R[] = [];
+	for (let i = 0; i < items.length; i++) {
+		if (i > 0 && i % SLICE === 0) await setImmediate();
+		results.push(fn(items[i]!, i));
+	}
+	return results;
 }
