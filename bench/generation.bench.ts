@@ -15,13 +15,13 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { call, createUser, createWebsite, planPages, seedPlan, waitForJob, type TestUser } from '../test/support/api.ts';
 import { copyDatabase, launchDirectus, type DirectusInstance } from '../test/support/instance.ts';
 import { bootstrapTemplate, buildExtension } from '../test/support/templates.ts';
 import { spawnFakeProvider, type FakeProcess } from './generation/fake-process.ts';
 import { interleavedLoad, percentile } from './generation/latency.ts';
-import { descendants, findDescendant, RssSampler } from './generation/process-tree.ts';
+import { findDescendant, RssSampler } from './generation/process-tree.ts';
+import { isMain, runBenchMain } from './generation/bench-main.ts';
 
 /** One figure of the BENCH_RESULT line. */
 export interface BenchFigure {
@@ -309,32 +309,4 @@ function round(value: number, digits = 3): number {
 	return Math.round(value * scale) / scale;
 }
 
-if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
-	const abort = (code: number, message: string) => {
-		process.stderr.write(`[generation] ${message}\n`);
-		// Cleanup stops Directus and the fake; never wait for it for long.
-		setTimeout(() => process.exit(code), 15_000).unref();
-		void cleanup().then(() => {
-			// Whatever is left (a template bootstrap cut short) was started by this run.
-			for (const pid of descendants(process.pid).reverse()) {
-				try {
-					process.kill(pid, 'SIGKILL');
-				} catch {
-					// already gone
-				}
-			}
-			process.exit(code);
-		});
-	};
-	// Bounded: a stuck run must not hold the machine.
-	setTimeout(() => abort(1, 'gave up after 20 minutes'), 20 * 60_000).unref();
-	for (const signal of ['SIGINT', 'SIGTERM'] as const) process.once(signal, () => abort(130, `stopped by ${signal}`));
-	try {
-		const figures = await runGenerationBench();
-		process.stdout.write(`BENCH_RESULT ${JSON.stringify(figures)}\n`);
-		process.exit(0);
-	} catch (error) {
-		process.stderr.write(`[generation] benchmark failed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
-		process.exit(1);
-	}
-}
+if (isMain(import.meta.url)) await runBenchMain('generation', () => runGenerationBench(), cleanup, 20);

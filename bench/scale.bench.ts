@@ -14,8 +14,6 @@
  * Prints an account, then one line `BENCH_RESULT [...]`. PSEO_BENCH_SKIP_BUILD=1 skips the extension build.
  * PSEO_BENCH_SCALE_PAGES changes the 100,000 (a quicker look).
  */
-import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { call, createUser, createWebsite, grantFileLibrary, uploadFile, waitForJob } from '../test/support/api.ts';
 import { copyDatabase, launchDirectus, type DirectusInstance } from '../test/support/instance.ts';
 import { PG } from '../test/support/paths.ts';
@@ -23,7 +21,8 @@ import { dropDatabase, pgAdmin, postgresReachable } from '../test/support/postgr
 import { bootstrapTemplate, buildExtension } from '../test/support/templates.ts';
 import { spawnFakeProvider } from './generation/fake-process.ts';
 import { percentile } from './generation/latency.ts';
-import { descendants, findDescendant, RssSampler } from './generation/process-tree.ts';
+import { findDescendant, RssSampler } from './generation/process-tree.ts';
+import { isMain, runBenchMain } from './generation/bench-main.ts';
 import type { BenchFigure } from './generation.bench.ts';
 
 const PAGES = Number(process.env['PSEO_BENCH_SCALE_PAGES'] ?? 100_000);
@@ -201,29 +200,4 @@ export async function runScaleBench(options: { log?: (line: string) => void } = 
 	}
 }
 
-if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
-	const abort = (code: number, message: string) => {
-		process.stderr.write(`[scale] ${message}\n`);
-		setTimeout(() => process.exit(code), 15_000).unref();
-		void cleanup().then(() => {
-			for (const pid of descendants(process.pid).reverse()) {
-				try {
-					process.kill(pid, 'SIGKILL');
-				} catch {
-					// already gone
-				}
-			}
-			process.exit(code);
-		});
-	};
-	setTimeout(() => abort(1, 'gave up after 25 minutes'), 25 * 60_000).unref();
-	for (const signal of ['SIGINT', 'SIGTERM'] as const) process.once(signal, () => abort(130, `stopped by ${signal}`));
-	try {
-		const figures = await runScaleBench();
-		process.stdout.write(`BENCH_RESULT ${JSON.stringify(figures)}\n`);
-		process.exit(0);
-	} catch (error) {
-		process.stderr.write(`[scale] benchmark failed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
-		process.exit(1);
-	}
-}
+if (isMain(import.meta.url)) await runBenchMain('scale', () => runScaleBench(), cleanup, 25);
