@@ -141,19 +141,21 @@ describe.each(LEGS)('durability on %s', (leg) => {
 			expect(await balanceOf(directus, user.id)).toBe(75);
 		});
 
-		it('4 an expired batch keeps its partial results and refunds every page it did not produce', async () => {
+		it('4 an expired batch keeps its partial results, is sent once more for the rest, and refunds every page neither produced', async () => {
 			await runWith(BATCH);
 			const { user, pseoId } = await planned(directus, 100, 10);
+			// Every batch expires with half its lines answered: 5 of the 10, then 2 of the 5 sent again.
 			fake.configure({ batchEndState: 'expired', batchPartialFraction: 0.5 });
 			const res = await call(directus, 'POST', BULK, { token: user.token, body: { pseo_id: pseoId, post_count: 10 } });
 			const job = await waitForJob(directus, user, res.body.generation_id);
 			expect(job['status']).toBe('failed');
-			expect(job['created_count']).toBe(5);
-			expect(job['failed_count']).toBe(5);
-			expect(job['failed_routes']).toHaveLength(5);
-			for (const failure of job['failed_routes']) expect(failure.error.length).toBeGreaterThan(0);
-			await expectOnePostPerRoute(directus, pseoId, 5);
-			expect(await balanceOf(directus, user.id)).toBe(100 - 50 + 25);
+			expect(job['created_count']).toBe(7);
+			expect(job['failed_count']).toBe(3);
+			expect(job['failed_routes']).toHaveLength(3);
+			for (const failure of job['failed_routes']) expect(failure.error).toMatch(/expired/);
+			expect(fake.countBatchesCreated()).toBe(2);
+			await expectOnePostPerRoute(directus, pseoId, 7);
+			expect(await balanceOf(directus, user.id)).toBe(100 - 50 + 15);
 		});
 
 		it('2 without OPENAI_API_KEY a job fails cleanly with its tokens back', async () => {
