@@ -147,13 +147,12 @@ async function submitPart(
 		return { ...adopted, status: 'running' };
 	}
 
-	const limit = plan.end ?? job.routes.length;
-	const first = job.routes.findIndex((item, i) => i >= plan.start && i < limit && !settled.has(item.route));
-	if (first < 0) return null;
+	const routes = job.routes;
+	const limit = plan.end ?? routes.length;
+	if (!routes.slice(plan.start, limit).some((item) => !settled.has(item.route))) return null;
 	let end = plan.start;
 	let count = 0;
 	let bytes = 0;
-	const routes = job.routes;
 	// Lines are built as the upload reads them, so a part never sits in memory whole.
 	async function* lines(): AsyncGenerator<string> {
 		for (let i = plan.start; i < limit; i++) {
