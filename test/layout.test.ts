@@ -15,6 +15,8 @@ const OWNERS: Record<string, string> = {
 	pseo_post_bands: 'quality/similarity-index.ts',
 	pseo_plan_pages: 'plan/plan-page-store.ts',
 	directus_users: 'ledger/token-ledger.ts',
+	pseo_publications: 'publishing/publication-store.ts',
+	pseo_publishing_targets: 'publishing/target-store.ts',
 };
 
 function sources(dir = SRC): string[] {

@@ -7,6 +7,7 @@ import { PLANS } from '../plan/plan-store.ts';
 import { PLAN_PAGES } from '../plan/plan-page-store.ts';
 import { POSTS } from '../posts/post-store.ts';
 import { WEBSITES } from '../websites/website-store.ts';
+import { PUBLICATIONS } from '../publishing/publication-store.ts';
 
 /** The owner field of every collection the extension defines. */
 export const OWNER_FIELDS = {
@@ -16,6 +17,7 @@ export const OWNER_FIELDS = {
 	[PLANS]: 'user_id',
 	[PLAN_PAGES]: 'user_id',
 	[LEDGER_TABLE]: 'user_id',
+	[PUBLICATIONS]: 'user_id',
 } as const;
 
 export type OwnedCollection = keyof typeof OWNER_FIELDS;

@@ -170,3 +170,17 @@ function toPlanPage(row: Record<string, unknown>): PlanPage {
 		cluster: text(row['cluster']),
 	};
 }
+
+/** The cluster of each of these routes of a website's plan, where the plan names one. */
+export async function clustersOf(knex: Knex, pseoId: number, routes: readonly string[]): Promise<Map<string, string>> {
+	const clusters = new Map<string, string>();
+	for (let i = 0; i < routes.length; i += 500) {
+		const rows = (await knex(PLAN_PAGES)
+			.where('pseo_id', pseoId)
+			.whereIn('route', routes.slice(i, i + 500))
+			.whereNotNull('cluster')
+			.select('route', 'cluster')) as { route: string; cluster: string }[];
+		for (const row of rows) if (row.cluster.trim() !== '') clusters.set(row.route, row.cluster.trim());
+	}
+	return clusters;
+}

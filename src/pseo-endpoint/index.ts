@@ -12,6 +12,7 @@ import { registerPlanImport } from './routes/plan-import.ts';
 import { registerSitemap } from './routes/sitemap.ts';
 import { registerBalance } from './routes/balance.ts';
 import { registerOpenApi } from './routes/openapi.ts';
+import { registerPublishing } from './routes/publishing.ts';
 import { kickRuntime } from '../engine/runtime-registry.ts';
 
 /** The REST interface under /pseo-endpoints. Handlers parse, call one domain function, and shape the answer. */
@@ -28,6 +29,7 @@ export default defineEndpoint({
 		registerPlanImport(router, ctx);
 		registerSitemap(router, ctx);
 		registerBalance(router, ctx);
+		registerPublishing(router, ctx);
 		registerOpenApi(router);
 		router.use((req, _res, next) => next(new NotFoundError({ resource: 'Route', id: `${req.method} ${req.path}` })));
 		router.use(errorHandler(ctx.logger));

@@ -20,6 +20,8 @@ import { migratePlanDocuments, PLANS } from '../plan/plan-store.ts';
 import { unmarkPosted } from '../plan/plan-page-store.ts';
 import { POSTS, routesOfPosts } from '../posts/post-store.ts';
 import { setRuntime } from '../engine/runtime-registry.ts';
+import { PublicationRuntime, setPublicationRuntime } from '../publishing/publication-runtime.ts';
+import { outboundClientOf } from '../publishing/publishing-target.ts';
 
 /** The runtime: start-up provisioning, the error envelope, balance grants, and (later) the job runtime. */
 export default defineHook(({ init, filter, action }, context) => {
@@ -55,6 +57,10 @@ export default defineHook(({ init, filter, action }, context) => {
 		setRuntime(runtime);
 		drainBeforeClose(database, () => runtime.drain(config.shutdownGraceMs), logger);
 		runtime.start();
+		const publications = new PublicationRuntime({ database, logger, config, http: outboundClientOf(config) });
+		setPublicationRuntime(publications);
+		drainBeforeClose(database, () => publications.drain(config.shutdownGraceMs), logger);
+		publications.start();
 		logger.info({ worker: runtime.worker, concurrency: config.concurrency, bulkMode: config.bulkMode }, 'pseo-automation: job runtime started');
 	});
 

@@ -6,6 +6,7 @@ import { PLANS } from '../plan/plan-store.ts';
 import { PLAN_PAGES } from '../plan/plan-page-store.ts';
 import { POSTS } from '../posts/post-store.ts';
 import { WEBSITES } from '../websites/website-store.ts';
+import { PUBLICATIONS } from '../publishing/publication-store.ts';
 
 /** Fixed ids, so that every instance and every start refers to the same policies and roles. */
 const USER_POLICY_ID = '5e0a7c1e-7d1b-4f4e-9a61-3b3f2d9c0a01';
@@ -28,7 +29,7 @@ interface PermissionSpec {
  * to their own rows (ownership-guard.ts). That works the same under every licence, through the app, REST and
  * GraphQL alike.
  *
- * What a pSEO user may do: read their websites, jobs, posts, plans and ledger; register and edit their websites;
+ * What a pSEO user may do: read their websites, jobs, posts, plans, publications and ledger; register and edit their websites;
  * edit the copy of their generated posts; retitle, reprioritise and delete the pages of their plans. Jobs, plans, balances and the ledger are written only by the extension,
  * which charges for them, so there is no create or update on those and none on directus_users.
  */
@@ -44,6 +45,7 @@ const USER_PERMISSIONS: PermissionSpec[] = [
 	perm(PLAN_PAGES, 'update'),
 	perm(PLAN_PAGES, 'delete'),
 	perm(LEDGER_TABLE, 'read'),
+	perm(PUBLICATIONS, 'read'),
 ];
 
 function perm(collection: string, action: PermissionSpec['action']): PermissionSpec {

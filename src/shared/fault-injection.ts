@@ -25,7 +25,9 @@ export type FaultPoint =
 	/** The trigger's job and charge are committed; the 202 has not been sent. */
 	| 'after-trigger-commit'
 	/** A cancel is stored and the job's lease taken; no page is cancelled yet. */
-	| 'after-cancel-mark';
+	| 'after-cancel-mark'
+	/** WordPress created a post; its id is not stored yet (the adopt-by-marker path of publishing). */
+	| 'after-remote-create';
 
 const FILE_VAR = 'PSEO_TEST_FAULT_FILE';
 

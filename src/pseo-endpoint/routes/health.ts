@@ -17,6 +17,11 @@ export const ENDPOINTS = [
 	'POST /plan/import',
 	'GET /fetch-sitemap?pseo_id=X',
 	'GET /balance',
+	'PUT /pseo/:id/publishing',
+	'GET /pseo/:id/publishing',
+	'DELETE /pseo/:id/publishing',
+	'POST /publish',
+	'GET /publications/:id',
 	'GET /openapi.json',
 ] as const;
 

@@ -1,0 +1,100 @@
+import type { Knex } from 'knex';
+import { dbTimestamp } from '../shared/database.ts';
+import { POSTS } from './post-store.ts';
+
+/*
+ * The publishing state of posts: which posts a publication takes, what it reads of them, and the remote post each
+ * became (remote_id, remote_url, published_hash, date_published), written in the publication's own transaction.
+ */
+
+export interface PostForPublishing {
+	id: number;
+	pseoId: number;
+	route: string;
+	title: string;
+	metaTitle: string | null;
+	metaDescription: string | null;
+	h1: string | null;
+	body: string;
+	faq: unknown;
+	remoteId: string | null;
+	remoteUrl: string | null;
+	publishedHash: string | null;
+}
+
+const IDS_PER_QUERY = 500;
+
+/**
+ * The ids a publication takes, in id order: the listed ones (those of other websites or missing are returned in
+ * `unknown`), or every post of the website except those the quality gate failed.
+ */
+export async function selectPostIds(knex: Knex, pseoId: number, listed: readonly number[] | null): Promise<{ ids: number[]; unknown: number[] }> {
+	if (listed === null) {
+		const rows = (await knex(POSTS)
+			.where('pseo_id', pseoId)
+			.andWhere((q) => q.whereNull('quality_status').orWhereNot('quality_status', 'fail'))
+			.orderBy('id')
+			.select('id')) as { id: number }[];
+		return { ids: rows.map((row) => Number(row.id)), unknown: [] };
+	}
+	const found = new Set<number>();
+	for (let i = 0; i < listed.length; i += IDS_PER_QUERY) {
+		const rows = (await knex(POSTS).where('pseo_id', pseoId).whereIn('id', listed.slice(i, i + IDS_PER_QUERY)).select('id')) as { id: number }[];
+		for (const row of rows) found.add(Number(row.id));
+	}
+	return { ids: [...found].sort((a, b) => a - b), unknown: listed.filter((id) => !found.has(id)) };
+}
+
+export async function readPostForPublishing(knex: Knex, postId: number): Promise<PostForPublishing | null> {
+	const row = (await knex(POSTS).where('id', postId).first()) as Record<string, unknown> | undefined;
+	if (!row) return null;
+	const text = (field: string) => (row[field] === null || row[field] === undefined ? null : String(row[field]));
+	let faq: unknown = row['faq'];
+	if (typeof faq === 'string') {
+		try {
+			faq = JSON.parse(faq);
+		} catch {
+			faq = [];
+		}
+	}
+	return {
+		id: Number(row['id']),
+		pseoId: Number(row['pseo_id']),
+		route: String(row['route']),
+		title: String(row['title'] ?? ''),
+		metaTitle: text('meta_title'),
+		metaDescription: text('meta_description'),
+		h1: text('h1'),
+		body: String(row['body'] ?? ''),
+		faq,
+		remoteId: text('remote_id'),
+		remoteUrl: text('remote_url'),
+		publishedHash: text('published_hash'),
+	};
+}
+
+/** route → URL on the site, for every post of the website that has been published. */
+export async function publishedUrls(knex: Knex, pseoId: number): Promise<Map<string, string>> {
+	const rows = (await knex(POSTS).where('pseo_id', pseoId).whereNotNull('remote_url').select('route', 'remote_url')) as { route: string; remote_url: string }[];
+	return new Map(rows.map((row) => [row.route, row.remote_url]));
+}
+
+/** The routes of a website's posts among `ids`. */
+export async function routesOfPostIds(knex: Knex, pseoId: number, ids: readonly number[]): Promise<Set<string>> {
+	const routes = new Set<string>();
+	for (let i = 0; i < ids.length; i += IDS_PER_QUERY) {
+		const rows = (await knex(POSTS).where('pseo_id', pseoId).whereIn('id', ids.slice(i, i + IDS_PER_QUERY)).select('route')) as { route: string }[];
+		for (const row of rows) routes.add(row.route);
+	}
+	return routes;
+}
+
+/** Stores what the site now has of a post, in the caller's transaction. */
+export async function markPublished(trx: Knex.Transaction, postId: number, remote: { remoteId: string | null; remoteUrl: string | null; hash: string }): Promise<void> {
+	await trx(POSTS).where('id', postId).update({
+		remote_id: remote.remoteId,
+		remote_url: remote.remoteUrl,
+		published_hash: remote.hash,
+		date_published: dbTimestamp(trx),
+	});
+}

@@ -1,0 +1,123 @@
+import { createHash } from 'node:crypto';
+import { Marked, type Tokens } from 'marked';
+
+/*
+ * What a website receives for a post: the body rendered from Markdown to HTML by marked, the FAQ as a section, a
+ * marker that identifies the post on the site (how a create lost to a crash is found again), and internal links
+ * pointed where the site serves their pages. The same input always renders the same output, so a hash of it tells
+ * whether the site already has this version.
+ */
+
+/** A post as the publisher reads it. */
+export interface PublishablePost {
+	id: number;
+	pseoId: number;
+	route: string;
+	title: string;
+	metaTitle: string | null;
+	metaDescription: string | null;
+	h1: string | null;
+	body: string;
+	faq: unknown;
+	cluster: string | null;
+}
+
+/** Where an internal link to `route` points: a URL, or null to leave the anchor as text. */
+export type LinkResolver = (route: string) => string | null;
+
+export interface RenderedPost {
+	title: string;
+	slug: string;
+	/** The HTML body, with the marker. */
+	content: string;
+	excerpt: string;
+	metaTitle: string | null;
+	metaDescription: string | null;
+	categories: string[];
+	/** The marker token the content carries (searchable on the site). */
+	marker: string;
+}
+
+/** The token that marks a post's content on the site: unique per website and post. */
+export function markerOf(post: Pick<PublishablePost, 'pseoId' | 'id'>): string {
+	return `pseo_ref_${post.pseoId}_${post.id}`;
+}
+
+/** The slug of a route: its path segments joined by hyphens, lower-cased, letters of any script kept. */
+export function slugOf(route: string): string {
+	const slug = route
+		.normalize('NFKC')
+		.toLowerCase()
+		.split('/')
+		.map((segment) => segment.replace(/[^\p{L}\p{N}]+/gu, '-').replace(/^-+|-+$/g, ''))
+		.filter((segment) => segment !== '')
+		.join('-');
+	return slug === '' ? 'home' : slug.slice(0, 190);
+}
+
+const ESCAPES: Record<string, string> = { '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' };
+const escapeHtml = (text: string) => text.replace(/[&<>"']/g, (char) => ESCAPES[char]!);
+
+/** Schemes a link may use; anything else (javascript:, data:) renders as text. */
+const SAFE_LINK = /^(https?:|mailto:|#)/i;
+
+export function renderPost(post: PublishablePost, resolve: LinkResolver): RenderedPost {
+	const marked = new Marked({
+		gfm: true,
+		async: false,
+		renderer: {
+			// Raw HTML in the model's Markdown is shown, never injected: a page can carry no script or markup of its own.
+			html({ text }: Tokens.HTML | Tokens.Tag) {
+				return escapeHtml(text);
+			},
+			link({ href, title, tokens }: Tokens.Link) {
+				const text = this.parser.parseInline(tokens);
+				const target = href.startsWith('/') && !href.startsWith('//') ? resolve(routeOfHref(href)) : SAFE_LINK.test(href) ? href : null;
+				if (target === null) return text;
+				const titled = title ? ` title="${escapeHtml(title)}"` : '';
+				return `<a href="${escapeHtml(target)}"${titled}>${text}</a>`;
+			},
+			image({ href, text }: Tokens.Image) {
+				return /^https?:/i.test(href) ? `<img src="${escapeHtml(href)}" alt="${escapeHtml(text)}">` : escapeHtml(text);
+			},
+		},
+	});
+	const render = (markdown: string) => marked.parse(markdown) as string;
+	const faq = faqOf(post.faq);
+	const faqHtml =
+		faq.length === 0
+			? ''
+			: `\n<h2>Frequently asked questions</h2>\n${faq.map((entry) => `<h3>${escapeHtml(entry.question)}</h3>\n${render(entry.answer)}`).join('\n')}`;
+	const marker = markerOf(post);
+	return {
+		title: post.title,
+		slug: slugOf(post.route),
+		content: `${render(post.body)}${faqHtml}\n<!-- ${marker} -->`,
+		excerpt: post.metaDescription ?? '',
+		metaTitle: post.metaTitle,
+		metaDescription: post.metaDescription,
+		categories: post.cluster ? [post.cluster] : [],
+		marker,
+	};
+}
+
+/** The route a root-relative link names, without its query or fragment. */
+function routeOfHref(href: string): string {
+	const path = href.split(/[?#]/)[0]!;
+	return path.length > 1 ? path.replace(/\/+$/, '') : path;
+}
+
+function faqOf(value: unknown): { question: string; answer: string }[] {
+	if (!Array.isArray(value)) return [];
+	return value.filter(
+		(entry): entry is { question: string; answer: string } =>
+			typeof entry === 'object' && entry !== null && typeof entry.question === 'string' && typeof entry.answer === 'string',
+	);
+}
+
+/** The version of what a site receives: a post, its status and date. Equal hashes mean nothing to send. */
+export function publishedHash(rendered: RenderedPost, placement: { status: string; date: string | null }): string {
+	return createHash('sha256')
+		.update(JSON.stringify([rendered.title, rendered.slug, rendered.content, rendered.excerpt, rendered.metaTitle, rendered.metaDescription, rendered.categories, placement.status, placement.date]))
+		.digest('hex');
+}
