@@ -55,8 +55,6 @@ export interface PseoConfig {
 	sitemap: SitemapOptions;
 	/** Publishing to websites (WordPress, webhooks). */
 	publishing: {
-		/** Directus's `SECRET`: publishing secrets are encrypted under a key derived from it; without it, no target can be saved. */
-		instanceSecret: string | undefined;
 		/** `PSEO_PUBLISH_TIMEOUT_MS`, per request to a website, default 30000. */
 		timeoutMs: number;
 		/** `PSEO_PUBLISH_MAX_ATTEMPTS`, attempts per request on 429, 5xx or no answer (and per webhook delivery), default 5. */
@@ -99,7 +97,6 @@ export function readConfig(env: Env): PseoConfig {
 		},
 		sitemap: sitemapOptionsFromEnv(env),
 		publishing: {
-			instanceSecret: optionalString(env, 'SECRET'),
 			timeoutMs: int(env, 'PSEO_PUBLISH_TIMEOUT_MS', 30_000, 100),
 			maxAttempts: int(env, 'PSEO_PUBLISH_MAX_ATTEMPTS', 5, 1),
 			backoffMs: int(env, 'PSEO_PUBLISH_BACKOFF_MS', 1000, 0),

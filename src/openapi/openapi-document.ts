@@ -289,6 +289,93 @@ const schemas: Record<string, Json> = {
 		},
 		'The caller\'s balance and the current rates.',
 	),
+	PublishingTargetRequest: {
+		description:
+			'A WordPress site (an Application Password of a user who may create posts; WordPress 5.6 and later) or a webhook receiver. The secret is write-only: left out, the stored one is kept. Unknown fields are refused with 400.',
+		oneOf: [
+			closed(
+				{
+					target: { const: 'wordpress' },
+					url: { type: 'string', format: 'uri', maxLength: 2048, description: 'The WordPress site.' },
+					username: { type: 'string', minLength: 1, maxLength: 60 },
+					application_password: { type: 'string', minLength: 8, maxLength: 512, description: 'Write-only; stored encrypted.' },
+					default_status: { enum: ['draft', 'pending', 'private', 'publish'], default: 'draft' },
+				},
+				['application_password', 'default_status'],
+			),
+			closed(
+				{
+					target: { const: 'webhook' },
+					url: { type: 'string', format: 'uri', maxLength: 2048, description: 'Where deliveries are POSTed.' },
+					secret: { type: 'string', minLength: 16, maxLength: 512, description: 'Signs every delivery (X-PSEO-Signature). Write-only; stored encrypted.' },
+				},
+				['secret'],
+			),
+		],
+	},
+	PublishingTarget: {
+		description: 'A website\'s publishing target, without its secret.',
+		...closed(
+			{
+				pseo_id: ref('Identifier'),
+				target: { enum: ['wordpress', 'webhook'] },
+				url: { type: 'string' },
+				username: { type: 'string', description: 'WordPress only.' },
+				default_status: { enum: ['draft', 'pending', 'private', 'publish'], description: 'WordPress only.' },
+				has_credentials: { type: 'boolean', description: 'Whether a secret is stored (it is never returned).' },
+				date_created: nullable(ref('Timestamp')),
+				date_updated: nullable(ref('Timestamp')),
+			},
+			['username', 'default_status'],
+		),
+	},
+	PublishingTargetResponse: success({ message: { type: 'string' }, data: ref('PublishingTarget') }, 'The target, without its secret.'),
+	PublishRequest: {
+		description: 'Unknown fields are refused with 400.',
+		...closed(
+			{
+				pseo_id: ref('Identifier'),
+				post_ids: { type: 'array', minItems: 1, maxItems: 10000, items: ref('Identifier'), description: 'Only these posts (a post the quality gate failed is taken when listed). Default: every post of the website the gate did not fail; those the site already has in this version are skipped.' },
+				status: { enum: ['draft', 'pending', 'private', 'publish'], description: 'WordPress status; default: the target\'s `default_status`.' },
+				schedule: {
+					description: 'Spread the posts as WordPress `future` posts, `per_day` a day from `start` (excludes `status`).',
+					...closed({ start: { type: 'string', format: 'date-time', description: 'In the future, with a time zone.' }, per_day: { type: 'integer', minimum: 1, maximum: 1000 } }),
+				},
+			},
+			['post_ids', 'status', 'schedule'],
+		),
+	},
+	PublicationAccepted: success(
+		{
+			message: { type: 'string' },
+			publication_id: { ...ref('Identifier'), description: 'Poll GET /publications/{id} with it.' },
+			status: { const: 'pending' },
+		},
+		'The publication is queued.',
+	),
+	FailedPost: {
+		description: 'A post the publication could not publish, and why.',
+		...closed({ post_id: ref('Identifier'), route: { type: 'string' }, error: { type: 'string' } }),
+	},
+	Publication: {
+		description: 'A publication: posts sent to the website\'s target, as a durable job.',
+		...closed({
+			id: ref('Identifier'),
+			pseo_id: ref('Identifier'),
+			status: ref('GenerationStatus'),
+			target: { enum: ['wordpress', 'webhook'] },
+			requested_count: { type: 'integer', minimum: 0, description: 'Posts taken.' },
+			created_count: { type: 'integer', minimum: 0, description: 'Posts created on the site (or first delivered to the webhook).' },
+			updated_count: { type: 'integer', minimum: 0, description: 'Posts updated in place.' },
+			unchanged_count: { type: 'integer', minimum: 0, description: 'Posts the site already had in this version: nothing was sent.' },
+			failed_count: { type: 'integer', minimum: 0 },
+			failed_posts: { type: 'array', items: ref('FailedPost') },
+			date_created: ref('Timestamp'),
+			date_completed: { ...nullable(ref('Timestamp')), description: 'Null while pending or running.' },
+		}),
+	},
+	PublicationResponse: success({ data: ref('Publication') }, 'The publication.'),
+	Removed: success({ message: { type: 'string' } }, 'Removed.'),
 	OpenApiDocument: {
 		type: 'object',
 		required: ['openapi', 'info', 'paths'],
@@ -557,6 +644,61 @@ function operations(): Json {
 				},
 			},
 		},
+		'/pseo/{id}/publishing': {
+			put: {
+				operationId: 'savePublishingTarget',
+				tags: ['Publishing'],
+				summary: 'Set where the website publishes',
+				description:
+					'Checks the target before saving it: the WordPress user must be able to create posts (and publish them, for `default_status: publish`); every address must pass the SSRF guard. The secret is stored encrypted with a key derived from the instance\'s SECRET and never returned.',
+				parameters: [{ name: 'id', in: 'path', required: true, description: 'The website (`pseo_id`).', schema: ref('Identifier') }],
+				requestBody: body('PublishingTargetRequest'),
+				responses: {
+					200: json(ref('PublishingTargetResponse'), 'Saved.'),
+					...errors([[400, 'Invalid body, an address the guard refuses, or WordPress refused the credentials (its reason is given).'], 401, 403, [404, 'The website does not exist.']]),
+				},
+			},
+			get: {
+				operationId: 'getPublishingTarget',
+				tags: ['Publishing'],
+				summary: 'Read the website\'s publishing target',
+				parameters: [{ name: 'id', in: 'path', required: true, description: 'The website (`pseo_id`).', schema: ref('Identifier') }],
+				responses: {
+					200: json(ref('PublishingTargetResponse'), 'The target, without its secret.'),
+					...errors([400, 401, 403, [404, 'The website does not exist or has no target.']]),
+				},
+			},
+			delete: {
+				operationId: 'deletePublishingTarget',
+				tags: ['Publishing'],
+				summary: 'Remove the website\'s publishing target',
+				parameters: [{ name: 'id', in: 'path', required: true, description: 'The website (`pseo_id`).', schema: ref('Identifier') }],
+				responses: { 200: json(ref('Removed'), 'Removed.'), ...errors([400, 401, 403, [404, 'The website does not exist or has no target.']]) },
+			},
+		},
+		'/publish': {
+			post: {
+				operationId: 'publish',
+				tags: ['Publishing'],
+				summary: 'Send posts to the website',
+				description:
+					'A durable job: leased, resumed after a crash, run once across instances. Each post is created on the site, updated in place, or skipped when the site already has this version; a create whose answer was lost is found again by its marker, never repeated. One publication per website at a time; it does not block generation.',
+				requestBody: body('PublishRequest'),
+				responses: {
+					202: json(ref('PublicationAccepted'), 'Accepted; poll the publication.'),
+					...errors([[400, 'Invalid body, or post ids that are not the website\'s.'], 401, 403, [404, 'The website does not exist.'], [409, 'The website has no publishing target, or a publication of it is pending or running.']]),
+				},
+			},
+		},
+		'/publications/{id}': {
+			get: {
+				operationId: 'getPublication',
+				tags: ['Publishing'],
+				summary: 'Read one publication',
+				parameters: [{ name: 'id', in: 'path', required: true, description: 'The `publication_id`.', schema: ref('Identifier') }],
+				responses: { 200: json(ref('PublicationResponse'), 'The publication.'), ...errors([400, 401, 403, [404, 'The publication does not exist.']]) },
+			},
+		},
 		'/balance': {
 			get: {
 				operationId: 'getBalance',
@@ -589,6 +731,7 @@ export function openApiDocument(version: string): Json {
 			{ name: 'Content plans', description: 'The `main_json` of a website.' },
 			{ name: 'Sitemap' },
 			{ name: 'Tokens' },
+			{ name: 'Publishing', description: 'Publishing targets (WordPress, signed webhooks) and publications.' },
 		],
 		paths: operations(),
 		components: {

@@ -22,6 +22,7 @@ import { POSTS, routesOfPosts } from '../posts/post-store.ts';
 import { setRuntime } from '../engine/runtime-registry.ts';
 import { PublicationRuntime, setPublicationRuntime } from '../publishing/publication-runtime.ts';
 import { outboundClientOf } from '../publishing/publishing-target.ts';
+import { instanceSecretOf } from '../publishing/secret-box.ts';
 
 /** The runtime: start-up provisioning, the error envelope, balance grants, and (later) the job runtime. */
 export default defineHook(({ init, filter, action }, context) => {
@@ -57,7 +58,7 @@ export default defineHook(({ init, filter, action }, context) => {
 		setRuntime(runtime);
 		drainBeforeClose(database, () => runtime.drain(config.shutdownGraceMs), logger);
 		runtime.start();
-		const publications = new PublicationRuntime({ database, logger, config, http: outboundClientOf(config) });
+		const publications = new PublicationRuntime({ database, logger, config, http: outboundClientOf(config), instanceSecret: instanceSecretOf(ctx.env) });
 		setPublicationRuntime(publications);
 		drainBeforeClose(database, () => publications.drain(config.shutdownGraceMs), logger);
 		publications.start();

@@ -30,6 +30,8 @@ export interface PublicationDeps {
 	http: OutboundClient;
 	worker: string;
 	signal: AbortSignal;
+	/** Directus's SECRET, from which the secrets' key is derived. */
+	instanceSecret: string | undefined;
 }
 
 interface Site {
@@ -70,7 +72,7 @@ async function openSite(publication: PublicationRecord, deps: PublicationDeps): 
 	const target = await readTarget(deps.database, publication.pseoId);
 	if (!target) return 'The website has no publishing target any more.';
 	if (target.target !== publication.target) return `The website's publishing target changed from ${publication.target} to ${target.target}; publish again.`;
-	const instanceSecret = deps.config.publishing.instanceSecret;
+	const instanceSecret = deps.instanceSecret;
 	let secret: string;
 	try {
 		if (!instanceSecret) throw new Error('no SECRET');

@@ -28,16 +28,18 @@ export class PublicationRuntime {
 	readonly #logger: Logger;
 	readonly #config: PseoConfig;
 	readonly #http: OutboundClient;
+	readonly #instanceSecret: string | undefined;
 	readonly #owned = new Map<number, { controller: AbortController; done: Promise<void> }>();
 	#timer: NodeJS.Timeout | null = null;
 	#sweeping: Promise<void> | null = null;
 	#stopping = false;
 
-	constructor(options: { database: Knex; logger: Logger; config: PseoConfig; http: OutboundClient }) {
+	constructor(options: { database: Knex; logger: Logger; config: PseoConfig; http: OutboundClient; instanceSecret: string | undefined }) {
 		this.#database = options.database;
 		this.#logger = options.logger;
 		this.#config = options.config;
 		this.#http = options.http;
+		this.#instanceSecret = options.instanceSecret;
 	}
 
 	start(): void {
@@ -94,6 +96,7 @@ export class PublicationRuntime {
 				http: this.#http,
 				worker: this.worker,
 				signal: controller.signal,
+				instanceSecret: this.#instanceSecret,
 			});
 		} catch (error) {
 			if (this.#stopping) return;

@@ -19,13 +19,14 @@ import { createWordPressClient, WordPressError } from './wordpress-client.ts';
 export interface PublishingDeps {
 	database: Knex;
 	config: PseoConfig;
+	/** Directus's own `SECRET` (not a setting of this extension), from which the secrets' key is derived. */
+	instanceSecret: string | undefined;
 }
 
 /** The secret box of this instance; 400 when Directus runs without a SECRET to derive the key from. */
-export function secretBoxOf(config: PseoConfig): SecretBox {
-	const secret = config.publishing.instanceSecret;
-	if (!secret) throw new InvalidPayloadError({ reason: 'Publishing needs the SECRET setting of Directus: secrets are encrypted with a key derived from it.' });
-	return createSecretBox(secret);
+function secretBoxOf(instanceSecret: string | undefined): SecretBox {
+	if (!instanceSecret) throw new InvalidPayloadError({ reason: 'Publishing needs the SECRET setting of Directus: secrets are encrypted with a key derived from it.' });
+	return createSecretBox(instanceSecret);
 }
 
 /** The outbound client for a website, under the same address policy as the sitemap reader. */
@@ -67,7 +68,7 @@ export async function removePublishingTarget(deps: PublishingDeps, userId: strin
 /** Checks and stores a target (PUT); the stored row. */
 export async function savePublishingTarget(deps: PublishingDeps, userId: string, pseoId: number, input: TargetInput): Promise<TargetRow> {
 	const website = await requireOwnedPseo(deps.database, pseoId, userId);
-	const box = secretBoxOf(deps.config);
+	const box = secretBoxOf(deps.instanceSecret);
 	const existing = await readTarget(deps.database, pseoId);
 	const given = input.target === 'wordpress' ? input.applicationPassword : input.secret;
 	const field = input.target === 'wordpress' ? 'application_password' : 'secret';
@@ -92,7 +93,7 @@ export async function savePublishingTarget(deps: PublishingDeps, userId: string,
 }
 
 /** The stored secret in plain text; 400 when it was sealed under another SECRET (it must be entered again). */
-export function openStored(box: SecretBox, row: TargetRow): string {
+function openStored(box: SecretBox, row: TargetRow): string {
 	try {
 		return box.open(row.sealedSecret);
 	} catch {

@@ -17,6 +17,12 @@ export interface SecretBox {
 	open(sealed: string): string;
 }
 
+/** Directus's `SECRET` from its env, which every instance of one deployment shares. */
+export function instanceSecretOf(env: Record<string, unknown>): string | undefined {
+	const secret = env['SECRET'];
+	return typeof secret === 'string' && secret !== '' ? secret : typeof secret === 'number' ? String(secret) : undefined;
+}
+
 export function createSecretBox(instanceSecret: string): SecretBox {
 	const key = Buffer.from(hkdfSync('sha256', instanceSecret, 'pseo-publishing', INFO, 32));
 	return {

@@ -5,6 +5,7 @@ import { parseIdParam, requireObjectBody, requireUser } from '../../http/request
 import { respond } from '../../http/respond.ts';
 import { readPublishingTarget, removePublishingTarget, savePublishingTarget, targetView } from '../../publishing/publishing-target.ts';
 import { kickPublications } from '../../publishing/publication-runtime.ts';
+import { instanceSecretOf } from '../../publishing/secret-box.ts';
 import { getPublication, parsePublishBody, startPublication } from '../../publishing/start-publication.ts';
 import { parseTargetBody } from '../../publishing/target-request.ts';
 import type { ServiceContext } from '../../shared/services.ts';
@@ -16,7 +17,7 @@ import { requestSchema } from '../request-schema.ts';
  */
 export function registerPublishing(router: Router, context: ServiceContext): void {
 	const config = useConfig(context.env);
-	const deps = { database: context.database, config };
+	const deps = { database: context.database, config, instanceSecret: instanceSecretOf(context.env) };
 	router.put(
 		'/pseo/:id/publishing',
 		asyncHandler(async (req, res) => {

@@ -1,0 +1,298 @@
+import { execFileSync } from 'node:child_process';
+import { readFileSync, rmSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { randomBytes } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startFakeProvider, type FakeProvider } from './support/fake-provider/server.ts';
+import { adminItems, call, createUser, createWebsite, eventually, expectEnvelope, seedPlan, waitForJob, type ApiResponse, type TestUser } from './support/api.ts';
+import { copyDatabase, startDirectus, type DatabaseCopy, type DirectusInstance } from './support/directus.ts';
+import { legAvailable } from './support/legs.ts';
+import { PG } from './support/paths.ts';
+import { ensureWordPress, startWordPress, type WordPressPost, type WordPressSite } from './support/wordpress.ts';
+
+/*
+ * Publishing against a real WordPress (Debian's package, MariaDB, PHP's built-in server on loopback): the fields a
+ * draft gets, updates without duplicates, skips, schedules, internal links, refusals, the secret never shown, and
+ * kill -9 of Directus mid-publication and between WordPress's create and our write, ending with exactly one
+ * WordPress post per route.
+ */
+
+const LEG = 'postgres' as const;
+
+interface Publication {
+	id: number;
+	status: string;
+	requested_count: number;
+	created_count: number;
+	updated_count: number;
+	unchanged_count: number;
+	failed_count: number;
+	failed_posts: { post_id: number; route: string; error: string }[];
+}
+
+describe.skipIf(!legAvailable(LEG))('publishing to WordPress', () => {
+	let fake: FakeProvider;
+	let wordpress: WordPressSite;
+	let database: DatabaseCopy;
+	let directus: DirectusInstance;
+	const faultFile = path.join(os.tmpdir(), `pseo-fault-${process.pid}-${randomBytes(3).toString('hex')}`);
+	/** Every response body and the instance log, scanned for the plain secret at the end. */
+	const seen: string[] = [];
+
+	const api = async (method: string, url: string, options: { token?: string; body?: unknown } = {}): Promise<ApiResponse> => {
+		const res = await call(directus, method, url, options);
+		seen.push(JSON.stringify(res.body));
+		return res;
+	};
+
+	const target = (overrides: Record<string, unknown> = {}) => ({
+		target: 'wordpress',
+		url: wordpress.url,
+		username: wordpress.username,
+		application_password: wordpress.applicationPassword,
+		...overrides,
+	});
+
+	/** A user with a website whose plan has `count` pages in clusters, all generated as posts. */
+	async function websiteWithPosts(count: number, prefix: string): Promise<{ user: TestUser; pseoId: number; posts: Record<string, any>[] }> {
+		const user = await createUser(directus, { balance: 1000 });
+		const { id: pseoId } = await createWebsite(directus, user);
+		const pages = Array.from({ length: count }, (_, i) => ({ route: `/${prefix}/city-${i + 1}`, title: `${prefix} in city ${i + 1}`, priority: count - i, cluster: i % 2 === 0 ? 'Even cities' : 'Odd & rare cities' }));
+		await seedPlan(directus, user, pseoId, pages);
+		const res = await api('POST', '/pseo-endpoints/trigger/bulk-generation', { token: user.token, body: { pseo_id: pseoId, post_count: count } });
+		expect(res.status).toBe(202);
+		const job = await waitForJob(directus, user, res.body.generation_id);
+		expect(job).toMatchObject({ status: 'completed', created_count: count });
+		const posts = await adminItems(directus, 'pseo_posts', `filter[pseo_id][_eq]=${pseoId}&sort=id&limit=-1`);
+		return { user, pseoId, posts };
+	}
+
+	async function publish(user: TestUser, body: Record<string, unknown>): Promise<number> {
+		const res = await api('POST', '/pseo-endpoints/publish', { token: user.token, body });
+		expect(res.status, JSON.stringify(res.body)).toBe(202);
+		expect(res.body).toMatchObject({ success: true, status: 'pending', publication_id: expect.any(Number) });
+		return res.body.publication_id;
+	}
+
+	async function waitForPublication(user: TestUser, id: number, timeoutMs = 90_000): Promise<Publication> {
+		return eventually(
+			async () => {
+				const res = await api('GET', `/pseo-endpoints/publications/${id}`, { token: user.token });
+				if (res.status !== 200) return null;
+				return res.body.data.status === 'completed' || res.body.data.status === 'failed' ? (res.body.data as Publication) : null;
+			},
+			timeoutMs,
+			`publication ${id}`,
+		);
+	}
+
+	/** The WordPress posts of one website's routes, by the marker each carries. */
+	async function remotePostsOf(pseoId: number): Promise<WordPressPost[]> {
+		return (await wordpress.listPosts()).filter((post) => new RegExp(`pseo_ref_${pseoId}_\\d+`).test(post.content));
+	}
+
+	beforeAll(async () => {
+		await ensureWordPress();
+		writeFileSync(faultFile, '');
+		[fake, wordpress, database] = await Promise.all([startFakeProvider(), startWordPress({ name: 'publish' }), copyDatabase(LEG)]);
+		directus = await startDirectus({
+			leg: LEG,
+			database,
+			env: {
+				OPENAI_BASE_URL: fake.url,
+				PSEO_ALLOW_PRIVATE_NETWORKS: 'true',
+				PSEO_PUBLISH_BACKOFF_MS: '50',
+				PSEO_QUALITY_MIN_WORDS: '0',
+				PSEO_TEST_FAULT_FILE: faultFile,
+			},
+		});
+	}, 180_000);
+
+	afterAll(async () => {
+		await directus?.dispose();
+		await Promise.all([fake?.close(), wordpress?.stop()]);
+		rmSync(faultFile, { force: true });
+	});
+
+	it('a wrong Application Password, or a user who may not create posts, is a clear 400', async () => {
+		const user = await createUser(directus, { balance: 10 });
+		const { id } = await createWebsite(directus, user);
+		const wrong = await api('PUT', `/pseo-endpoints/pseo/${id}/publishing`, { token: user.token, body: target({ application_password: 'abcd efgh ijkl mnop qrst uvwx' }) });
+		const envelope = expectEnvelope(wrong, 400);
+		expect(envelope.error).toMatch(/WordPress refused the target/);
+		expect(envelope.error).toMatch(/rest_not_logged_in|incorrect_password|invalid/i);
+		const subscriber = await wordpress.createUserWithAppPassword(`reader${randomBytes(2).toString('hex')}`, 'subscriber');
+		const reader = await api('PUT', `/pseo-endpoints/pseo/${id}/publishing`, {
+			token: user.token,
+			body: target({ username: subscriber.username, application_password: subscriber.applicationPassword }),
+		});
+		expect(expectEnvelope(reader, 400).error).toMatch(/may not create posts/);
+		expect((await api('GET', `/pseo-endpoints/pseo/${id}/publishing`, { token: user.token })).status).toBe(404);
+	});
+
+	it('a target is saved checked, shown without its secret, owned, and removable', async () => {
+		const user = await createUser(directus, { balance: 10 });
+		const other = await createUser(directus, { balance: 10 });
+		const { id } = await createWebsite(directus, user);
+		const saved = await api('PUT', `/pseo-endpoints/pseo/${id}/publishing`, { token: user.token, body: target() });
+		expect(saved.status, JSON.stringify(saved.body)).toBe(200);
+		expect(saved.body.data).toEqual({
+			pseo_id: id,
+			target: 'wordpress',
+			url: `${wordpress.url}/`,
+			username: wordpress.username,
+			default_status: 'draft',
+			has_credentials: true,
+			date_created: expect.stringMatching(/Z$/),
+			date_updated: expect.stringMatching(/Z$/),
+		});
+		const read = await api('GET', `/pseo-endpoints/pseo/${id}/publishing`, { token: user.token });
+		expect(read.body.data).toEqual(saved.body.data);
+		// The secret is write-only: a save without it keeps the stored one (and checks it again).
+		const kept = await api('PUT', `/pseo-endpoints/pseo/${id}/publishing`, { token: user.token, body: { target: 'wordpress', url: wordpress.url, username: wordpress.username, default_status: 'pending' } });
+		expect(kept.status, JSON.stringify(kept.body)).toBe(200);
+		expect(kept.body.data.default_status).toBe('pending');
+		expect((await api('GET', `/pseo-endpoints/pseo/${id}/publishing`, { token: other.token })).status).toBe(403);
+		expect((await api('PUT', `/pseo-endpoints/pseo/${id}/publishing`, { token: other.token, body: target() })).status).toBe(403);
+		expect((await api('DELETE', `/pseo-endpoints/pseo/${id}/publishing`, { token: other.token })).status).toBe(403);
+		expectEnvelope(await api('PUT', `/pseo-endpoints/pseo/${id}/publishing`, { token: user.token, body: target({ password: 'x' }) }), 400);
+		expectEnvelope(await api('PUT', `/pseo-endpoints/pseo/${id}/publishing`, { token: user.token, body: target({ url: 'ftp://example.org' }) }), 400);
+		expectEnvelope(await api('PUT', `/pseo-endpoints/pseo/${id}/publishing`, { token: user.token, body: target({ default_status: 'trash' }) }), 400);
+		const removed = await api('DELETE', `/pseo-endpoints/pseo/${id}/publishing`, { token: user.token });
+		expect(removed.status).toBe(200);
+		expect((await api('GET', `/pseo-endpoints/pseo/${id}/publishing`, { token: user.token })).status).toBe(404);
+		expectEnvelope(await api('POST', '/pseo-endpoints/publish', { token: user.token, body: { pseo_id: id } }), 409);
+	});
+
+	it('publishes drafts with the right fields, links that resolve, and re-publishes by updating or skipping, never duplicating', async () => {
+		const { user, pseoId, posts } = await websiteWithPosts(6, 'plumbing');
+		expect((await api('PUT', `/pseo-endpoints/pseo/${pseoId}/publishing`, { token: user.token, body: target() })).status).toBe(200);
+
+		const first = await waitForPublication(user, await publish(user, { pseo_id: pseoId }));
+		expect(first).toMatchObject({ status: 'completed', requested_count: 6, created_count: 6, updated_count: 0, unchanged_count: 0, failed_count: 0, failed_posts: [] });
+		const remote = await remotePostsOf(pseoId);
+		expect(remote).toHaveLength(6);
+		const categories = (await wordpress.request('GET', '/wp/v2/categories', undefined, { per_page: '100' })).body as { id: number; name: string }[];
+		const categoryName = new Map(categories.map((category) => [category.id, category.name.replace(/&amp;/g, '&')]));
+		const stored = await adminItems(directus, 'pseo_posts', `filter[pseo_id][_eq]=${pseoId}&sort=id&limit=-1`);
+		for (const [index, post] of stored.entries()) {
+			const wp = remote.find((candidate) => String(candidate.id) === post.remote_id);
+			expect(wp, `post ${post.route}`).toBeDefined();
+			expect(wp).toMatchObject({ status: 'draft', slug: post.route.slice(1).replace('/', '-'), title: post.title, excerpt: post.meta_description });
+			expect(wp!.content).toContain('<h2>Frequently asked questions</h2>');
+			expect(wp!.content).not.toMatch(/\]\(\//);
+			expect(wp!.categories.map((id) => categoryName.get(id))).toEqual([index % 2 === 0 ? 'Even cities' : 'Odd & rare cities']);
+			expect(post.remote_url).toBe(wp!.link);
+			expect(post.published_hash).toMatch(/^[0-9a-f]{64}$/);
+			expect(post.date_published).toMatch(/Z$|\d$/);
+		}
+		// Every internal link points at a post WordPress has: no link to a page the site does not have.
+		const links = new Set(remote.map((post) => post.link));
+		let internal = 0;
+		for (const wp of remote) {
+			for (const [, href] of wp.content.matchAll(/href="([^"]+)"/g)) {
+				if (!href!.startsWith(wordpress.url) && !href!.includes('/plumbing/')) continue;
+				internal++;
+				expect(links.has(href!.replace(/&amp;/g, '&')), `${wp.slug} links to ${href}`).toBe(true);
+			}
+		}
+		expect(internal).toBeGreaterThanOrEqual(6);
+		expect(posts.length).toBe(6);
+
+		// Unchanged: nothing is sent again.
+		const again = await waitForPublication(user, await publish(user, { pseo_id: pseoId }));
+		expect(again).toMatchObject({ status: 'completed', requested_count: 6, created_count: 0, updated_count: 0, unchanged_count: 6 });
+
+		// An edited post is updated in place; the others are skipped.
+		const edited = stored[2]!;
+		const patch = await api('PATCH', `/items/pseo_posts/${edited.id}`, { token: user.token, body: { body: `${edited.body}\n\nAn added closing paragraph.` } });
+		expect(patch.status, JSON.stringify(patch.body)).toBe(200);
+		const third = await waitForPublication(user, await publish(user, { pseo_id: pseoId }));
+		expect(third).toMatchObject({ status: 'completed', created_count: 0, updated_count: 1, unchanged_count: 5 });
+		const after = await remotePostsOf(pseoId);
+		expect(after).toHaveLength(6);
+		expect(after.find((post) => String(post.id) === edited.remote_id)!.content).toContain('An added closing paragraph.');
+	});
+
+	it('a schedule gives future posts on the planned days', async () => {
+		const { user, pseoId, posts } = await websiteWithPosts(3, 'roofing');
+		expect((await api('PUT', `/pseo-endpoints/pseo/${pseoId}/publishing`, { token: user.token, body: target() })).status).toBe(200);
+		const start = new Date(Date.now() + 3 * 86_400_000);
+		start.setUTCHours(9, 30, 0, 0);
+		const bad = await api('POST', '/pseo-endpoints/publish', { token: user.token, body: { pseo_id: pseoId, schedule: { start: '2001-01-01T00:00:00Z', per_day: 2 } } });
+		expect(expectEnvelope(bad, 400).error).toMatch(/future/);
+		const done = await waitForPublication(user, await publish(user, { pseo_id: pseoId, schedule: { start: start.toISOString(), per_day: 2 } }));
+		expect(done).toMatchObject({ status: 'completed', created_count: 3 });
+		const remote = await remotePostsOf(pseoId);
+		const byId = new Map(remote.map((post) => [String(post.id), post]));
+		const stored = await adminItems(directus, 'pseo_posts', `filter[pseo_id][_eq]=${pseoId}&sort=id&limit=-1`);
+		const day = (offset: number) => new Date(start.getTime() + offset * 86_400_000).toISOString().slice(0, 19);
+		expect(stored.map((post) => byId.get(post.remote_id)?.status)).toEqual(['future', 'future', 'future']);
+		expect(stored.map((post) => byId.get(post.remote_id)?.date_gmt)).toEqual([day(0), day(0), day(1)]);
+		expect(posts).toHaveLength(3);
+	});
+
+	it('post_ids and quality: listed posts only; a post of another website is 400; a second active publication is 409', async () => {
+		const { user, pseoId, posts } = await websiteWithPosts(2, 'painting');
+		const other = await websiteWithPosts(1, 'tiling');
+		expect((await api('PUT', `/pseo-endpoints/pseo/${pseoId}/publishing`, { token: user.token, body: target() })).status).toBe(200);
+		expectEnvelope(await api('POST', '/pseo-endpoints/publish', { token: user.token, body: { pseo_id: pseoId, post_ids: [other.posts[0]!.id] } }), 400);
+		expectEnvelope(await api('POST', '/pseo-endpoints/publish', { token: user.token, body: { pseo_id: pseoId, post_ids: 'all' } }), 400);
+		expectEnvelope(await api('POST', '/pseo-endpoints/publish', { token: other.user.token, body: { pseo_id: pseoId } }), 403);
+		const id = await publish(user, { pseo_id: pseoId, post_ids: [posts[1]!.id] });
+		const twin = await api('POST', '/pseo-endpoints/publish', { token: user.token, body: { pseo_id: pseoId } });
+		const done = await waitForPublication(user, id);
+		expect(done).toMatchObject({ requested_count: 1, created_count: 1 });
+		if (twin.status !== 202) expectEnvelope(twin, 409);
+		else await waitForPublication(user, twin.body.publication_id);
+		expect((await api('GET', `/pseo-endpoints/publications/${id}`, { token: other.user.token })).status).toBe(403);
+		expect((await api('GET', '/pseo-endpoints/publications/999999', { token: user.token })).status).toBe(404);
+	});
+
+	it('kill -9 between WordPress\'s create and our write ends with exactly one WordPress post per route', async () => {
+		const { user, pseoId } = await websiteWithPosts(4, 'heating');
+		expect((await api('PUT', `/pseo-endpoints/pseo/${pseoId}/publishing`, { token: user.token, body: target() })).status).toBe(200);
+		writeFileSync(faultFile, 'after-remote-create');
+		const id = await publish(user, { pseo_id: pseoId });
+		await eventually(async () => !directus.running(), 60_000, 'the instance to die at the fault point');
+		writeFileSync(faultFile, '');
+		expect(directus.output()).toContain('fault point after-remote-create reached');
+		await directus.restart();
+		const done = await waitForPublication(user, id);
+		expect(done).toMatchObject({ status: 'completed', requested_count: 4, created_count: 4, failed_count: 0 });
+		const remote = await remotePostsOf(pseoId);
+		expect(remote.map((post) => post.slug).sort()).toEqual(['heating-city-1', 'heating-city-2', 'heating-city-3', 'heating-city-4']);
+	});
+
+	it('kill -9 in the middle of a publication resumes it, with exactly one WordPress post per route', async () => {
+		const { user, pseoId } = await websiteWithPosts(12, 'cleaning');
+		expect((await api('PUT', `/pseo-endpoints/pseo/${pseoId}/publishing`, { token: user.token, body: target() })).status).toBe(200);
+		const id = await publish(user, { pseo_id: pseoId });
+		await eventually(async () => (await remotePostsOf(pseoId)).length >= 3, 60_000, 'a few posts on WordPress');
+		await directus.kill();
+		await directus.restart();
+		const done = await waitForPublication(user, id);
+		expect(done).toMatchObject({ status: 'completed', requested_count: 12, created_count: 12, failed_count: 0 });
+		const remote = await remotePostsOf(pseoId);
+		expect(remote).toHaveLength(12);
+		expect(new Set(remote.map((post) => post.slug)).size).toBe(12);
+	});
+
+	it('the plain secret appears in no response, log line or database row', async () => {
+		expect(seen.length).toBeGreaterThan(20);
+		for (const body of seen) expect(body).not.toContain(wordpress.applicationPassword);
+		expect(directus.output()).not.toContain(wordpress.applicationPassword);
+		const [row] = await adminItems(directus, 'pseo_publishing_targets', 'limit=1');
+		expect(row.secret_ciphertext).toMatch(/^v1:/);
+		const dump = execFileSync('pg_dump', ['-h', PG.host, '-p', String(PG.port), '-U', PG.user, '--data-only', database.env['DB_DATABASE']!], {
+			encoding: 'utf8',
+			maxBuffer: 256 * 1024 * 1024,
+			env: { ...process.env, PGPASSWORD: PG.password },
+		});
+		expect(dump).toContain('v1:');
+		expect(dump).not.toContain(wordpress.applicationPassword);
+		expect(dump).not.toContain(wordpress.applicationPassword.replace(/ /g, ''));
+		expect(readFileSync(faultFile, 'utf8')).toBe('');
+	});
+});
