@@ -58,13 +58,15 @@ describe.skipIf(!legAvailable(LEG))('publishing to WordPress', () => {
 	async function websiteWithPosts(count: number, prefix: string): Promise<{ user: TestUser; pseoId: number; posts: Record<string, any>[] }> {
 		const user = await createUser(directus, { balance: 1000 });
 		const { id: pseoId } = await createWebsite(directus, user);
-		const pages = Array.from({ length: count }, (_, i) => ({ route: `/${prefix}/city-${i + 1}`, title: `${prefix} in city ${i + 1}`, priority: count - i, cluster: i % 2 === 0 ? 'Even cities' : 'Odd & rare cities' }));
+		// One page more than is generated, so that a generation can still be started while a publication runs.
+		const pages = Array.from({ length: count + 1 }, (_, i) => ({ route: `/${prefix}/city-${i + 1}`, title: `${prefix} in city ${i + 1}`, priority: count - i, cluster: i % 2 === 0 ? 'Even cities' : 'Odd & rare cities' }));
 		await seedPlan(directus, user, pseoId, pages);
 		const res = await api('POST', '/pseo-endpoints/trigger/bulk-generation', { token: user.token, body: { pseo_id: pseoId, post_count: count } });
 		expect(res.status).toBe(202);
 		const job = await waitForJob(directus, user, res.body.generation_id);
 		expect(job).toMatchObject({ status: 'completed', created_count: count });
-		const posts = await adminItems(directus, 'pseo_posts', `filter[pseo_id][_eq]=${pseoId}&sort=id&limit=-1`);
+		const posts = await adminItems(directus, 'pseo_posts', `filter[pseo_id][_eq]=${pseoId}&sort=id`);
+		expect(posts).toHaveLength(count);
 		return { user, pseoId, posts };
 	}
 
@@ -175,14 +177,15 @@ describe.skipIf(!legAvailable(LEG))('publishing to WordPress', () => {
 		expect(remote).toHaveLength(6);
 		const categories = (await wordpress.request('GET', '/wp/v2/categories', undefined, { per_page: '100' })).body as { id: number; name: string }[];
 		const categoryName = new Map(categories.map((category) => [category.id, category.name.replace(/&amp;/g, '&')]));
-		const stored = await adminItems(directus, 'pseo_posts', `filter[pseo_id][_eq]=${pseoId}&sort=id&limit=-1`);
-		for (const [index, post] of stored.entries()) {
+		const stored = await adminItems(directus, 'pseo_posts', `filter[pseo_id][_eq]=${pseoId}&sort=id`);
+		for (const post of stored) {
+			const city = Number(/city-(\d+)$/.exec(post.route)![1]);
 			const wp = remote.find((candidate) => String(candidate.id) === post.remote_id);
 			expect(wp, `post ${post.route}`).toBeDefined();
 			expect(wp).toMatchObject({ status: 'draft', slug: post.route.slice(1).replace('/', '-'), title: post.title, excerpt: post.meta_description });
 			expect(wp!.content).toContain('<h2>Frequently asked questions</h2>');
 			expect(wp!.content).not.toMatch(/\]\(\//);
-			expect(wp!.categories.map((id) => categoryName.get(id))).toEqual([index % 2 === 0 ? 'Even cities' : 'Odd & rare cities']);
+			expect(wp!.categories.map((id) => categoryName.get(id))).toEqual([city % 2 === 1 ? 'Even cities' : 'Odd & rare cities']);
 			expect(post.remote_url).toBe(wp!.link);
 			expect(post.published_hash).toMatch(/^[0-9a-f]{64}$/);
 			expect(post.date_published).toMatch(/Z$|\d$/);
@@ -226,7 +229,7 @@ describe.skipIf(!legAvailable(LEG))('publishing to WordPress', () => {
 		expect(done).toMatchObject({ status: 'completed', created_count: 3 });
 		const remote = await remotePostsOf(pseoId);
 		const byId = new Map(remote.map((post) => [String(post.id), post]));
-		const stored = await adminItems(directus, 'pseo_posts', `filter[pseo_id][_eq]=${pseoId}&sort=id&limit=-1`);
+		const stored = await adminItems(directus, 'pseo_posts', `filter[pseo_id][_eq]=${pseoId}&sort=id`);
 		const day = (offset: number) => new Date(start.getTime() + offset * 86_400_000).toISOString().slice(0, 19);
 		expect(stored.map((post) => byId.get(post.remote_id)?.status)).toEqual(['future', 'future', 'future']);
 		expect(stored.map((post) => byId.get(post.remote_id)?.date_gmt)).toEqual([day(0), day(0), day(1)]);
@@ -240,12 +243,25 @@ describe.skipIf(!legAvailable(LEG))('publishing to WordPress', () => {
 		expectEnvelope(await api('POST', '/pseo-endpoints/publish', { token: user.token, body: { pseo_id: pseoId, post_ids: [other.posts[0]!.id] } }), 400);
 		expectEnvelope(await api('POST', '/pseo-endpoints/publish', { token: user.token, body: { pseo_id: pseoId, post_ids: 'all' } }), 400);
 		expectEnvelope(await api('POST', '/pseo-endpoints/publish', { token: other.user.token, body: { pseo_id: pseoId } }), 403);
-		const id = await publish(user, { pseo_id: pseoId, post_ids: [posts[1]!.id] });
+		// A post the quality gate failed is left out unless it is listed by id.
+		const failing = await api('PATCH', `/items/pseo_posts/${posts[0]!.id}`, { token: directus.adminToken, body: { quality_status: 'fail' } });
+		expect(failing.status).toBe(200);
+		const id = await publish(user, { pseo_id: pseoId, post_ids: [posts[0]!.id] });
 		const twin = await api('POST', '/pseo-endpoints/publish', { token: user.token, body: { pseo_id: pseoId } });
+		// A publication does not block generation of the same website.
+		const generation = await api('POST', '/pseo-endpoints/trigger/on-demand-generation', { token: user.token, body: { pseo_id: pseoId, post_count: 1 } });
+		expect(generation.status, JSON.stringify(generation.body)).toBe(202);
+		expect((await waitForJob(directus, user, generation.body.generation_id)).status).toBe('completed');
 		const done = await waitForPublication(user, id);
 		expect(done).toMatchObject({ requested_count: 1, created_count: 1 });
 		if (twin.status !== 202) expectEnvelope(twin, 409);
 		else await waitForPublication(user, twin.body.publication_id);
+		const rest = await waitForPublication(user, await publish(user, { pseo_id: pseoId }));
+		// posts[1] and the page generated meanwhile; not posts[0], which failed the gate.
+		expect(rest).toMatchObject({ status: 'completed', requested_count: 2, failed_count: 0 });
+		expect(rest.created_count + rest.unchanged_count).toBe(2);
+		const published = await adminItems(directus, 'pseo_posts', `filter[pseo_id][_eq]=${pseoId}&filter[remote_id][_nnull]=true`);
+		expect(published).toHaveLength(3);
 		expect((await api('GET', `/pseo-endpoints/publications/${id}`, { token: other.user.token })).status).toBe(403);
 		expect((await api('GET', '/pseo-endpoints/publications/999999', { token: user.token })).status).toBe(404);
 	});
@@ -283,7 +299,7 @@ describe.skipIf(!legAvailable(LEG))('publishing to WordPress', () => {
 		expect(seen.length).toBeGreaterThan(20);
 		for (const body of seen) expect(body).not.toContain(wordpress.applicationPassword);
 		expect(directus.output()).not.toContain(wordpress.applicationPassword);
-		const [row] = await adminItems(directus, 'pseo_publishing_targets', 'limit=1');
+		const [row] = await adminItems(directus, 'pseo_publishing_targets', 'filter[target][_eq]=wordpress');
 		expect(row.secret_ciphertext).toMatch(/^v1:/);
 		const dump = execFileSync('pg_dump', ['-h', PG.host, '-p', String(PG.port), '-U', PG.user, '--data-only', database.env['DB_DATABASE']!], {
 			encoding: 'utf8',

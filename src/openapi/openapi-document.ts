@@ -329,7 +329,10 @@ const schemas: Record<string, Json> = {
 			['username', 'default_status'],
 		),
 	},
-	PublishingTargetResponse: success({ message: { type: 'string' }, data: ref('PublishingTarget') }, 'The target, without its secret.'),
+	PublishingTargetResponse: {
+		description: 'The target, without its secret (with a message after a save).',
+		...closed({ success: { const: true }, message: { type: 'string' }, data: ref('PublishingTarget'), timestamp: ref('Timestamp') }, ['message']),
+	},
 	PublishRequest: {
 		description: 'Unknown fields are refused with 400.',
 		...closed(
