@@ -4,6 +4,7 @@ import type { FailedRoute } from '../engine/job-types.ts';
 import { ForbiddenError, NotFoundError } from '../errors/index.ts';
 import { isoFromDb, jsonFromDb } from '../shared/database.ts';
 import type { ServiceContext } from '../shared/services.ts';
+import { readOwnedRow } from '../shared/read-owned-row.ts';
 import { requireOwnedPseo } from '../websites/ownership.ts';
 import { readWebsite } from '../websites/website-store.ts';
 
@@ -53,17 +54,9 @@ export async function getGeneration(
 	schema: SchemaOverview,
 	id: number,
 ): Promise<Record<string, unknown>> {
-	// Polled often, so the usual case costs one read: the row with its owner. Only a failed read, or a row that is
-	// not plainly the caller's, asks the raw table whether it is missing (404), someone else's (403) or theirs.
-	let row: Record<string, unknown>;
-	try {
-		const service = itemsService(context, accountability, schema);
-		row = (await service.readOne(id, { fields: [...RECORD_FIELDS, ...USAGE_FIELDS, 'user_id'] })) as Record<string, unknown>;
-	} catch (error) {
-		await requireOwnedGeneration(context, id, accountability.user);
-		throw error;
-	}
-	if (row['user_id'] !== accountability.user) await requireOwnedGeneration(context, id, accountability.user);
+	const row = await readOwnedRow(context, accountability, schema, { collection: JOBS, id, fields: [...RECORD_FIELDS, ...USAGE_FIELDS] }, () =>
+		requireOwnedGeneration(context, id, accountability.user),
+	);
 	return { ...toRecord(row, RECORD_FIELDS), usage: usageOf(row) };
 }
 

@@ -15,9 +15,9 @@ import { backoffDelay, defaultSleep, retryAfterMs, type Sleep } from '../provide
  * answers (429, 5xx, a dropped connection) with backoff, where the site's `retry-after` wins.
  */
 
-export type OutboundMethod = 'GET' | 'POST' | 'PUT' | 'DELETE' | 'OPTIONS';
+type OutboundMethod = 'GET' | 'POST' | 'PUT' | 'DELETE' | 'OPTIONS';
 
-export interface OutboundRequest {
+interface OutboundRequest {
 	method: OutboundMethod;
 	url: string;
 	headers?: Record<string, string>;

@@ -13,11 +13,11 @@ import { retryConflicts } from '../shared/transaction.ts';
 
 export const PUBLICATIONS = 'pseo_publications';
 
-export type PublicationStatus = 'pending' | 'running' | 'completed' | 'failed';
-export type PublicationPhase = 'publish' | 'links';
+type PublicationStatus = 'pending' | 'running' | 'completed' | 'failed';
+type PublicationPhase = 'publish' | 'links';
 export type PostOutcome = 'created' | 'updated' | 'unchanged' | 'failed';
 
-export interface FailedPost {
+interface FailedPost {
 	post_id: number;
 	route: string;
 	error: string;

@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import { Marked, type Tokens } from 'marked';
+import type { PostForPublishing } from '../posts/post-publishing.ts';
 
 /*
  * What a website receives for a post: the body rendered from Markdown to HTML by marked, the FAQ as a section, a
@@ -8,19 +9,8 @@ import { Marked, type Tokens } from 'marked';
  * whether the site already has this version.
  */
 
-/** A post as the publisher reads it. */
-export interface PublishablePost {
-	id: number;
-	pseoId: number;
-	route: string;
-	title: string;
-	metaTitle: string | null;
-	metaDescription: string | null;
-	h1: string | null;
-	body: string;
-	faq: unknown;
-	cluster: string | null;
-}
+/** A post as the publisher renders it: the stored post and its plan page's cluster. */
+export type PublishablePost = Omit<PostForPublishing, 'remoteId' | 'remoteUrl' | 'publishedHash'> & { cluster: string | null };
 
 /** Where an internal link to `route` points: a URL, or null to leave the anchor as text. */
 export type LinkResolver = (route: string) => string | null;

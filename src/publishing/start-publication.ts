@@ -6,6 +6,7 @@ import { readWebsite } from '../websites/website-store.ts';
 import { requireOwnedPseo } from '../websites/ownership.ts';
 import { hasActivePublication, insertPublication, PUBLICATIONS, PUBLICATIONS_VIEW_FIELDS, readPublicationOwner, type Schedule } from './publication-store.ts';
 import type { ServiceContext } from '../shared/services.ts';
+import { readOwnedRow } from '../shared/read-owned-row.ts';
 import type { Accountability, SchemaOverview } from '@directus/types';
 import { POST_STATUSES, type PostStatus } from './target-request.ts';
 import { readTarget } from './target-store.ts';
@@ -100,15 +101,9 @@ export async function getPublication(
 	schema: SchemaOverview,
 	id: number,
 ): Promise<Record<string, unknown>> {
-	let row: Record<string, unknown>;
-	try {
-		const service = new context.services.ItemsService(PUBLICATIONS, { accountability, schema, knex: context.database });
-		row = (await service.readOne(id, { fields: [...PUBLICATIONS_VIEW_FIELDS, 'user_id'] })) as Record<string, unknown>;
-	} catch (error) {
-		await requireOwnedPublication(context.database, id, accountability.user);
-		throw error;
-	}
-	if (row['user_id'] !== accountability.user) await requireOwnedPublication(context.database, id, accountability.user);
+	const row = await readOwnedRow(context, accountability, schema, { collection: PUBLICATIONS, id, fields: PUBLICATIONS_VIEW_FIELDS }, () =>
+		requireOwnedPublication(context.database, id, accountability.user),
+	);
 	const view: Record<string, unknown> = {};
 	for (const field of PUBLICATIONS_VIEW_FIELDS) {
 		const value = row[field];

@@ -10,7 +10,7 @@ import { backoffDelay, defaultSleep, retryAfterMs, type Sleep } from '../provide
  * however often a delivery is retried.
  */
 
-export const SIGNATURE_HEADER = 'X-PSEO-Signature';
+const SIGNATURE_HEADER = 'X-PSEO-Signature';
 
 /** The signature header's value for `body` at `timestamp` (seconds). */
 export function signatureFor(secret: string, timestamp: number, body: string): string {

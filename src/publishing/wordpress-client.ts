@@ -24,7 +24,7 @@ export class WordPressError extends Error {
 	}
 }
 
-export interface RemotePost {
+interface RemotePost {
 	id: number;
 	link: string;
 	slug: string;

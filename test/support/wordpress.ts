@@ -41,7 +41,7 @@ define('WP_DEBUG', false);
 `;
 
 /** A user's credentials for Basic auth with an Application Password. */
-export interface WordPressCredentials {
+interface WordPressCredentials {
 	username: string;
 	applicationPassword: string;
 }
