@@ -97,7 +97,7 @@ describe.skipIf(!legAvailable(LEG))('publishing to WordPress', () => {
 	beforeAll(async () => {
 		await ensureWordPress();
 		writeFileSync(faultFile, '');
-		[fake, wordpress, database] = await Promise.all([startFakeProvider(), startWordPress({ name: 'publish' }), copyDatabase(LEG)]);
+		[fake, wordpress, database] = await Promise.all([startFakeProvider(), startWordPress({ name: 'publish', seoMeta: true }), copyDatabase(LEG)]);
 		directus = await startDirectus({
 			leg: LEG,
 			database,
@@ -186,6 +186,13 @@ describe.skipIf(!legAvailable(LEG))('publishing to WordPress', () => {
 			expect(wp!.content).toContain('<h2>Frequently asked questions</h2>');
 			expect(wp!.content).not.toMatch(/\]\(\//);
 			expect(wp!.categories.map((id) => categoryName.get(id))).toEqual([city % 2 === 1 ? 'Even cities' : 'Odd & rare cities']);
+			// The site exposes Yoast's and Rank Math's fields over REST: the SEO title and description go there.
+			expect(wp!.meta).toMatchObject({
+				_yoast_wpseo_title: post.meta_title,
+				_yoast_wpseo_metadesc: post.meta_description,
+				rank_math_title: post.meta_title,
+				rank_math_description: post.meta_description,
+			});
 			expect(post.remote_url).toBe(wp!.link);
 			expect(post.published_hash).toMatch(/^[0-9a-f]{64}$/);
 			expect(post.date_published).toMatch(/Z$|\d$/);

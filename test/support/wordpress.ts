@@ -137,12 +137,39 @@ function run(command: string, args: string[], env: NodeJS.ProcessEnv, cwd?: stri
 
 /** Writes the shared host config when it is missing or differs; atomic, so a concurrent reader sees old or new. */
 function writeConfig(): void {
-	if (existsSync(CONFIG_FILE) && readFileSync(CONFIG_FILE, 'utf8') === CONFIG) return;
-	mkdirSync(path.dirname(CONFIG_FILE), { recursive: true });
-	const temp = `${CONFIG_FILE}.${process.pid}.${randomBytes(4).toString('hex')}`;
-	writeFileSync(temp, CONFIG);
-	renameSync(temp, CONFIG_FILE);
+	writeOnce(CONFIG_FILE, CONFIG);
+	writeOnce(SEO_PLUGIN_FILE, SEO_PLUGIN);
 }
+
+/** Writes `content` to `file` atomically unless it already holds it (several test processes share the file). */
+function writeOnce(file: string, content: string): void {
+	if (existsSync(file) && readFileSync(file, 'utf8') === content) return;
+	mkdirSync(path.dirname(file), { recursive: true });
+	const temp = `${file}.${process.pid}.${randomBytes(4).toString('hex')}`;
+	writeFileSync(temp, content);
+	renameSync(temp, file);
+}
+
+const SEO_PLUGIN_FILE = '/var/lib/wordpress/wp-content/mu-plugins/pseo-test-seo-meta.php';
+
+/*
+ * Stands in for an SEO plugin that exposes its fields over REST (Yoast's and Rank Math's meta keys, registered
+ * with show_in_rest), on the sites started with `seoMeta: true` only.
+ */
+const SEO_PLUGIN = `<?php
+if (getenv('PSEO_WP_SEO_META') === '1') {
+	add_action('init', function () {
+		foreach (['_yoast_wpseo_title', '_yoast_wpseo_metadesc', 'rank_math_title', 'rank_math_description'] as $key) {
+			register_post_meta('post', $key, [
+				'type' => 'string',
+				'single' => true,
+				'show_in_rest' => true,
+				'auth_callback' => function () { return current_user_can('edit_posts'); },
+			]);
+		}
+	});
+}
+`;
 
 /** PHP servers still running, stopped when the test process exits without stopping them. */
 const live = new Set<ChildProcess>();
@@ -168,7 +195,7 @@ const PERMALINKS = { pretty: '/%year%/%monthnum%/%day%/%postname%/', plain: '' }
  * `name` goes into the database's name; `permalinks` (default `pretty`) is set explicitly, so links do not depend
  * on the installer's probe.
  */
-export async function startWordPress(options: { name?: string; permalinks?: 'pretty' | 'plain' } = {}): Promise<WordPressSite> {
+export async function startWordPress(options: { name?: string; permalinks?: 'pretty' | 'plain'; seoMeta?: boolean } = {}): Promise<WordPressSite> {
 	await ensureWordPress();
 	writeConfig();
 	const label = (options.name ?? 'site').toLowerCase().replace(/[^a-z0-9_]/g, '_').slice(0, 30);
@@ -184,6 +211,7 @@ export async function startWordPress(options: { name?: string; permalinks?: 'pre
 		PSEO_WP_DB_HOST: `${MARIADB.host}:${MARIADB.port}`,
 		// The built-in server is single-threaded without workers: a REST call that waits on another would hang.
 		PHP_CLI_SERVER_WORKERS: '4',
+		PSEO_WP_SEO_META: options.seoMeta ? '1' : '0',
 	};
 	const output = () => (existsSync(logFile) ? readFileSync(logFile, 'utf8') : '');
 	let child: ChildProcess | null = null;
