@@ -302,6 +302,31 @@ describe.skipIf(!legAvailable(LEG))('publishing to WordPress', () => {
 		expect(new Set(remote.map((post) => post.slug)).size).toBe(12);
 	});
 
+	it('moving to another WordPress site publishes there afresh and never touches the old site\'s posts by id', async () => {
+		const { user, pseoId } = await websiteWithPosts(3, 'moving');
+		expect((await api('PUT', `/pseo-endpoints/pseo/${pseoId}/publishing`, { token: user.token, body: target() })).status).toBe(200);
+		expect(await waitForPublication(user, await publish(user, { pseo_id: pseoId }))).toMatchObject({ created_count: 3 });
+		const before = await wordpress.listPosts();
+		const other = await startWordPress({ name: 'moved' });
+		try {
+			const moved = await api('PUT', `/pseo-endpoints/pseo/${pseoId}/publishing`, {
+				token: user.token,
+				body: { target: 'wordpress', url: other.url, username: other.username, application_password: other.applicationPassword },
+			});
+			expect(moved.status, JSON.stringify(moved.body)).toBe(200);
+			expect(await waitForPublication(user, await publish(user, { pseo_id: pseoId }))).toMatchObject({ created_count: 3, updated_count: 0, unchanged_count: 0 });
+			const there = (await other.listPosts()).filter((post) => post.content.includes(`pseo_ref_${pseoId}_`));
+			expect(there.map((post) => post.slug).sort()).toEqual(['moving-city-1', 'moving-city-2', 'moving-city-3']);
+			// The old site is as it was: no post of it was rewritten through a stale id.
+			const after = await wordpress.listPosts();
+			expect(after.map((post) => [post.id, post.content])).toEqual(before.map((post) => [post.id, post.content]));
+			const stored = await adminItems(directus, 'pseo_posts', `filter[pseo_id][_eq]=${pseoId}`);
+			expect(stored.map((post) => post.remote_url.startsWith(other.url)).every(Boolean)).toBe(true);
+		} finally {
+			await other.stop();
+		}
+	});
+
 	it('the plain secret appears in no response, log line or database row', async () => {
 		expect(seen.length).toBeGreaterThan(20);
 		for (const body of seen) expect(body).not.toContain(wordpress.applicationPassword);

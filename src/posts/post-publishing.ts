@@ -98,3 +98,11 @@ export async function markPublished(trx: Knex.Transaction, postId: number, remot
 		date_published: dbTimestamp(trx),
 	});
 }
+
+/**
+ * Forgets where a website's posts were published: their remote ids belong to a site that is no longer the target.
+ * Nothing is lost on the site; a later publication to it finds each post again by its marker.
+ */
+export async function forgetRemotePosts(knex: Knex, pseoId: number): Promise<void> {
+	await knex(POSTS).where('pseo_id', pseoId).update({ remote_id: null, remote_url: null, published_hash: null });
+}

@@ -8,7 +8,7 @@ import { transact } from '../shared/transaction.ts';
 import { readWebsite } from '../websites/website-store.ts';
 import { OutboundError, type OutboundClient } from './outbound-client.ts';
 import { enterLinksPhase, finishPublication, recordPostStep, type PostOutcome, type PublicationRecord } from './publication-store.ts';
-import { publishedHash, renderPost, slugOf, type RenderedPost } from './render-post.ts';
+import { markerComment, publishedHash, renderPost, slugOf, type RenderedPost } from './render-post.ts';
 import { createSecretBox } from './secret-box.ts';
 import { readTarget, type TargetRow } from './target-store.ts';
 import { deliverWebhook, WebhookRefusedError } from './webhook-delivery.ts';
@@ -228,7 +228,7 @@ async function sendToWordPress(
 		if (updated) return { outcome: 'updated', remoteId: String(updated.id), remoteUrl: updated.link };
 	}
 	// No remote post on record, or it is gone: a create lost to a crash may have left one carrying the marker.
-	const adopted = await wordpress.findByMarker(rendered.marker);
+	const adopted = await wordpress.findByMarker(rendered.marker, markerComment(rendered.marker));
 	if (adopted) {
 		const updated = await wordpress.updatePost(adopted.id, payload);
 		if (updated) return { outcome: 'created', remoteId: String(updated.id), remoteUrl: updated.link };

@@ -5,6 +5,7 @@ import { isoFromDb } from '../shared/database.ts';
 import type { Knex } from 'knex';
 import { refusedAddressReason } from '../sitemap/address-policy.ts';
 import { requireOwnedPseo } from '../websites/ownership.ts';
+import { forgetRemotePosts } from '../posts/post-publishing.ts';
 import { createOutboundClient, OutboundError, type OutboundClient } from './outbound-client.ts';
 import { createSecretBox, type SecretBox } from './secret-box.ts';
 import type { TargetInput } from './target-request.ts';
@@ -63,6 +64,8 @@ export async function readPublishingTarget(deps: PublishingDeps, userId: string,
 export async function removePublishingTarget(deps: PublishingDeps, userId: string, pseoId: number): Promise<void> {
 	await requireOwnedPseo(deps.database, pseoId, userId);
 	if (!(await deleteTarget(deps.database, pseoId))) throw new NotFoundError({ resource: 'Publishing target of PSEO record', id: pseoId });
+	// Whatever the next target is, a remote id of this one must not be used there (it could name another post).
+	await forgetRemotePosts(deps.database, pseoId);
 }
 
 /** Checks and stores a target (PUT); the stored row. */
@@ -80,6 +83,7 @@ export async function savePublishingTarget(deps: PublishingDeps, userId: string,
 	}
 	if (input.target === 'wordpress') await checkWordPress(deps.config, input.url, input.username, secret, input.defaultStatus === 'publish');
 	else await checkAddress(deps.config, input.url);
+	if (existing && (existing.target !== input.target || existing.url !== input.url)) await forgetRemotePosts(deps.database, pseoId);
 	await saveTarget(deps.database, {
 		pseoId,
 		userId: website.backend_user_id,

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { markerOf, publishedHash, renderPost, slugOf, type PublishablePost } from './render-post.ts';
+import { markerComment, markerOf, publishedHash, renderPost, slugOf, type PublishablePost } from './render-post.ts';
 
 const post = (overrides: Partial<PublishablePost> = {}): PublishablePost => ({
 	id: 7,
@@ -21,7 +21,12 @@ describe('renderPost', () => {
 		expect(rendered.content).toContain('<h2>Why</h2>');
 		expect(rendered.content).toContain('<h2>Frequently asked questions</h2>\n<h3>How fast?</h3>');
 		expect(rendered.content).toContain('<strong>an hour</strong>');
-		expect(rendered.content).toContain(`<!-- ${markerOf({ pseoId: 3, id: 7 })} -->`);
+		expect(rendered.content).toContain(markerComment(markerOf({ pseoId: 3, id: 7 })));
+		expect(markerComment(markerOf({ pseoId: 3, id: 7 }))).toBe('<!-- pseo_ref_3_7 -->');
+		// Post 70's content holds post 7's marker as a prefix, never its comment.
+		const seventy = renderPost(post({ id: 70 }), () => null).content;
+		expect(seventy).toContain(markerOf({ pseoId: 3, id: 7 }));
+		expect(seventy).not.toContain(markerComment(markerOf({ pseoId: 3, id: 7 })));
 		expect(rendered.slug).toBe('plumbing-lyon');
 		expect(rendered.excerpt).toBe('Find a plumber in Lyon today.');
 		expect(rendered.categories).toEqual(['Plumbing']);

@@ -33,6 +33,11 @@ export function markerOf(post: Pick<PublishablePost, 'pseoId' | 'id'>): string {
 	return `pseo_ref_${post.pseoId}_${post.id}`;
 }
 
+/** The marker as the content carries it: the whole comment, so that post 3 never matches post 34's marker. */
+export function markerComment(marker: string): string {
+	return `<!-- ${marker} -->`;
+}
+
 /** The slug of a route: its path segments joined by hyphens, lower-cased, letters of any script kept. */
 export function slugOf(route: string): string {
 	const slug = route
@@ -82,7 +87,7 @@ export function renderPost(post: PublishablePost, resolve: LinkResolver): Render
 	return {
 		title: post.title,
 		slug: slugOf(post.route),
-		content: `${render(post.body)}${faqHtml}\n<!-- ${marker} -->`,
+		content: `${render(post.body)}${faqHtml}\n${markerComment(marker)}`,
 		excerpt: post.metaDescription ?? '',
 		metaTitle: post.metaTitle,
 		metaDescription: post.metaDescription,

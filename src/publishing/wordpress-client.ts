@@ -53,7 +53,8 @@ const SEO_META = {
 export interface WordPressClient {
 	/** Checks the credentials: the user exists and may create posts (and publish them, when `publish` is asked). */
 	verify(options: { publish: boolean }): Promise<void>;
-	findByMarker(marker: string): Promise<RemotePost | null>;
+	/** The post whose content carries `comment` (found by searching for `marker`), if the site has one. */
+	findByMarker(marker: string, comment: string): Promise<RemotePost | null>;
 	createPost(payload: PostPayload): Promise<RemotePost>;
 	/** Updates a post; null when the site no longer has it. */
 	updatePost(id: number, payload: PostPayload): Promise<RemotePost | null>;
@@ -126,10 +127,10 @@ export function createWordPressClient(http: OutboundClient, credentials: WordPre
 			if (!capabilities['edit_posts']) throw new WordPressError(403, 'rest_cannot_create', 'this WordPress user may not create posts');
 			if (publish && !capabilities['publish_posts']) throw new WordPressError(403, 'rest_cannot_publish', 'this WordPress user may not publish posts');
 		},
-		async findByMarker(marker) {
+		async findByMarker(marker, comment) {
 			const response = await call('GET', 'wp/v2/posts', undefined, { search: marker, status: 'any', context: 'edit', per_page: '20', orderby: 'id', order: 'asc' });
 			if (response.status !== 200) throw refusal(response);
-			const found = (Array.isArray(response.json) ? response.json : []).map(toRemote).filter((post) => post.content.includes(marker));
+			const found = (Array.isArray(response.json) ? response.json : []).map(toRemote).filter((post) => post.content.includes(comment));
 			return found[0] ?? null;
 		},
 		async createPost(payload) {
