@@ -60,7 +60,11 @@ describe.each(LEGS)('bulk jobs in parts on %s', (leg) => {
 				[`${id}:2`, '6', '7'],
 			]);
 			for (const route of routes) expect(fake.countBatchedRoute(route)).toBe(1);
-			const running = await partsOf(directus, id);
+			// A part is stored just after the provider created its batch: wait for the third row, not only the batch.
+			const running = await eventually(async () => {
+				const parts = await partsOf(directus, id);
+				return parts.length === 3 ? parts : null;
+			}, 30_000, 'three stored parts');
 			expect(running.map((part) => [part.part, part.route_start, part.route_end, part.status])).toEqual([
 				[0, 0, 3, 'running'],
 				[1, 3, 6, 'running'],

@@ -40,6 +40,11 @@ describe.each(INTERFACE_LEGS)('foundation on %s', (leg) => {
 				'POST /plan/import',
 				'GET /fetch-sitemap?pseo_id=X',
 				'GET /balance',
+				'PUT /pseo/:id/publishing',
+				'GET /pseo/:id/publishing',
+				'DELETE /pseo/:id/publishing',
+				'POST /publish',
+				'GET /publications/:id',
 				'GET /openapi.json',
 			]);
 		});

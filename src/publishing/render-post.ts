@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
-import { Marked, type Tokens } from 'marked';
 import type { PostForPublishing } from '../posts/post-publishing.ts';
+import { createSafeMarkdown, escapeHtml } from '../shared/safe-markdown.ts';
 
 /*
  * What a website receives for a post: the body rendered from Markdown to HTML by marked, the FAQ as a section, a
@@ -50,34 +50,8 @@ export function slugOf(route: string): string {
 	return slug === '' ? 'home' : slug.slice(0, 190);
 }
 
-const ESCAPES: Record<string, string> = { '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' };
-const escapeHtml = (text: string) => text.replace(/[&<>"']/g, (char) => ESCAPES[char]!);
-
-/** Schemes a link may use; anything else (javascript:, data:) renders as text. */
-const SAFE_LINK = /^(https?:|mailto:|#)/i;
-
 export function renderPost(post: PublishablePost, resolve: LinkResolver): RenderedPost {
-	const marked = new Marked({
-		gfm: true,
-		async: false,
-		renderer: {
-			// Raw HTML in the model's Markdown is shown, never injected: a page can carry no script or markup of its own.
-			html({ text }: Tokens.HTML | Tokens.Tag) {
-				return escapeHtml(text);
-			},
-			link({ href, title, tokens }: Tokens.Link) {
-				const text = this.parser.parseInline(tokens);
-				const target = href.startsWith('/') && !href.startsWith('//') ? resolve(routeOfHref(href)) : SAFE_LINK.test(href) ? href : null;
-				if (target === null) return text;
-				const titled = title ? ` title="${escapeHtml(title)}"` : '';
-				return `<a href="${escapeHtml(target)}"${titled}>${text}</a>`;
-			},
-			image({ href, text }: Tokens.Image) {
-				return /^https?:/i.test(href) ? `<img src="${escapeHtml(href)}" alt="${escapeHtml(text)}">` : escapeHtml(text);
-			},
-		},
-	});
-	const render = (markdown: string) => marked.parse(markdown) as string;
+	const render = createSafeMarkdown(resolve);
 	const faq = faqOf(post.faq);
 	const faqHtml =
 		faq.length === 0
@@ -94,12 +68,6 @@ export function renderPost(post: PublishablePost, resolve: LinkResolver): Render
 		categories: post.cluster ? [post.cluster] : [],
 		marker,
 	};
-}
-
-/** The route a root-relative link names, without its query or fragment. */
-function routeOfHref(href: string): string {
-	const path = href.split(/[?#]/)[0]!;
-	return path.length > 1 ? path.replace(/\/+$/, '') : path;
 }
 
 function faqOf(value: unknown): { question: string; answer: string }[] {

@@ -9,7 +9,6 @@ import { BANDS_TABLE } from '../quality/similarity-index.ts';
 import { PLAN_PAGES } from '../plan/plan-page-store.ts';
 import { PARTS } from '../engine/part-store.ts';
 import { PUBLICATIONS } from '../publishing/publication-store.ts';
-import { TARGETS } from '../publishing/target-store.ts';
 import { snapshotForHost } from '../shared/host-compat.ts';
 
 interface DiffEntry {
@@ -96,8 +95,6 @@ export async function ensureIndexes(knex: Knex): Promise<void> {
 		`CREATE INDEX IF NOT EXISTS pseo_post_bands_lookup ON ${BANDS_TABLE} (pseo_id, band_key)`,
 		`CREATE INDEX IF NOT EXISTS pseo_post_bands_route ON ${BANDS_TABLE} (pseo_id, route)`,
 		`CREATE UNIQUE INDEX IF NOT EXISTS pseo_generation_parts_unique ON ${PARTS} (generation_id, part)`,
-		`CREATE UNIQUE INDEX IF NOT EXISTS pseo_publications_active_unique ON ${PUBLICATIONS} (active_pseo_id)`,
-		`CREATE UNIQUE INDEX IF NOT EXISTS pseo_publishing_targets_pseo_unique ON ${TARGETS} (pseo_id)`,
 		`CREATE INDEX IF NOT EXISTS pseo_publications_status_lease ON ${PUBLICATIONS} (status, lease_expires_at)`,
 	];
 	if (vendorOf(knex) === 'mysql') {

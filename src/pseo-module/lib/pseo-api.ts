@@ -1,0 +1,103 @@
+import type { Rates } from './cost.ts';
+
+/*
+ * The module's calls, through the app's own axios instance (useApi()), so they carry the editor's session. Routes
+ * under /pseo-endpoints for actions; Directus's items API for lists, which the extension narrows to the caller's
+ * own rows.
+ */
+
+interface Http {
+	get<T = unknown>(url: string, config?: { params?: Record<string, unknown> }): Promise<{ data: T }>;
+	post<T = unknown>(url: string, body?: unknown): Promise<{ data: T }>;
+	put<T = unknown>(url: string, body?: unknown): Promise<{ data: T }>;
+	delete<T = unknown>(url: string): Promise<{ data: T }>;
+}
+
+const BASE = '/pseo-endpoints';
+
+export interface Website {
+	id: number;
+	website_url: string;
+	website_software: string;
+	post_counts_total: number;
+}
+
+export interface Job {
+	id: number;
+	pseo_id: number;
+	status: string;
+	requested_count: number;
+	created_count: number;
+	failed_count: number;
+	failed_routes: { route: string; error: string }[];
+	date_created: string;
+	date_completed: string | null;
+}
+
+export interface Publication {
+	id: number;
+	status: string;
+	requested_count: number;
+	created_count: number;
+	updated_count: number;
+	unchanged_count: number;
+	failed_count: number;
+	failed_posts: { post_id: number; route: string; error: string }[];
+}
+
+export function pseoApi(http: Http) {
+	return {
+		balance: async () => (await http.get<{ data: { balance: number; rates: Rates } }>(`${BASE}/balance`)).data.data,
+		websites: async () =>
+			(await http.get<{ data: Website[] }>('/items/pseo', { params: { fields: ['id', 'website_url', 'website_software', 'post_counts_total'], sort: ['-id'], limit: 100 } })).data.data,
+		website: async (id: number) => (await http.get<{ data: Website & { master_prompt: string } }>(`/items/pseo/${id}`)).data.data,
+		createWebsite: async (body: { website_url: string; master_prompt: string; website_software: string }) =>
+			(await http.post<{ data: Website }>(`${BASE}/pseo`, body)).data.data,
+		jobs: async (pseoId: number) => (await http.get<{ data: Job[] }>(`${BASE}/generations`, { params: { pseo_id: pseoId } })).data.data,
+		job: async (id: number) => (await http.get<{ data: Job }>(`${BASE}/generations/${id}`)).data.data,
+		trigger: async (mode: 'on_demand' | 'bulk', pseoId: number, postCount: number) =>
+			(await http.post<{ generation_id: number }>(`${BASE}/trigger/${mode === 'bulk' ? 'bulk-generation' : 'on-demand-generation'}`, { pseo_id: pseoId, post_count: postCount })).data,
+		cancel: async (id: number) => (await http.post(`${BASE}/generations/${id}/cancel`)).data,
+		retry: async (id: number) => (await http.post<{ generation_id: number }>(`${BASE}/generations/${id}/retry`)).data,
+		generatePlan: async (pseoId: number, languageCode: string, description: string) =>
+			(await http.post<{ data: { total_pages: number } }>(`${BASE}/generate/main-json`, { pseo_id: pseoId, language_code: languageCode, description })).data.data,
+		importPlan: async (body: Record<string, unknown>) =>
+			(await http.post<{ data: { total_pages: number; added: number; skipped: { duplicate: number; on_site: number; invalid: number } } }>(`${BASE}/plan/import`, body)).data.data,
+		planPages: async (pseoId: number, search: string, sort: string) =>
+			(
+				await http.get<{ data: { id: number; route: string; title: string; priority: number; cluster: string | null; has_post: boolean }[] }>('/items/pseo_plan_pages', {
+					params: { filter: { pseo_id: { _eq: pseoId } }, fields: ['id', 'route', 'title', 'priority', 'cluster', 'has_post'], sort: [sort], limit: 100, ...(search ? { search } : {}) },
+				})
+			).data.data,
+		sitemap: async (pseoId: number) => (await http.get<{ urls: string[] }>(`${BASE}/fetch-sitemap`, { params: { pseo_id: pseoId } })).data.urls,
+		posts: async (pseoId: number) =>
+			(
+				await http.get<{ data: { id: number; route: string; title: string; quality_status: string | null; quality_score: number | null; remote_url: string | null; date_published: string | null }[] }>(
+					'/items/pseo_posts',
+					{ params: { filter: { pseo_id: { _eq: pseoId } }, fields: ['id', 'route', 'title', 'quality_status', 'quality_score', 'remote_url', 'date_published'], sort: ['route'], limit: 200 } },
+				)
+			).data.data,
+		post: async (id: number) => (await http.get<{ data: { id: number; route: string; title: string; body: string; meta_description: string | null } }>(`/items/pseo_posts/${id}`)).data.data,
+		regenerate: async (postId: number, instructions: string) =>
+			(await http.post<{ generation_id: number }>(`${BASE}/posts/${postId}/regenerate`, instructions.trim() ? { instructions } : {})).data,
+		target: async (pseoId: number) => (await http.get<{ data: Record<string, unknown> }>(`${BASE}/pseo/${pseoId}/publishing`)).data.data,
+		saveTarget: async (pseoId: number, body: Record<string, unknown>) => (await http.put<{ data: Record<string, unknown> }>(`${BASE}/pseo/${pseoId}/publishing`, body)).data.data,
+		removeTarget: async (pseoId: number) => (await http.delete(`${BASE}/pseo/${pseoId}/publishing`)).data,
+		publish: async (body: Record<string, unknown>) => (await http.post<{ publication_id: number }>(`${BASE}/publish`, body)).data,
+		publication: async (id: number) => (await http.get<{ data: Publication }>(`${BASE}/publications/${id}`)).data.data,
+		ledger: async () =>
+			(
+				await http.get<{ data: { id: number; amount: number; reason: string; balance_after: number; note: string | null; date_created: string }[] }>('/items/pseo_token_ledger', {
+					params: { fields: ['id', 'amount', 'reason', 'balance_after', 'note', 'date_created'], sort: ['-id'], limit: 50 },
+				})
+			).data.data,
+		usage: async () =>
+			(
+				await http.get<{ data: Record<string, unknown>[] }>('/items/pseo_generations', {
+					params: { aggregate: { sum: ['usage_prompt_tokens', 'usage_completion_tokens', 'usage_requests'] }, groupBy: ['pseo_id', 'day(date_created)', 'month(date_created)', 'year(date_created)'], limit: 200 },
+				})
+			).data.data,
+	};
+}
+
+export type PseoApi = ReturnType<typeof pseoApi>;

@@ -1,0 +1,16 @@
+import type { InjectionKey, Ref } from 'vue';
+import type { Rates } from './cost.ts';
+import type { PseoApi, Website } from './pseo-api.ts';
+
+/** What a website's tabs share: the API, the website, the caller's balance and the rates. */
+export interface Workspace {
+	api: PseoApi;
+	pseoId: Ref<number>;
+	website: Ref<Website | null>;
+	balance: Ref<number | null>;
+	rates: Ref<Rates | null>;
+	refreshBalance: () => Promise<void>;
+	showTab: (tab: string) => void;
+}
+
+export const WORKSPACE: InjectionKey<Workspace> = Symbol('pseo-workspace');
