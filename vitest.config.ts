@@ -1,9 +1,12 @@
+import vue from '@vitejs/plugin-vue';
 import { defineConfig } from 'vitest/config';
 
 export default defineConfig({
 	test: {
 		projects: [
 			{
+				// Single-file components of the app module (src/pseo-module) are compiled for their component tests.
+				plugins: [vue()],
 				test: {
 					name: 'unit',
 					include: ['src/**/*.test.ts', 'test/support/fake-provider/**/*.test.ts', 'test/support/response-contract.test.ts', 'test/docker-compose.test.ts', 'test/layout.test.ts'],

@@ -7,6 +7,7 @@ import { applyBalanceEdits, recordInitialBalance } from '../ledger/balance-grant
 import { ensureIndexes, installSchema } from '../schema/install-schema.ts';
 import { provisionListPresets } from '../schema/list-presets.ts';
 import { provisionUsageDashboard } from '../schema/usage-dashboard.ts';
+import { provisionModuleBar } from '../schema/module-bar.ts';
 import { provisionUserPolicy } from '../schema/user-policy.ts';
 import { retryOnRace } from '../shared/retry-on-race.ts';
 import { refreshSchemaCache } from '../schema/refresh-schema-cache.ts';
@@ -44,6 +45,7 @@ export default defineHook(({ init, filter, action }, context) => {
 		const policy = await retryOnRace(() => provisionUserPolicy(ctx), logger, 'policy provisioning');
 		await retryOnRace(() => provisionListPresets(ctx), logger, 'list presets');
 		await retryOnRace(() => provisionUsageDashboard(ctx), logger, 'usage dashboard');
+		await retryOnRace(() => provisionModuleBar(ctx), logger, 'module bar');
 		await refreshSchemaCache(ctx);
 		logger.info(
 			{ created: report.created.length, refreshed: report.refreshed, skipped: report.skipped.length, policyChanged: policy.changed },

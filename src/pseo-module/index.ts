@@ -9,7 +9,7 @@ import { PSEO_APP_ROLE_ID } from './lib/roles.ts';
  * pSEO User role (the role the extension provisions with app access); start-up adds it to the module bar.
  */
 export default defineModule({
-	id: 'pseo',
+	id: 'pseo-workspace',
 	name: 'pSEO',
 	icon: 'travel_explore',
 	routes: [

@@ -8,7 +8,7 @@ import { dbTimestamp, isUniqueViolation } from '../shared/database.ts';
  * /pseo/:id/publishing are the only way in, and they never return the secret.
  */
 
-export const TARGETS = 'pseo_publishing_targets';
+const TARGETS = 'pseo_publishing_targets';
 
 export type TargetKind = 'wordpress' | 'webhook';
 

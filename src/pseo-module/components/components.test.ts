@@ -1,0 +1,91 @@
+// @vitest-environment happy-dom
+import { mount as mountComponent, type VueWrapper } from '@vue/test-utils';
+import { defineComponent, h } from 'vue';
+import { describe, expect, it } from 'vitest';
+import CostPreview from './cost-preview.vue';
+import JobProgress from './job-progress.vue';
+import MarkdownReader from './markdown-reader.vue';
+import WebsiteForm from './website-form.vue';
+
+/*
+ * The stateful parts of the module, mounted for real. The app's global components (v-button, v-input…) are the
+ * host's; here they are plain elements with the same props and events, so the tests see what the component does.
+ */
+const field = (tag: 'input' | 'textarea') =>
+	defineComponent({
+		props: { modelValue: { type: [String, Number], default: '' }, id: String, placeholder: String },
+		emits: ['update:modelValue'],
+		setup: (props, { emit }) => () =>
+			h(tag, { id: props.id, value: props.modelValue, onInput: (event: Event) => emit('update:modelValue', (event.target as unknown as { value: string }).value) }),
+	});
+const stubs = {
+	'v-input': field('input'),
+	'v-textarea': field('textarea'),
+	'v-button': defineComponent({
+		props: { disabled: Boolean, loading: Boolean, type: { type: String, default: 'button' } },
+		setup: (props, { slots }) => () => h('button', { type: props.type, disabled: props.disabled }, slots['default']?.()),
+	}),
+	'v-notice': defineComponent({ props: { type: String }, setup: (props, { slots }) => () => h('div', { class: `notice ${props.type}` }, slots['default']?.()) }),
+	'v-progress-linear': defineComponent({ props: { value: Number, indeterminate: Boolean }, setup: (props) => () => h('progress', { value: props.value, max: 100 }) }),
+};
+const global = { stubs };
+/** Mounts a single-file component; the type checker sees .vue files only through the shim, without their props. */
+const mount = (component: unknown, options: Record<string, unknown>): VueWrapper => (mountComponent as unknown as (c: unknown, o: Record<string, unknown>) => VueWrapper)(component, options);
+
+describe('job-progress', () => {
+	it('shows created and failed against requested, and reaches 100 % when the job finishes', async () => {
+		const wrapper = mount(JobProgress, { props: { job: { id: 4, status: 'running', requested_count: 10, created_count: 3, failed_count: 1 } }, global });
+		expect(wrapper.get('[data-test="percent"]').text()).toBe('40 %');
+		expect(wrapper.text()).toContain('3 of 10 created, 1 failed');
+		expect(wrapper.get('progress').attributes('value')).toBe('30');
+		await wrapper.setProps({ job: { id: 4, status: 'completed', requested_count: 10, created_count: 10, failed_count: 0 } });
+		expect(wrapper.get('[data-test="percent"]').text()).toBe('100 %');
+		expect(wrapper.get('[role="progressbar"]').attributes('aria-valuenow')).toBe('100');
+	});
+});
+
+describe('cost-preview', () => {
+	const rates = { token_per_page: 10, token_per_batch_page: 5, token_per_main_json: 20 };
+	it('prices the pages at the mode\'s rate and warns when the balance is short', async () => {
+		const wrapper = mount(CostPreview, { props: { mode: 'bulk', pages: 8, rates, balance: 100 }, global });
+		expect(wrapper.get('[data-test="cost"]').text()).toBe('40 tokens');
+		expect(wrapper.find('[data-test="short"]').exists()).toBe(false);
+		await wrapper.setProps({ mode: 'on_demand', pages: 1, balance: 4 });
+		expect(wrapper.get('[data-test="cost"]').text()).toBe('10 tokens');
+		expect(wrapper.get('[data-test="short"]').text()).toContain('6 more tokens');
+	});
+});
+
+describe('website-form', () => {
+	it('refuses what POST /pseo would refuse, and emits a clean draft once valid', async () => {
+		const wrapper = mount(WebsiteForm, { global });
+		await wrapper.get('form').trigger('submit');
+		expect(wrapper.emitted('submit')).toBeUndefined();
+		expect(wrapper.get('[data-test="problem-website_url"]').text()).toMatch(/address/);
+		expect(wrapper.get('[data-test="problem-master_prompt"]').text()).toMatch(/Describe/);
+		await wrapper.get('#pseo-website-url').setValue('ftp://example.com');
+		expect(wrapper.get('[data-test="problem-website_url"]').text()).toMatch(/http/);
+		expect(wrapper.get('button').attributes('disabled')).toBeDefined();
+		await wrapper.get('#pseo-website-url').setValue('  https://example.com  ');
+		await wrapper.get('#pseo-master-prompt').setValue('Friendly, precise pages for homeowners.');
+		expect(wrapper.find('[data-test="problem-website_url"]').exists()).toBe(false);
+		await wrapper.get('form').trigger('submit');
+		expect(wrapper.emitted('submit')).toEqual([[{ website_url: 'https://example.com', master_prompt: 'Friendly, precise pages for homeowners.', website_software: 'wordpress' }]]);
+	});
+});
+
+describe('markdown-reader', () => {
+	it('renders the page and never lets its HTML or script links through', () => {
+		const markdown = '## Prices\n\nSee [Paris](/plumbing/paris). <script>alert(1)</script>\n\n<img src=x onerror="alert(2)">\n\n[bad](javascript:alert(3))';
+		const wrapper = mount(MarkdownReader, { props: { markdown, websiteUrl: 'https://example.com' }, global });
+		const article = wrapper.get('article');
+		expect(article.find('h2').text()).toBe('Prices');
+		expect(article.find('a').attributes('href')).toBe('https://example.com/plumbing/paris');
+		expect(article.findAll('script')).toHaveLength(0);
+		expect(article.findAll('img')).toHaveLength(0);
+		expect(article.element.querySelectorAll('[onerror], [onclick], a[href^="javascript:"]')).toHaveLength(0);
+		expect(article.findAll('a')).toHaveLength(1);
+		expect(article.text()).toContain('<script>alert(1)</script>');
+		expect(article.text()).toContain('bad');
+	});
+});
