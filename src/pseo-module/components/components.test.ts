@@ -22,8 +22,9 @@ const stubs = {
 	'v-input': field('input'),
 	'v-textarea': field('textarea'),
 	'v-button': defineComponent({
-		props: { disabled: Boolean, loading: Boolean, type: { type: String, default: 'button' } },
-		setup: (props, { slots }) => () => h('button', { type: props.type, disabled: props.disabled }, slots['default']?.()),
+		props: { disabled: Boolean, loading: Boolean },
+		emits: ['click'],
+		setup: (props, { slots, emit }) => () => h('button', { type: 'button', disabled: props.disabled, onClick: () => emit('click') }, slots['default']?.()),
 	}),
 	'v-notice': defineComponent({ props: { type: String }, setup: (props, { slots }) => () => h('div', { class: `notice ${props.type}` }, slots['default']?.()) }),
 	'v-progress-linear': defineComponent({ props: { value: Number, indeterminate: Boolean }, setup: (props) => () => h('progress', { value: props.value, max: 100 }) }),
@@ -59,17 +60,16 @@ describe('cost-preview', () => {
 describe('website-form', () => {
 	it('refuses what POST /pseo would refuse, and emits a clean draft once valid', async () => {
 		const wrapper = mount(WebsiteForm, { global });
-		await wrapper.get('form').trigger('submit');
+		await wrapper.get('button').trigger('click');
 		expect(wrapper.emitted('submit')).toBeUndefined();
 		expect(wrapper.get('[data-test="problem-website_url"]').text()).toMatch(/address/);
 		expect(wrapper.get('[data-test="problem-master_prompt"]').text()).toMatch(/Describe/);
 		await wrapper.get('#pseo-website-url').setValue('ftp://example.com');
 		expect(wrapper.get('[data-test="problem-website_url"]').text()).toMatch(/http/);
-		expect(wrapper.get('button').attributes('disabled')).toBeDefined();
 		await wrapper.get('#pseo-website-url').setValue('  https://example.com  ');
 		await wrapper.get('#pseo-master-prompt').setValue('Friendly, precise pages for homeowners.');
 		expect(wrapper.find('[data-test="problem-website_url"]').exists()).toBe(false);
-		await wrapper.get('form').trigger('submit');
+		await wrapper.get('button').trigger('click');
 		expect(wrapper.emitted('submit')).toEqual([[{ website_url: 'https://example.com', master_prompt: 'Friendly, precise pages for homeowners.', website_software: 'wordpress' }]]);
 	});
 });

@@ -1,0 +1,193 @@
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import type { Browser, Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startFakeProvider, type FakeProvider } from './support/fake-provider/server.ts';
+import { balanceOf, createUser, PSEO_USER_ROLE, type TestUser } from './support/api.ts';
+import { launchBrowser, screenshot, seriousViolations, signIn } from './support/browser.ts';
+import { startDirectus, type DirectusInstance } from './support/directus.ts';
+import { legAvailable } from './support/legs.ts';
+import { ADMIN_EMAIL, ADMIN_PASSWORD } from './support/paths.ts';
+import { ensureWordPress, startWordPress, type WordPressSite } from './support/wordpress.ts';
+
+/*
+ * The editors' workspace in a real browser (Debian's Chromium, playwright-core) against a real Directus with the
+ * built bundle, the fake provider and a real WordPress: an editor with the pSEO User role does the whole workflow in
+ * the app, an admin sees the usage, and a second editor sees none of the first one's data. Every screen is scanned
+ * with axe-core (no serious or critical violation in the module's content) and photographed.
+ */
+
+const LEG = 'sqlite' as const;
+const MODULE = '/admin/pseo-workspace';
+
+describe.skipIf(!legAvailable(LEG))('the editors\' workspace in the app', () => {
+	let fake: FakeProvider;
+	let wordpress: WordPressSite;
+	let directus: DirectusInstance;
+	let browser: Browser;
+	let editor: TestUser;
+	let page: Page;
+	let csvDir: string;
+
+	beforeAll(async () => {
+		await ensureWordPress();
+		[fake, wordpress] = await Promise.all([startFakeProvider(), startWordPress({ name: 'workspace' })]);
+		directus = await startDirectus({
+			leg: LEG,
+			env: { OPENAI_BASE_URL: fake.url, PSEO_ALLOW_PRIVATE_NETWORKS: 'true', PSEO_PLAN_PAGES: '6', PSEO_QUALITY_MIN_WORDS: '0', PSEO_PUBLISH_BACKOFF_MS: '50' },
+		});
+		browser = await launchBrowser();
+		editor = await createUser(directus, { balance: 1000, role: PSEO_USER_ROLE });
+		csvDir = mkdtempSync(path.join(os.tmpdir(), 'pseo-csv-'));
+	}, 300_000);
+
+	afterAll(async () => {
+		await browser?.close();
+		await directus?.dispose();
+		await Promise.all([fake?.close(), wordpress?.stop()]);
+		if (csvDir) rmSync(csvDir, { recursive: true, force: true });
+	});
+
+	/** Clicks one of the module's buttons: the app's v-button carries the data-test on a wrapper wider than the button. */
+	const press = (id: string) => page.locator(`[data-test="${id}"] button, button[data-test="${id}"]`).first().click();
+
+	/** The input (or textarea) of one of the module's labelled fields, however the app's component wraps it. */
+	const field = (id: string) => page.locator(`input#${id}, textarea#${id}, #${id} input, #${id} textarea`).first();
+
+	/** axe-core on the module's own content (the app's frame around it is Directus's), and a screenshot of the screen. */
+	async function expectAccessible(name: string): Promise<void> {
+		await screenshot(page, name);
+		expect(await seriousViolations(page, '.pseo-page'), name).toEqual([]);
+	}
+
+	it('an editor signs in, opens the module and creates a website', async () => {
+		page = await browser.newPage({ viewport: { width: 1440, height: 1000 }, bypassCSP: true });
+		await signIn(page, directus.url, editor.email, editor.password);
+		await page.goto(`${directus.url}${MODULE}`);
+		await page.getByText('No website yet').waitFor();
+		expect(await page.locator('[data-test="balance"]').textContent()).toContain('1000 tokens');
+		await expectAccessible('01-websites-empty');
+
+		await press('create-website');
+		await page.getByText('Enter the website\'s address.').waitFor();
+		await field('pseo-website-url').fill(wordpress.url);
+		await field('pseo-master-prompt').fill('Friendly, precise pages for homeowners who need a tradesperson today.');
+		await press('create-website');
+		await page.waitForURL(new RegExp(`${MODULE}/\\d+$`));
+		await page.locator('[data-test="tab-plan"]').waitFor();
+	});
+
+	it('generates a plan, and imports one from a CSV with a preview of the first routes', async () => {
+		await field('pseo-description').fill('We are a family business of plumbers and roofers serving homeowners in Lyon and Paris. We fix leaks, replace boilers, repair roofs and answer emergencies day and night, with fixed prices.');
+		expect(await page.locator('[data-test="description-count"]').textContent()).toMatch(/^\d+ \/ 150/);
+		expect(await page.locator('[data-test="plan-price"]').textContent()).toContain('20 tokens');
+		await press('generate-plan');
+		await page.locator('[data-test="plan-message"]').getByText(/A plan of \d+ pages was generated/).waitFor({ timeout: 60_000 });
+		await page.locator('[data-test="plan-pages"]').waitFor();
+
+		const csv = path.join(csvDir, 'services.csv');
+		writeFileSync(csv, 'service,city\nPlumbing,Lyon\nPlumbing,Paris\nRoofing,Lyon\n');
+		await page.setInputFiles('[data-test="csv-input"]', csv);
+		await page.locator('[data-test="csv-rows"]').getByText('3 rows').waitFor();
+		expect(await page.locator('[data-test="import-preview"] li').allTextContents()).toEqual([
+			'/plumbing/lyon Plumbing Lyon',
+			'/plumbing/paris Plumbing Paris',
+			'/roofing/lyon Roofing Lyon',
+		]);
+		await press('import-plan');
+		await page.locator('[data-test="import-message"]').getByText(/3 pages added/).waitFor({ timeout: 30_000 });
+		await expectAccessible('02-plan');
+	});
+
+	it('starts a bulk job and sees its progress bar reach 100 % without a reload', async () => {
+		await page.click('[data-test="tab-generate"]');
+		await field('pseo-pages').fill('3');
+		await page.locator('[data-test="cost"]').getByText('15 tokens').waitFor();
+		await expectAccessible('03-generate');
+		await press('start-job');
+		const job = page.locator('[data-test^="job-"]').first();
+		await job.locator('[data-test="percent"]').getByText('100 %').waitFor({ timeout: 60_000 });
+		expect(await job.getAttribute('data-status')).toBe('completed');
+		await expectAccessible('04-jobs');
+	});
+
+	it('cancels a running job, and retries a partly failed one', async () => {
+		fake.configure({ holdBatches: true });
+		await page.click('[data-test="tab-generate"]');
+		await field('pseo-pages').fill('2');
+		await press('start-job');
+		const held = page.locator('[data-test^="job-"][data-status="running"], [data-test^="job-"][data-status="pending"]').first();
+		await held.waitFor({ timeout: 30_000 });
+		await held.locator('[data-test^="cancel-"] button').click();
+		await page.locator('[data-test^="job-"][data-status="failed"]').first().waitFor({ timeout: 30_000 });
+		fake.configure({ holdBatches: false, failRoutes: { '/plumbing/lyon': 'error', '/plumbing/paris': 'error', '/roofing/lyon': 'error' }, failRoutesTimes: 1 });
+
+		await page.click('[data-test="tab-generate"]');
+		await field('pseo-pages').fill('6');
+		await press('start-job');
+		const partly = page.locator('[data-test^="job-"]').first();
+		await partly.locator('[data-test^="retry-"]').waitFor({ timeout: 60_000 });
+		expect(await partly.getAttribute('data-status')).toBe('failed');
+		await partly.locator('[data-test^="retry-"] button').click();
+		await page.locator('[data-test^="job-"]').first().locator('[data-test="percent"]').getByText('100 %').waitFor({ timeout: 60_000 });
+		expect(await page.locator('[data-test^="job-"]').first().getAttribute('data-status')).toBe('completed');
+		fake.configure({ failRoutes: {}, failRoutesTimes: null });
+	});
+
+	it('reads a post safely and regenerates it with instructions', async () => {
+		await page.click('[data-test="tab-posts"]');
+		await page.locator('[data-test="posts"]').waitFor();
+		await page.locator('[data-test="posts"] tbody tr').first().click();
+		await page.locator('[data-test="reader"]').waitFor();
+		expect(await page.locator('[data-test="reader"] script').count()).toBe(0);
+		await field('pseo-instructions').fill('Mention the weekend opening hours.');
+		await press('regenerate');
+		await page.locator('[data-test="regenerate-message"]').getByText(/Regeneration started/).waitFor({ timeout: 30_000 });
+		await expectAccessible('05-post-reader');
+		await page.keyboard.press('Escape');
+	});
+
+	it('saves the publishing target and publishes every post to WordPress', async () => {
+		await page.click('[data-test="tab-publishing"]');
+		await field('pseo-target-url').fill(wordpress.url);
+		await field('pseo-target-user').fill(wordpress.username);
+		await field('pseo-target-secret').fill(wordpress.applicationPassword);
+		await press('save-target');
+		await page.locator('[data-test="target-message"]').getByText(/Saved/).waitFor({ timeout: 30_000 });
+		expect(await field('pseo-target-secret').inputValue()).toBe('');
+		await expectAccessible('06-publishing');
+
+		await page.click('[data-test="tab-posts"]');
+		await press('publish-all');
+		await page.locator('[data-test="publication"][data-status="completed"]').waitFor({ timeout: 60_000 });
+		const posts = await wordpress.listPosts();
+		expect(posts.length).toBeGreaterThanOrEqual(9);
+		expect(new Set(posts.map((post) => post.slug)).size).toBe(posts.length);
+	});
+
+	it('reads the balance change in the header and the ledger', async () => {
+		const balance = await balanceOf(directus, editor.id);
+		expect(balance).toBeLessThan(1000);
+		await page.goto(`${directus.url}${MODULE}/ledger`);
+		await page.locator('[data-test="ledger"]').waitFor();
+		await page.locator('[data-test="balance"]').getByText(`${balance} tokens`).waitFor();
+		await expectAccessible('07-ledger');
+	});
+
+	it('an admin sees the usage per website and day; a second editor sees none of the first one\'s data', async () => {
+		const admin = await browser.newPage({ viewport: { width: 1440, height: 1000 }, bypassCSP: true });
+		await signIn(admin, directus.url, ADMIN_EMAIL, ADMIN_PASSWORD);
+		await admin.goto(`${directus.url}${MODULE}/ledger`);
+		await admin.locator('[data-test="usage"] tbody tr').first().waitFor({ timeout: 30_000 });
+		await admin.close();
+
+		const other = await createUser(directus, { balance: 10, role: PSEO_USER_ROLE });
+		const second = await browser.newPage({ viewport: { width: 1440, height: 1000 }, bypassCSP: true });
+		await signIn(second, directus.url, other.email, other.password);
+		await second.goto(`${directus.url}${MODULE}`);
+		await second.getByText('No website yet').waitFor();
+		expect(await second.locator('[data-test="websites"]').count()).toBe(0);
+		await second.close();
+	});
+});

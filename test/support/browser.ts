@@ -1,0 +1,70 @@
+import { spawnSync } from 'node:child_process';
+import { existsSync, mkdirSync, readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import path from 'node:path';
+import { chromium, type Browser, type Page } from 'playwright-core';
+import { ROOT } from './paths.ts';
+
+/*
+ * A real browser for the editors' workspace: Debian's Chromium driven by playwright-core (playwright's own browser
+ * download reaches outside and is not used). Installed with apt-get when missing, as .ci/run does.
+ */
+
+const CHROMIUM = '/usr/bin/chromium';
+
+/** Where the end-to-end run leaves its screenshots (git-ignored). */
+export const SCREENSHOT_DIR = path.join(ROOT, 'test-results', 'screenshots');
+
+export function ensureChromium(): void {
+	if (existsSync(CHROMIUM)) return;
+	if (process.getuid?.() !== 0) throw new Error(`${CHROMIUM} is missing; install Debian's chromium package (apt-get install chromium)`);
+	const update = spawnSync('apt-get', ['update', '-qq'], { stdio: 'inherit' });
+	const install = spawnSync('apt-get', ['install', '-y', '-qq', 'chromium'], { stdio: 'inherit', env: { ...process.env, DEBIAN_FRONTEND: 'noninteractive' } });
+	if (update.status !== 0 || install.status !== 0 || !existsSync(CHROMIUM)) throw new Error('installing Debian\'s chromium package failed');
+}
+
+export async function launchBrowser(): Promise<Browser> {
+	ensureChromium();
+	// --no-sandbox: the suites run as root, where Chromium's sandbox refuses to start.
+	return chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox', '--disable-dev-shm-usage'] });
+}
+
+/** Signs in to the Directus app as `email` and waits for the app to be ready. */
+export async function signIn(page: Page, baseUrl: string, email: string, password: string): Promise<void> {
+	await page.goto(`${baseUrl}/admin/login`);
+	await page.fill('input[type=email]', email);
+	await page.fill('input[type=password]', password);
+	await page.click('button[type=submit]');
+	await page.waitForURL((url) => !url.pathname.endsWith('/login'), { timeout: 30_000 });
+}
+
+const axeSource = readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
+
+export interface AxeViolation {
+	id: string;
+	impact: string | null;
+	help: string;
+	nodes: string[];
+}
+
+/**
+ * Runs axe-core in the page (opened with `bypassCSP`: Directus's Content-Security-Policy forbids the inline script
+ * that carries axe) on `include`, a selector, or the whole page, and returns its serious and critical violations.
+ */
+export async function seriousViolations(page: Page, include?: string): Promise<AxeViolation[]> {
+	await page.addScriptTag({ content: axeSource });
+	const violations = (await page.evaluate(async (selector) => {
+		const axe = (globalThis as unknown as { axe: { run(context: unknown, options: unknown): Promise<{ violations: { id: string; impact: string | null; help: string; nodes: { target: unknown[] }[] }[] }> } }).axe;
+		const result = await axe.run(selector ? { include: [selector] } : (globalThis as unknown as { document: unknown }).document, { resultTypes: ['violations'] });
+		return result.violations.map((violation) => ({ id: violation.id, impact: violation.impact, help: violation.help, nodes: violation.nodes.map((node) => node.target.join(' ')) }));
+	}, include ?? null)) as AxeViolation[];
+	return violations.filter((violation) => violation.impact === 'serious' || violation.impact === 'critical');
+}
+
+/** Saves a screenshot of the page under test-results/screenshots. */
+export async function screenshot(page: Page, name: string): Promise<string> {
+	mkdirSync(SCREENSHOT_DIR, { recursive: true });
+	const file = path.join(SCREENSHOT_DIR, `${name}.png`);
+	await page.screenshot({ path: file });
+	return file;
+}
