@@ -121,7 +121,7 @@ describe.skipIf(!legAvailable(LEG))('the editors\' workspace in the app', () => 
 		await held.waitFor({ timeout: 30_000 });
 		await held.locator('[data-test^="cancel-"] button').click();
 		await page.locator('[data-test^="job-"][data-status="failed"]').first().waitFor({ timeout: 30_000 });
-		fake.configure({ holdBatches: false, failRoutes: { '/plumbing/lyon': 'error', '/plumbing/paris': 'error', '/roofing/lyon': 'error' }, failRoutesTimes: 1 });
+		fake.configure({ holdBatches: false, failRoutes: { '/plumbing/lyon': 'error', '/plumbing/paris': 'error', '/roofing/lyon': 'error' } });
 
 		await page.click('[data-test="tab-generate"]');
 		await field('pseo-pages').fill('6');
@@ -129,16 +129,16 @@ describe.skipIf(!legAvailable(LEG))('the editors\' workspace in the app', () => 
 		const partly = page.locator('[data-test^="job-"]').first();
 		await partly.locator('[data-test^="retry-"]').waitFor({ timeout: 60_000 });
 		expect(await partly.getAttribute('data-status')).toBe('failed');
+		fake.configure({ failRoutes: {} });
 		await partly.locator('[data-test^="retry-"] button').click();
 		await page.locator('[data-test^="job-"]').first().locator('[data-test="percent"]').getByText('100 %').waitFor({ timeout: 60_000 });
 		expect(await page.locator('[data-test^="job-"]').first().getAttribute('data-status')).toBe('completed');
-		fake.configure({ failRoutes: {}, failRoutesTimes: null });
 	});
 
 	it('reads a post safely and regenerates it with instructions', async () => {
 		await page.click('[data-test="tab-posts"]');
 		await page.locator('[data-test="posts"]').waitFor();
-		await page.locator('[data-test="posts"] tbody tr').first().click();
+		await page.locator('[data-test="posts"] tbody tr button.open').first().click();
 		await page.locator('[data-test="reader"]').waitFor();
 		expect(await page.locator('[data-test="reader"] script').count()).toBe(0);
 		await field('pseo-instructions').fill('Mention the weekend opening hours.');
