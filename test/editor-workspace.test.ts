@@ -130,9 +130,12 @@ describe.skipIf(!legAvailable(LEG))('the editors\' workspace in the app', () => 
 		await partly.locator('[data-test^="retry-"]').waitFor({ timeout: 60_000 });
 		expect(await partly.getAttribute('data-status')).toBe('failed');
 		fake.configure({ failRoutes: {} });
+		const completedBefore = await page.locator('[data-test^="job-"][data-status="completed"]').count();
 		await partly.locator('[data-test^="retry-"] button').click();
-		await page.locator('[data-test^="job-"]').first().locator('[data-test="percent"]').getByText('100 %').waitFor({ timeout: 60_000 });
+		// The retry is a new job: it appears first, and completes with the pages that failed.
+		await page.locator('[data-test^="job-"][data-status="completed"]').nth(completedBefore).waitFor({ timeout: 60_000 });
 		expect(await page.locator('[data-test^="job-"]').first().getAttribute('data-status')).toBe('completed');
+		expect(await page.locator('[data-test^="job-"]').first().locator('[data-test="percent"]').textContent()).toBe('100 %');
 	});
 
 	it('reads a post safely and regenerates it with instructions', async () => {
