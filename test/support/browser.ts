@@ -13,9 +13,9 @@ import { ROOT } from './paths.ts';
 const CHROMIUM = '/usr/bin/chromium';
 
 /** Where the end-to-end run leaves its screenshots (git-ignored). */
-export const SCREENSHOT_DIR = path.join(ROOT, 'test-results', 'screenshots');
+const SCREENSHOT_DIR = path.join(ROOT, 'test-results', 'screenshots');
 
-export function ensureChromium(): void {
+function ensureChromium(): void {
 	if (existsSync(CHROMIUM)) return;
 	if (process.getuid?.() !== 0) throw new Error(`${CHROMIUM} is missing; install Debian's chromium package (apt-get install chromium)`);
 	const update = spawnSync('apt-get', ['update', '-qq'], { stdio: 'inherit' });
