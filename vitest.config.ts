@@ -1,3 +1,5 @@
+// @vitejs/plugin-vue is the one @directus/extensions-sdk builds the app module with. It is not a direct dependency:
+// its peer range stops at vite 7 while the SDK ships vite 8, and npm refuses that pairing at the top level.
 import vue from '@vitejs/plugin-vue';
 import { defineConfig } from 'vitest/config';
 
