@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import type { Browser, Page } from 'playwright-core';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { startFakeProvider, type FakeProvider } from './support/fake-provider/server.ts';
 import { balanceOf, createUser, PSEO_USER_ROLE, type TestUser } from './support/api.ts';
 import { launchBrowser, screenshot, seriousViolations, signIn } from './support/browser.ts';
@@ -19,6 +19,9 @@ import { ensureWordPress, startWordPress, type WordPressSite } from './support/w
  */
 
 const LEG = 'sqlite' as const;
+/** The app is heavy to load and render on a shared two-core machine running other suites beside this one. */
+const UI_TIMEOUT_MS = 90_000;
+vi.setConfig({ testTimeout: 240_000 });
 const MODULE = '/admin/pseo-workspace';
 
 describe.skipIf(!legAvailable(LEG))('the editors\' workspace in the app', () => {
@@ -49,6 +52,12 @@ describe.skipIf(!legAvailable(LEG))('the editors\' workspace in the app', () => 
 		if (csvDir) rmSync(csvDir, { recursive: true, force: true });
 	});
 
+	async function newPage(): Promise<Page> {
+		const opened = await browser.newPage({ viewport: { width: 1440, height: 1000 }, bypassCSP: true });
+		opened.setDefaultTimeout(UI_TIMEOUT_MS);
+		return opened;
+	}
+
 	/** Clicks one of the module's buttons: the app's v-button carries the data-test on a wrapper wider than the button. */
 	const press = (id: string) => page.locator(`[data-test="${id}"] button, button[data-test="${id}"]`).first().click();
 
@@ -62,7 +71,7 @@ describe.skipIf(!legAvailable(LEG))('the editors\' workspace in the app', () => 
 	}
 
 	it('an editor signs in, opens the module and creates a website', async () => {
-		page = await browser.newPage({ viewport: { width: 1440, height: 1000 }, bypassCSP: true });
+		page = await newPage();
 		await signIn(page, directus.url, editor.email, editor.password);
 		await page.goto(`${directus.url}${MODULE}`);
 		await page.getByText('No website yet').waitFor();
@@ -83,7 +92,7 @@ describe.skipIf(!legAvailable(LEG))('the editors\' workspace in the app', () => 
 		expect(await page.locator('[data-test="description-count"]').textContent()).toMatch(/^\d+ \/ 150/);
 		expect(await page.locator('[data-test="plan-price"]').textContent()).toContain('20 tokens');
 		await press('generate-plan');
-		await page.locator('[data-test="plan-message"]').getByText(/A plan of \d+ pages was generated/).waitFor({ timeout: 60_000 });
+		await page.locator('[data-test="plan-message"]').getByText(/A plan of \d+ pages was generated/).waitFor({ timeout: UI_TIMEOUT_MS });
 		await page.locator('[data-test="plan-pages"]').waitFor();
 
 		const csv = path.join(csvDir, 'services.csv');
@@ -96,7 +105,7 @@ describe.skipIf(!legAvailable(LEG))('the editors\' workspace in the app', () => 
 			'/roofing/lyon Roofing Lyon',
 		]);
 		await press('import-plan');
-		await page.locator('[data-test="import-message"]').getByText(/3 pages added/).waitFor({ timeout: 30_000 });
+		await page.locator('[data-test="import-message"]').getByText(/3 pages added/).waitFor({ timeout: UI_TIMEOUT_MS });
 		await expectAccessible('02-plan');
 	});
 
@@ -107,7 +116,7 @@ describe.skipIf(!legAvailable(LEG))('the editors\' workspace in the app', () => 
 		await expectAccessible('03-generate');
 		await press('start-job');
 		const job = page.locator('[data-test^="job-"]').first();
-		await job.locator('[data-test="percent"]').getByText('100 %').waitFor({ timeout: 60_000 });
+		await job.locator('[data-test="percent"]').getByText('100 %').waitFor({ timeout: UI_TIMEOUT_MS });
 		expect(await job.getAttribute('data-status')).toBe('completed');
 		await expectAccessible('04-jobs');
 	});
@@ -118,22 +127,22 @@ describe.skipIf(!legAvailable(LEG))('the editors\' workspace in the app', () => 
 		await field('pseo-pages').fill('2');
 		await press('start-job');
 		const held = page.locator('[data-test^="job-"][data-status="running"], [data-test^="job-"][data-status="pending"]').first();
-		await held.waitFor({ timeout: 30_000 });
+		await held.waitFor({ timeout: UI_TIMEOUT_MS });
 		await held.locator('[data-test^="cancel-"] button').click();
-		await page.locator('[data-test^="job-"][data-status="failed"]').first().waitFor({ timeout: 30_000 });
+		await page.locator('[data-test^="job-"][data-status="failed"]').first().waitFor({ timeout: UI_TIMEOUT_MS });
 		fake.configure({ holdBatches: false, failRoutes: { '/plumbing/lyon': 'error', '/plumbing/paris': 'error', '/roofing/lyon': 'error' } });
 
 		await page.click('[data-test="tab-generate"]');
 		await field('pseo-pages').fill('6');
 		await press('start-job');
 		const partly = page.locator('[data-test^="job-"]').first();
-		await partly.locator('[data-test^="retry-"]').waitFor({ timeout: 60_000 });
+		await partly.locator('[data-test^="retry-"]').waitFor({ timeout: UI_TIMEOUT_MS });
 		expect(await partly.getAttribute('data-status')).toBe('failed');
 		fake.configure({ failRoutes: {} });
 		const completedBefore = await page.locator('[data-test^="job-"][data-status="completed"]').count();
 		await partly.locator('[data-test^="retry-"] button').click();
 		// The retry is a new job: it appears first, and completes with the pages that failed.
-		await page.locator('[data-test^="job-"][data-status="completed"]').nth(completedBefore).waitFor({ timeout: 60_000 });
+		await page.locator('[data-test^="job-"][data-status="completed"]').nth(completedBefore).waitFor({ timeout: UI_TIMEOUT_MS });
 		expect(await page.locator('[data-test^="job-"]').first().getAttribute('data-status')).toBe('completed');
 		expect(await page.locator('[data-test^="job-"]').first().locator('[data-test="percent"]').textContent()).toBe('100 %');
 	});
@@ -146,7 +155,7 @@ describe.skipIf(!legAvailable(LEG))('the editors\' workspace in the app', () => 
 		expect(await page.locator('[data-test="reader"] script').count()).toBe(0);
 		await field('pseo-instructions').fill('Mention the weekend opening hours.');
 		await press('regenerate');
-		await page.locator('[data-test="regenerate-message"]').getByText(/Regeneration started/).waitFor({ timeout: 30_000 });
+		await page.locator('[data-test="regenerate-message"]').getByText(/Regeneration started/).waitFor({ timeout: UI_TIMEOUT_MS });
 		await expectAccessible('05-post-reader');
 		await page.keyboard.press('Escape');
 	});
@@ -157,13 +166,13 @@ describe.skipIf(!legAvailable(LEG))('the editors\' workspace in the app', () => 
 		await field('pseo-target-user').fill(wordpress.username);
 		await field('pseo-target-secret').fill(wordpress.applicationPassword);
 		await press('save-target');
-		await page.locator('[data-test="target-message"]').getByText(/Saved/).waitFor({ timeout: 30_000 });
+		await page.locator('[data-test="target-message"]').getByText(/Saved/).waitFor({ timeout: UI_TIMEOUT_MS });
 		expect(await field('pseo-target-secret').inputValue()).toBe('');
 		await expectAccessible('06-publishing');
 
 		await page.click('[data-test="tab-posts"]');
 		await press('publish-all');
-		await page.locator('[data-test="publication"][data-status="completed"]').waitFor({ timeout: 60_000 });
+		await page.locator('[data-test="publication"][data-status="completed"]').waitFor({ timeout: UI_TIMEOUT_MS });
 		const posts = await wordpress.listPosts();
 		expect(posts.length).toBeGreaterThanOrEqual(9);
 		expect(new Set(posts.map((post) => post.slug)).size).toBe(posts.length);
@@ -179,14 +188,14 @@ describe.skipIf(!legAvailable(LEG))('the editors\' workspace in the app', () => 
 	});
 
 	it('an admin sees the usage per website and day; a second editor sees none of the first one\'s data', async () => {
-		const admin = await browser.newPage({ viewport: { width: 1440, height: 1000 }, bypassCSP: true });
+		const admin = await newPage();
 		await signIn(admin, directus.url, ADMIN_EMAIL, ADMIN_PASSWORD);
 		await admin.goto(`${directus.url}${MODULE}/ledger`);
-		await admin.locator('[data-test="usage"] tbody tr').first().waitFor({ timeout: 30_000 });
+		await admin.locator('[data-test="usage"] tbody tr').first().waitFor({ timeout: UI_TIMEOUT_MS });
 		await admin.close();
 
 		const other = await createUser(directus, { balance: 10, role: PSEO_USER_ROLE });
-		const second = await browser.newPage({ viewport: { width: 1440, height: 1000 }, bypassCSP: true });
+		const second = await newPage();
 		await signIn(second, directus.url, other.email, other.password);
 		await second.goto(`${directus.url}${MODULE}`);
 		await second.getByText('No website yet').waitFor();

@@ -35,7 +35,7 @@ export async function signIn(page: Page, baseUrl: string, email: string, passwor
 	await page.fill('input[type=email]', email);
 	await page.fill('input[type=password]', password);
 	await page.click('button[type=submit]');
-	await page.waitForURL((url) => !url.pathname.endsWith('/login'), { timeout: 30_000 });
+	await page.waitForURL((url) => !url.pathname.endsWith('/login'), { timeout: 90_000 });
 }
 
 const axeSource = readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
