@@ -184,9 +184,10 @@ async function relinkStep(publication: PublicationRecord, site: Site, deps: Publ
 					return;
 				}
 			} catch (error) {
-				if (deps.signal.aborted || describe(error) === null) throw error;
+				const reason = describe(error);
+				if (deps.signal.aborted || reason === null) throw error;
 				// The post itself is on the site; only its links wait for the next publication.
-				deps.logger.warn({ publicationId: publication.id, postId: post.id, reason: describe(error) }, 'pseo publication: links of a post could not be updated');
+				deps.logger.warn({ publicationId: publication.id, postId: post.id, reason }, 'pseo publication: links of a post could not be updated');
 			}
 		}
 	}
