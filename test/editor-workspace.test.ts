@@ -2,10 +2,10 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import type { Browser, Page } from 'playwright-core';
-import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import { startFakeProvider, type FakeProvider } from './support/fake-provider/server.ts';
 import { balanceOf, createUser, PSEO_USER_ROLE, type TestUser } from './support/api.ts';
-import { launchBrowser, screenshot, seriousViolations, signIn } from './support/browser.ts';
+import { launchBrowser, recordPageTrouble, screenshot, seriousViolations, signIn } from './support/browser.ts';
 import { startDirectus, type DirectusInstance } from './support/directus.ts';
 import { legAvailable } from './support/legs.ts';
 import { ADMIN_EMAIL, ADMIN_PASSWORD } from './support/paths.ts';
@@ -24,9 +24,7 @@ const UI_TIMEOUT_MS = 90_000;
 vi.setConfig({ testTimeout: 240_000 });
 const MODULE = '/admin/pseo-workspace';
 
-// Opt-in for now (PSEO_TEST_BROWSER=1): alone it passes, but in the full run its app screens never appeared, most
-// likely because another suite rebuilds dist/ (npm start builds) while this one serves the app from it.
-describe.skipIf(!legAvailable(LEG) || process.env['PSEO_TEST_BROWSER'] !== '1')('the editors\' workspace in the app', () => {
+describe.skipIf(!legAvailable(LEG))('the editors\' workspace in the app', () => {
 	let fake: FakeProvider;
 	let wordpress: WordPressSite;
 	let directus: DirectusInstance;
@@ -40,7 +38,15 @@ describe.skipIf(!legAvailable(LEG) || process.env['PSEO_TEST_BROWSER'] !== '1')(
 		[fake, wordpress] = await Promise.all([startFakeProvider(), startWordPress({ name: 'workspace' })]);
 		directus = await startDirectus({
 			leg: LEG,
-			env: { OPENAI_BASE_URL: fake.url, PSEO_ALLOW_PRIVATE_NETWORKS: 'true', PSEO_PLAN_PAGES: '6', PSEO_QUALITY_MIN_WORDS: '0', PSEO_PUBLISH_BACKOFF_MS: '50' },
+			env: {
+				OPENAI_BASE_URL: fake.url,
+				PSEO_ALLOW_PRIVATE_NETWORKS: 'true',
+				PSEO_PLAN_PAGES: '6',
+				PSEO_QUALITY_MIN_WORDS: '0',
+				PSEO_PUBLISH_BACKOFF_MS: '50',
+				// Live progress comes through Directus's WebSocket subscriptions here; lib/live-updates.test.ts covers polling.
+				WEBSOCKETS_ENABLED: 'true',
+			},
 		});
 		browser = await launchBrowser();
 		editor = await createUser(directus, { balance: 1000, role: PSEO_USER_ROLE });
@@ -54,11 +60,25 @@ describe.skipIf(!legAvailable(LEG) || process.env['PSEO_TEST_BROWSER'] !== '1')(
 		if (csvDir) rmSync(csvDir, { recursive: true, force: true });
 	});
 
+	/** Each page's console errors, failed requests and error answers, reported with a screenshot when a test fails. */
+	const trouble = new Map<Page, () => string[]>();
+
 	async function newPage(): Promise<Page> {
 		const opened = await browser.newPage({ viewport: { width: 1440, height: 1000 }, bypassCSP: true });
 		opened.setDefaultTimeout(UI_TIMEOUT_MS);
+		trouble.set(opened, recordPageTrouble(opened));
 		return opened;
 	}
+
+	beforeEach(({ task, onTestFailed }) => {
+		onTestFailed(async () => {
+			for (const [index, [open, report]] of [...trouble].entries()) {
+				if (open.isClosed()) continue;
+				await screenshot(open, `failed-${task.name.slice(0, 40).replace(/\W+/g, '-')}-${index}`).catch(() => undefined);
+				console.error(`[editor-workspace] page ${index} when "${task.name}" failed:\n${report().join('\n')}`);
+			}
+		});
+	});
 
 	/** Clicks one of the module's buttons: the app's v-button carries the data-test on a wrapper wider than the button. */
 	const press = (id: string) => page.locator(`[data-test="${id}"] button, button[data-test="${id}"]`).first().click();
@@ -111,7 +131,10 @@ describe.skipIf(!legAvailable(LEG) || process.env['PSEO_TEST_BROWSER'] !== '1')(
 		await expectAccessible('02-plan');
 	});
 
-	it('starts a bulk job and sees its progress bar reach 100 % without a reload', async () => {
+	it('starts a bulk job and sees its progress bar reach 100 % without a reload, through the WebSocket subscription', async () => {
+		// What Directus pushes to the page: subscription events about jobs, each of which the module answers with one read.
+		const pushed: string[] = [];
+		page.on('websocket', (socket) => socket.on('framereceived', (frame) => pushed.push(String(frame.payload))));
 		await page.click('[data-test="tab-generate"]');
 		await field('pseo-pages').fill('3');
 		await page.locator('[data-test="cost"]').getByText('15 tokens').waitFor();
@@ -120,6 +143,9 @@ describe.skipIf(!legAvailable(LEG) || process.env['PSEO_TEST_BROWSER'] !== '1')(
 		const job = page.locator('[data-test^="job-"]').first();
 		await job.locator('[data-test="percent"]').getByText('100 %').waitFor({ timeout: UI_TIMEOUT_MS });
 		expect(await job.getAttribute('data-status')).toBe('completed');
+		expect(await page.locator('[data-live]').getAttribute('data-live')).toBe('websocket');
+		const events = pushed.map((frame) => JSON.parse(frame) as { type: string; event?: string }).filter((message) => message.type === 'subscription');
+		expect(events.map((message) => message.event)).toContain('update');
 		await expectAccessible('04-jobs');
 	});
 

@@ -89,6 +89,9 @@ describe('layout of src/', () => {
 		const offenders: string[] = [];
 		for (const file of sources()) {
 			const relative = path.relative(SRC, file);
+			// The app module runs in the browser, a client of Directus's items API and WebSocket subscriptions: it names
+			// the collections it reads there, and cannot import the server's owners (they bring Knex).
+			if (relative.startsWith(`pseo-module${path.sep}`)) continue;
 			const text = readFileSync(file, 'utf8');
 			for (const [table, owner] of Object.entries(OWNERS)) {
 				if (relative === owner) continue;

@@ -4,6 +4,7 @@ import type { PlanPage } from '../plan/plan-page.ts';
 import { insertPosts, isRewrittenBy, postedRoutes, type NewPost, type PageContent } from '../posts/post-store.ts';
 import type { PostReviser } from '../posts/post-revisions.ts';
 import { dbTimestamp, insertedId, jsonFromDb, vendorOf } from '../shared/database.ts';
+import { itemsChanged } from '../shared/item-events.ts';
 import type { Logger } from '../shared/logger.ts';
 import { retryConflicts, transact } from '../shared/transaction.ts';
 import { addPostCount } from '../websites/website-store.ts';
@@ -66,6 +67,11 @@ export async function insertJob(trx: Knex.Transaction, job: NewJob): Promise<num
 	return insertedId(rows);
 }
 
+/** Announces a new job to Directus once the caller's transaction has committed (shared/item-events.ts). */
+export function announceJob(jobId: number): void {
+	itemsChanged(JOBS, [jobId]);
+}
+
 /** Whether the website has a job pending or running. */
 export async function hasActiveJob(knex: Knex, pseoId: number): Promise<boolean> {
 	return !!(await knex(JOBS).where('active_pseo_id', pseoId).first('id'));
@@ -106,7 +112,9 @@ export async function findClaimable(knex: Knex, now: number, limit: number): Pro
  * number of instances. Returns false when another worker got there first.
  */
 export async function claimJob(knex: Knex, jobId: number, worker: string, leaseMs: number, logger: Logger): Promise<boolean> {
-	return retryConflicts(() => tryClaim(knex, jobId, worker, leaseMs), { logger, what: 'job claim', context: { jobId, worker } });
+	const claimed = await retryConflicts(() => tryClaim(knex, jobId, worker, leaseMs), { logger, what: 'job claim', context: { jobId, worker } });
+	if (claimed) itemsChanged(JOBS, [jobId]);
+	return claimed;
 }
 
 async function tryClaim(knex: Knex, jobId: number, worker: string, leaseMs: number): Promise<boolean> {
@@ -153,6 +161,7 @@ export async function markCancelled(knex: Knex, jobId: number, owner: string, le
 			next_poll_at: null,
 			date_updated: now,
 		});
+	if (updated === 1) itemsChanged(JOBS, [jobId]);
 	return updated === 1;
 }
 
@@ -254,11 +263,13 @@ export async function recordOutcomes(
 	revise?: PostReviser,
 ): Promise<{ created: number; failed: number }> {
 	if (outcomes.length === 0) return { created: 0, failed: 0 };
-	return transact(knex, (trx) => recordInTransaction(trx, job, worker, outcomes, revise), {
+	const recorded = await transact(knex, (trx) => recordInTransaction(trx, job, worker, outcomes, revise), {
 		logger,
 		what: 'page results',
 		context: { jobId: job.id, worker },
 	});
+	if (recorded.created > 0 || recorded.failed > 0) itemsChanged(JOBS, [job.id]);
+	return recorded;
 }
 
 async function recordInTransaction(
@@ -394,6 +405,7 @@ export async function finishJob(knex: Knex, jobId: number, worker: string, error
 			date_updated: now,
 		});
 	if (updated !== 1) throw new LeaseLostError(jobId);
+	itemsChanged(JOBS, [jobId]);
 	return status;
 }
 

@@ -2,7 +2,7 @@ import type { Knex } from 'knex';
 import { ConflictError } from '../errors/index.ts';
 import { assertWithinDailyCaps } from '../ledger/spend-caps.ts';
 import { chargeTokens, lockPayer } from '../ledger/token-ledger.ts';
-import { hasActiveJob, insertJob } from '../engine/job-store.ts';
+import { announceJob, hasActiveJob, insertJob } from '../engine/job-store.ts';
 import type { JobMode } from '../engine/job-types.ts';
 import type { PlanPage } from '../plan/plan-page.ts';
 import { isUniqueViolation } from '../shared/database.ts';
@@ -72,7 +72,7 @@ export async function startJob(deps: StartJobDeps, input: StartJobInput): Promis
 export async function acceptJob(deps: StartJobDeps, job: JobToAccept): Promise<{ id: number }> {
 	const { userId, pseoId, mode, rate, routes, planId, note, userCap, regeneratePostId = null, instructions = null } = job;
 	try {
-		return await transact(
+		const accepted = await transact(
 			deps.database,
 			async (trx) => {
 				await lockPayer(trx, userId);
@@ -83,6 +83,8 @@ export async function acceptJob(deps: StartJobDeps, job: JobToAccept): Promise<{
 			},
 			{ logger: deps.logger, what: 'generation trigger', context: { userId, pseoId } },
 		);
+		announceJob(accepted.id);
+		return accepted;
 	} catch (error) {
 		if (isUniqueViolation(error)) throw activeConflict(pseoId);
 		throw error;

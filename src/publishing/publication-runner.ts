@@ -7,7 +7,7 @@ import type { Logger } from '../shared/logger.ts';
 import { transact } from '../shared/transaction.ts';
 import { readWebsite } from '../websites/website-store.ts';
 import { OutboundError, type OutboundClient } from './outbound-client.ts';
-import { enterLinksPhase, finishPublication, recordPostStep, type PostOutcome, type PublicationRecord } from './publication-store.ts';
+import { enterLinksPhase, finishPublication, publicationProgressed, recordPostStep, type PostOutcome, type PublicationRecord } from './publication-store.ts';
 import { markerComment, publishedHash, renderPost, slugOf, type RenderedPost } from './render-post.ts';
 import { createSecretBox } from './secret-box.ts';
 import { readTarget, type TargetRow } from './target-store.ts';
@@ -158,6 +158,7 @@ async function publishStep(publication: PublicationRecord, site: Site, deps: Pub
 		},
 		{ logger: deps.logger, what: 'publication progress', context: { publicationId: publication.id, postId } },
 	);
+	publicationProgressed(publication.id);
 	if (result.remoteUrl) site.urls.set(post.route, result.remoteUrl);
 }
 
@@ -181,6 +182,7 @@ async function relinkStep(publication: PublicationRecord, site: Site, deps: Publ
 						},
 						{ logger: deps.logger, what: 'publication links', context: { publicationId: publication.id, postId: post.id } },
 					);
+					publicationProgressed(publication.id);
 					return;
 				}
 			} catch (error) {
@@ -194,12 +196,13 @@ async function relinkStep(publication: PublicationRecord, site: Site, deps: Publ
 	await step(deps, publication, { cursor, outcome: null });
 }
 
-function step(deps: PublicationDeps, publication: PublicationRecord, change: Parameters<typeof recordPostStep>[3]): Promise<void> {
-	return transact(deps.database, (trx) => recordPostStep(trx, publication, deps.worker, change), {
+async function step(deps: PublicationDeps, publication: PublicationRecord, change: Parameters<typeof recordPostStep>[3]): Promise<void> {
+	await transact(deps.database, (trx) => recordPostStep(trx, publication, deps.worker, change), {
 		logger: deps.logger,
 		what: 'publication progress',
 		context: { publicationId: publication.id },
 	});
+	publicationProgressed(publication.id);
 }
 
 async function payloadOf(wordpress: WordPressClient, rendered: RenderedPost, placement: { status: string; date: string | null }): Promise<PostPayload> {

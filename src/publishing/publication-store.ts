@@ -1,6 +1,7 @@
 import type { Knex } from 'knex';
 import { dbTimestamp, insertedId, jsonFromDb } from '../shared/database.ts';
 import type { Logger } from '../shared/logger.ts';
+import { itemsChanged } from '../shared/item-events.ts';
 import { retryConflicts } from '../shared/transaction.ts';
 
 /*
@@ -86,7 +87,9 @@ export async function insertPublication(knex: Knex, publication: NewPublication)
 		},
 		['id'],
 	);
-	return insertedId(rows);
+	const id = insertedId(rows);
+	itemsChanged(PUBLICATIONS, [id]);
+	return id;
 }
 
 export async function hasActivePublication(knex: Knex, pseoId: number): Promise<boolean> {
@@ -130,7 +133,7 @@ export async function findClaimablePublications(knex: Knex, now: number, limit: 
 
 /** One conditional UPDATE: only one worker moves a publication from claimable to leased. */
 export async function claimPublication(knex: Knex, id: number, worker: string, leaseMs: number, logger: Logger): Promise<boolean> {
-	return retryConflicts(
+	const claimed = await retryConflicts(
 		async () => {
 			const now = Date.now();
 			const updated = await knex(PUBLICATIONS)
@@ -143,6 +146,8 @@ export async function claimPublication(knex: Knex, id: number, worker: string, l
 		},
 		{ logger, what: 'publication claim', context: { publicationId: id, worker } },
 	);
+	if (claimed) itemsChanged(PUBLICATIONS, [id]);
+	return claimed;
 }
 
 export async function renewPublicationLease(knex: Knex, id: number, worker: string, leaseMs: number): Promise<boolean> {
@@ -180,6 +185,11 @@ export async function recordPostStep(trx: Knex.Transaction, publication: Publica
 	publication.cursor = step.cursor + 1;
 }
 
+/** Announces a publication's progress to Directus once its step's transaction has committed (shared/item-events.ts). */
+export function publicationProgressed(id: number): void {
+	itemsChanged(PUBLICATIONS, [id]);
+}
+
 /** Starts the links phase from the first post. */
 export async function enterLinksPhase(knex: Knex, publication: PublicationRecord, worker: string): Promise<void> {
 	const updated = await knex(PUBLICATIONS)
@@ -197,6 +207,7 @@ export async function finishPublication(knex: Knex, id: number, worker: string, 
 		.where({ id, lease_owner: worker, status: 'running' })
 		.update({ status, error, active_pseo_id: null, lease_owner: null, lease_expires_at: null, date_completed: now, date_updated: now });
 	if (updated !== 1) throw new PublicationLeaseLostError(id);
+	itemsChanged(PUBLICATIONS, [id]);
 }
 
 /** The fields of the interface's publication record. */

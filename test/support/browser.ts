@@ -61,6 +61,28 @@ export async function seriousViolations(page: Page, include?: string): Promise<A
 	return violations.filter((violation) => violation.impact === 'serious' || violation.impact === 'critical');
 }
 
+/**
+ * What a page said while a test drove it: console errors, uncaught errors, failed and refused requests. A browser
+ * test that times out waiting for a screen reports these, so a failure in CI says why the screen never came.
+ */
+export function recordPageTrouble(page: Page): () => string[] {
+	const trouble: string[] = [];
+	const note = (line: string) => {
+		if (trouble.length < 200) trouble.push(`${new Date().toISOString()} ${line}`);
+	};
+	page.on('console', (message) => {
+		// The app's 3D login art warns about the headless GPU on every run; that is noise, not trouble.
+		if (/GL Driver Message|WebGPU|No available adapters/.test(message.text())) return;
+		if (message.type() === 'error' || message.type() === 'warning') note(`console.${message.type()}: ${message.text()}`);
+	});
+	page.on('pageerror', (error) => note(`pageerror: ${error.message}`));
+	page.on('requestfailed', (request) => note(`requestfailed: ${request.method()} ${request.url()} ${request.failure()?.errorText ?? ''}`));
+	page.on('response', (response) => {
+		if (response.status() >= 400) note(`response ${response.status()}: ${response.request().method()} ${response.url()}`);
+	});
+	return () => [`url: ${page.url()}`, ...trouble];
+}
+
 /** Saves a screenshot of the page under test-results/screenshots. */
 export async function screenshot(page: Page, name: string): Promise<string> {
 	mkdirSync(SCREENSHOT_DIR, { recursive: true });

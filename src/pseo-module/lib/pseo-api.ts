@@ -45,6 +45,15 @@ export interface Publication {
 	failed_posts: { post_id: number; route: string; error: string }[];
 }
 
+/**
+ * The collections the module watches live (lib/live-updates.ts): a website's jobs, and one publication. The
+ * subscription's query names the few fields it needs; the module reads the record itself through the routes.
+ */
+export const liveTopics = {
+	jobs: (pseoId: number) => ({ collection: 'pseo_generations', query: { fields: ['id'], filter: { pseo_id: { _eq: pseoId } } } }),
+	publication: (id: number) => ({ collection: 'pseo_publications', query: { fields: ['id'], filter: { id: { _eq: id } } } }),
+};
+
 export function pseoApi(http: Http) {
 	return {
 		balance: async () => (await http.get<{ data: { balance: number; rates: Rates } }>(`${BASE}/balance`)).data.data,

@@ -1,5 +1,6 @@
 import type { InjectionKey, Ref } from 'vue';
 import type { Rates } from './cost.ts';
+import type { LiveChannel } from './live-updates.ts';
 import type { PseoApi, Website } from './pseo-api.ts';
 
 /** What a website's tabs share: the API, the website, the caller's balance and the rates. */
@@ -11,6 +12,8 @@ export interface Workspace {
 	rates: Ref<Rates | null>;
 	refreshBalance: () => Promise<void>;
 	showTab: (tab: string) => void;
+	/** A WebSocket subscription on a topic when Directus has WebSockets enabled, else null (the tabs poll). */
+	live: (topic: { collection: string; query: Record<string, unknown> }) => LiveChannel | null;
 }
 
 export const WORKSPACE: InjectionKey<Workspace> = Symbol('pseo-workspace');

@@ -1,0 +1,73 @@
+import type { Logger } from './logger.ts';
+import type { DirectusServices } from './services.ts';
+
+/*
+ * The extension writes its jobs and publications with its own SQL (leases, fenced counters, ingest), which Directus's
+ * ItemsService never sees, so Directus emits no event for them. Where WebSockets are enabled, each such write that a
+ * person watches is announced afterwards the one way an extension can reach Directus's core events: an ItemsService
+ * update of the changed rows with an empty payload. Directus then does what it does for any update: it touches
+ * `date_updated` (the write had set it already), purges its cache, and emits `items.update`, which feeds its WebSocket
+ * subscriptions (the app module's live progress), Flows with an event trigger and other hooks, on this instance and,
+ * through its bus, on the others. Each subscriber reads the item back with its own permissions, so an editor never
+ * hears of another's jobs. (The `emitter` an extension is handed is a separate one that core listeners never hear.)
+ *
+ * Announcements are coalesced per collection over a short window, so an ingest of thousands of pages costs a few
+ * updates a second, not one per chunk. Without WebSockets (or in a CLI command, or the data modules' own tests)
+ * nothing is sent.
+ */
+
+/** How long changes gather before one announcement carries them all. */
+const WINDOW_MS = 250;
+
+interface Announcer {
+	note(collection: string, keys: readonly (string | number)[]): void;
+}
+
+let announcer: Announcer | null = null;
+
+/** Starts (or, with null, stops) announcing changes through Directus's ItemsService. */
+export function setItemAnnouncer(context: (DirectusServices & { logger: Logger }) | null): void {
+	announcer = context ? createAnnouncer(context) : null;
+}
+
+/** Whether Directus serves WebSocket subscriptions, the announcements' audience. */
+export function webSocketsEnabled(env: Record<string, unknown>): boolean {
+	const on = (value: unknown, fallback: boolean) => (value === undefined || value === '' ? fallback : value === true || String(value).toLowerCase() === 'true');
+	return on(env['WEBSOCKETS_ENABLED'], false) && on(env['WEBSOCKETS_REST_ENABLED'], true);
+}
+
+function createAnnouncer({ services, getSchema, logger }: DirectusServices & { logger: Logger }): Announcer {
+	const pending = new Map<string, Set<string | number>>();
+	let timer: ReturnType<typeof setTimeout> | null = null;
+
+	const flush = async () => {
+		timer = null;
+		const batches = [...pending];
+		pending.clear();
+		for (const [collection, keys] of batches) {
+			try {
+				const items = new services.ItemsService(collection, { schema: await getSchema(), accountability: null });
+				await items.updateMany([...keys], {});
+			} catch (error) {
+				// An announcement is never the write's: the write has committed, and the next one announces again.
+				logger.warn({ err: error, collection, keys: [...keys] }, 'pseo-automation: a change could not be announced to Directus');
+			}
+		}
+	};
+
+	return {
+		note(collection, keys) {
+			const set = pending.get(collection) ?? new Set();
+			for (const key of keys) set.add(key);
+			pending.set(collection, set);
+			if (timer) return;
+			timer = setTimeout(() => void flush(), WINDOW_MS);
+			timer.unref?.();
+		},
+	};
+}
+
+/** Announces that rows of `collection` were created or changed, after the write has committed. */
+export function itemsChanged(collection: string, keys: readonly (string | number)[]): void {
+	if (keys.length > 0) announcer?.note(collection, keys);
+}
