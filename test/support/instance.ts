@@ -132,6 +132,10 @@ export function baseEnv(port: number, workDir: string): Record<string, string> {
 		EXTENSIONS_MUST_LOAD: 'true',
 		EXTENSIONS_AUTO_RELOAD: 'false',
 		STORAGE_LOCAL_ROOT: path.join(workDir, 'uploads'),
+		// Directus writes the app's extension bundle to TEMP_PATH/app-extensions (default ./node_modules/.directus,
+		// under the working directory every instance shares): one instance's start rewrote the bundle another was
+		// serving, and the browser got the app's HTML for /extensions/sources/index.js. Each instance has its own.
+		TEMP_PATH: path.join(workDir, 'tmp'),
 		LOG_LEVEL: process.env['PSEO_TEST_LOG_LEVEL'] ?? 'warn',
 		LOG_STYLE: 'raw',
 		// Directus's Core licence reports telemetry whatever TELEMETRY says; tests keep it on loopback.
