@@ -37,10 +37,15 @@ export interface ChaosRecord {
 async function jobs(database: string): Promise<JobRow[]> {
 	return query<JobRow>(
 		database,
-		`SELECT id, pseo_id, mode, status, attempts, failed_routes::json AS failed_routes, routes::json AS routes,
-		        (extract(epoch FROM date_created) * 1000)::bigint AS created_ms,
-		        (extract(epoch FROM date_completed) * 1000)::bigint AS completed_ms
-		 FROM pseo_generations ORDER BY id`,
+		// A job's routes and failures are rows of pseo_generation_routes, gathered here into the job's arrays.
+		`SELECT g.id, g.pseo_id, g.mode, g.status, g.attempts,
+		        (SELECT json_agg(json_build_object('route', r.route, 'error', r.error) ORDER BY r.position)
+		           FROM pseo_generation_routes r WHERE r.generation_id = g.id AND r.state = 'failed') AS failed_routes,
+		        (SELECT json_agg(json_build_object('route', r.route) ORDER BY r.position)
+		           FROM pseo_generation_routes r WHERE r.generation_id = g.id) AS routes,
+		        (extract(epoch FROM g.date_created) * 1000)::bigint AS created_ms,
+		        (extract(epoch FROM g.date_completed) * 1000)::bigint AS completed_ms
+		 FROM pseo_generations g ORDER BY g.id`,
 	);
 }
 

@@ -436,8 +436,7 @@ async function report(options: ChaosOptions, tally: Tally, fake: FakeProvider, d
 	);
 	const reasons = await query<{ error: string; n: number }>(
 		databaseName,
-		`SELECT failure->>'error' AS error, count(*)::int AS n
-		 FROM pseo_generations, json_array_elements(coalesce(failed_routes::json, '[]'::json)) AS failure
+		`SELECT error, count(*)::int AS n FROM pseo_generation_routes WHERE state = 'failed'
 		 GROUP BY 1 ORDER BY 2 DESC LIMIT 4`,
 	);
 	const [plans] = await query<Record<string, number>>(

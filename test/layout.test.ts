@@ -9,6 +9,7 @@ const SRC = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', 'sr
 const OWNERS: Record<string, string> = {
 	pseo: 'websites/website-store.ts',
 	pseo_generations: 'engine/job-store.ts',
+	pseo_generation_routes: 'engine/job-route-store.ts',
 	pseo_posts: 'posts/post-store.ts',
 	pseo_main_json: 'plan/plan-store.ts',
 	pseo_token_ledger: 'ledger/token-ledger.ts',

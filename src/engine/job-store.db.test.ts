@@ -11,11 +11,13 @@ import {
 	insertJob,
 	JOBS,
 	LeaseLostError,
+	legacyJobRoutes,
 	readJob,
 	recordOutcomes,
 	releaseJob,
 	renewLease,
 } from './job-store.ts';
+import { countRouteStates, JOB_ROUTES, migrateJobRoutes } from './job-route-store.ts';
 import { readParts, savePart, setPartStatus } from './part-store.ts';
 
 /*
@@ -155,6 +157,66 @@ describe.each(VENDORS)('job store on %s', (vendor) => {
 			expect(await readJob(knex, id)).toMatchObject({ status: 'failed', lease_owner: null });
 			expect((await knex(JOBS).where('id', id).first('active_pseo_id'))!.active_pseo_id).toBeNull();
 			await expect(finishJob(knex, id, 'w')).rejects.toBeInstanceOf(LeaseLostError);
+		});
+
+		const routeRows = async (id: number) =>
+			(await knex(JOB_ROUTES).where('generation_id', id).orderBy('position').select('position', 'route', 'state', 'part', 'error')).map((row) => ({
+				...row,
+				position: Number(row.position),
+				part: row.part === null ? null : Number(row.part),
+			}));
+
+		it('a job\'s routes are rows in its order, each with its stored state: queued, in a part, created, failed with its error', async () => {
+			const { id } = await freshJob(['/a', '/b', '/c', '/d'], 5);
+			expect(await claimJob(knex, id, 'w', LEASE_MS, silentLogger)).toBe(true);
+			expect((await routeRows(id)).map((row) => [row.route, row.state])).toEqual([['/a', 'queued'], ['/b', 'queued'], ['/c', 'queued'], ['/d', 'queued']]);
+			const job = (await readJob(knex, id))!;
+			expect(job.routes.map((page) => [page.route, page.title, page.priority])).toEqual([['/a', 'Page /a', 4], ['/b', 'Page /b', 3], ['/c', 'Page /c', 2], ['/d', 'Page /d', 1]]);
+
+			await savePart(knex, id, 'w', { part: 0, route_start: 0, route_end: 3, batch_id: 'batch_r', input_file_id: null, resubmit_of: null });
+			await recordOutcomes(knex, job, 'w', [{ route: '/a', content: content('/a') }, { route: '/b', error: 'provider failed' }], silentLogger);
+			expect(await routeRows(id)).toEqual([
+				{ position: 0, route: '/a', state: 'created', part: 0, error: null },
+				{ position: 1, route: '/b', state: 'failed', part: 0, error: 'provider failed' },
+				{ position: 2, route: '/c', state: 'in_part', part: 0, error: null },
+				{ position: 3, route: '/d', state: 'queued', part: null, error: null },
+			]);
+			// A later part never takes back a settled route.
+			await savePart(knex, id, 'w', { part: 1, route_start: 0, route_end: 4, batch_id: 'batch_s', input_file_id: null, resubmit_of: null });
+			expect((await routeRows(id)).map((row) => [row.state, row.part])).toEqual([['created', 0], ['failed', 0], ['in_part', 1], ['in_part', 1]]);
+			expect(await countRouteStates(knex, id)).toEqual({ queued: 0, in_part: 2, created: 1, failed: 1 });
+			expect((await readJob(knex, id))!.failed_routes).toEqual([{ route: '/b', error: 'provider failed' }]);
+		});
+
+		it('a job stored with its routes as JSON gets them as rows on start-up, once, with their states, even on two instances at once', async () => {
+			const { id, userId, pseoId } = await freshJob(['/x'], 5);
+			// As a job was stored before routes were rows: the arrays on the job, no rows.
+			await knex(JOB_ROUTES).where('generation_id', id).delete();
+			await knex(JOBS)
+				.where('id', id)
+				.update({
+					routes: JSON.stringify([
+						{ route: '/old-1', title: 'Old 1', priority: 3, cluster: 'c' },
+						{ route: '/old-2', title: 'Old 2', priority: 2 },
+						{ route: '/old-3', title: 'Old 3', priority: 1 },
+					]),
+					failed_routes: JSON.stringify([{ route: '/old-2', error: 'expired' }]),
+					requested_count: 3,
+				});
+			await knex(POSTS).insert({ pseo_id: pseoId, generation_id: id, user_id: userId, route: '/old-1', title: 'Old 1', body: 'Body', date_created: new Date() });
+
+			await Promise.all([migrateJobRoutes(knex, silentLogger, legacyJobRoutes), migrateJobRoutes(knex, silentLogger, legacyJobRoutes)]);
+			expect((await routeRows(id)).map((row) => [row.position, row.route, row.state, row.error])).toEqual([
+				[0, '/old-1', 'created', null],
+				[1, '/old-2', 'failed', 'expired'],
+				[2, '/old-3', 'queued', null],
+			]);
+			const job = (await readJob(knex, id))!;
+			expect(job.routes[0]).toMatchObject({ route: '/old-1', title: 'Old 1', priority: 3, cluster: 'c' });
+			expect(job.failed_routes).toEqual([{ route: '/old-2', error: 'expired' }]);
+			// Once: a second start finds nothing to do.
+			await migrateJobRoutes(knex, silentLogger, legacyJobRoutes);
+			expect(await routeRows(id)).toHaveLength(3);
 		});
 
 		it('a job whose every page was created ends completed; its stored batch id survives', async () => {

@@ -5,6 +5,7 @@ import { insertPosts, isRewrittenBy, postedRoutes, type NewPost, type PageConten
 import type { PostReviser } from '../posts/post-revisions.ts';
 import { dbTimestamp, insertedId, jsonFromDb, vendorOf } from '../shared/database.ts';
 import { itemsChanged } from '../shared/item-events.ts';
+import { failedAmong, failedRoutesOf, insertJobRoutes, JOB_ROUTES, readJobRoutes, settleJobRoutes, type LegacyRouteReader } from './job-route-store.ts';
 import type { Logger } from '../shared/logger.ts';
 import { retryConflicts, transact } from '../shared/transaction.ts';
 import { addPostCount } from '../websites/website-store.ts';
@@ -36,9 +37,9 @@ export interface NewJob {
 }
 
 /**
- * Inserts a job `pending` with `active_pseo_id = pseo_id`, inside the caller's transaction (which also charges
- * for it). The unique index on `active_pseo_id` admits one active job per website across every instance: a
- * concurrent twin fails here on that index.
+ * Inserts a job `pending` with `active_pseo_id = pseo_id`, and its routes as rows (job-route-store.ts), inside the
+ * caller's transaction (which also charges for it). The unique index on `active_pseo_id` admits one active job per
+ * website across every instance: a concurrent twin fails here on that index.
  */
 export async function insertJob(trx: Knex.Transaction, job: NewJob): Promise<number> {
 	const now = dbTimestamp(trx);
@@ -51,8 +52,9 @@ export async function insertJob(trx: Knex.Transaction, job: NewJob): Promise<num
 			requested_count: job.routes.length,
 			created_count: 0,
 			failed_count: 0,
-			failed_routes: JSON.stringify([]),
-			routes: JSON.stringify(job.routes),
+			// Both live in pseo_generation_routes now; the columns stay for jobs stored before (migrateJobRoutes).
+			failed_routes: null,
+			routes: null,
 			token_rate: job.rate,
 			main_json_id: job.planId,
 			active_pseo_id: job.pseoId,
@@ -64,7 +66,9 @@ export async function insertJob(trx: Knex.Transaction, job: NewJob): Promise<num
 		},
 		['id'],
 	);
-	return insertedId(rows);
+	const id = insertedId(rows);
+	await insertJobRoutes(trx, id, job.routes);
+	return id;
 }
 
 /** Announces a new job to Directus once the caller's transaction has committed (shared/item-events.ts). */
@@ -195,8 +199,8 @@ export async function readJob(knex: Knex, jobId: number): Promise<JobRecord | nu
 		requested_count: Number(row['requested_count']),
 		created_count: Number(row['created_count']),
 		failed_count: Number(row['failed_count']),
-		failed_routes: jsonFromDb<FailedRoute[]>(row['failed_routes'], []),
-		routes: jsonFromDb<PlanPage[]>(row['routes'], []),
+		failed_routes: (await failedRoutesOf(knex, [jobId])).get(jobId) ?? [],
+		routes: await readJobRoutes(knex, jobId),
 		token_rate: Number(row['token_rate']),
 		main_json_id: row['main_json_id'] === null ? null : Number(row['main_json_id']),
 		batch_id: (row['batch_id'] as string | null) ?? null,
@@ -282,17 +286,13 @@ async function recordInTransaction(
 	await lockPayer(trx, job.user_id);
 	let lockQuery = trx(JOBS).where({ id: job.id, lease_owner: worker, status: 'running' });
 	if (vendorOf(trx) !== 'sqlite') lockQuery = lockQuery.forUpdate();
-	const current = (await lockQuery.first('failed_routes')) as { failed_routes: unknown } | undefined;
-	if (!current) throw new LeaseLostError(job.id);
-	const failedRoutes = jsonFromDb<FailedRoute[]>(current.failed_routes, []);
-	const existing = await doneRoutes(
-		trx,
-		job,
-		outcomes.map((outcome) => outcome.route),
-	);
+	if (!(await lockQuery.first('id'))) throw new LeaseLostError(job.id);
+	const routes = outcomes.map((outcome) => outcome.route);
+	const existing = await doneRoutes(trx, job, routes);
 
 	// The first outcome for a route counts; later ones, and routes already posted or failed, are skipped.
-	const taken = new Set([...failedRoutes.map((failure) => failure.route), ...existing]);
+	const taken = new Set([...(await failedAmong(trx, job.id, routes)), ...existing]);
+	const failedRoutes: FailedRoute[] = [];
 	const fresh: PageOutcome[] = [];
 	for (const outcome of outcomes) {
 		if (taken.has(outcome.route)) continue;
@@ -328,6 +328,12 @@ async function recordInTransaction(
 		});
 	}
 
+	await settleJobRoutes(
+		trx,
+		job.id,
+		fresh.filter((outcome) => outcome.content && !duplicates.has(outcome.route)).map((outcome) => outcome.route),
+		failedRoutes,
+	);
 	if (created > 0 || failed > 0) {
 		// Usage counts once per page, with the outcome that is stored: a retried chunk adds nothing.
 		const usage = sumUsage(fresh);
@@ -336,7 +342,6 @@ async function recordInTransaction(
 			.update({
 				created_count: trx.raw('created_count + ?', [created]),
 				failed_count: trx.raw('failed_count + ?', [failed]),
-				failed_routes: JSON.stringify(failedRoutes),
 				usage_prompt_tokens: trx.raw('coalesce(usage_prompt_tokens, 0) + ?', [usage.prompt_tokens]),
 				usage_completion_tokens: trx.raw('coalesce(usage_completion_tokens, 0) + ?', [usage.completion_tokens]),
 				usage_requests: trx.raw('coalesce(usage_requests, 0) + ?', [usage.requests]),
@@ -423,3 +428,24 @@ export async function lockLeasedJob(trx: Knex.Transaction, jobId: number, worker
 export async function setJobBatch(trx: Knex.Transaction, jobId: number, batchId: string, inputFileId: string | null): Promise<void> {
 	await trx(JOBS).where('id', jobId).update({ batch_id: batchId, batch_input_file_id: inputFileId, date_updated: dbTimestamp(trx) });
 }
+
+/** Jobs stored with their routes as JSON arrays, for the start-up migration to rows (job-route-store.ts). */
+export const legacyJobRoutes: LegacyRouteReader = {
+	async jobsWithoutRows(knex) {
+		const rows = (await knex(JOBS)
+			.whereNotNull('routes')
+			.whereNotExists((q) => q.select(knex.raw('1')).from(JOB_ROUTES).whereRaw('?? = ??', [`${JOB_ROUTES}.generation_id`, `${JOBS}.id`]))
+			.orderBy('id')
+			.select('id')) as { id: number }[];
+		return rows.map((row) => Number(row.id));
+	},
+	async routesOf(knex, jobId) {
+		const row = (await knex(JOBS).where('id', jobId).first('pseo_id', 'routes', 'failed_routes')) as Record<string, unknown> | undefined;
+		const routes = jsonFromDb<PlanPage[]>(row?.['routes'], []);
+		if (!row || routes.length === 0) return null;
+		const failed = jsonFromDb<FailedRoute[]>(row['failed_routes'], []);
+		const failedSet = new Set(failed.map((failure) => failure.route));
+		const posted = await postedRoutes(knex, Number(row['pseo_id']), routes.map((page) => page.route));
+		return { routes, failed, posted: [...posted].filter((route) => !failedSet.has(route)) };
+	},
+};

@@ -1,5 +1,6 @@
 import type { Knex } from 'knex';
 import { dbTimestamp } from '../shared/database.ts';
+import { assignPart } from './job-route-store.ts';
 import { lockLeasedJob, setJobBatch } from './job-store.ts';
 
 /** The owner of `pseo_generation_parts`: the provider batches of bulk jobs, one row per part. */
@@ -42,7 +43,8 @@ export async function readParts(knex: Knex, jobId: number): Promise<JobPart[]> {
 }
 
 /**
- * Stores a submitted (or adopted) part, fenced by the job's lease. A resubmission closes the expired part it
+ * Stores a submitted (or adopted) part, fenced by the job's lease, and marks its unsettled routes `in_part` in the
+ * same transaction. A resubmission closes the expired part it
  * repeats in the same transaction, so the expired part is resubmitted at most once. Part 0's batch is also the
  * job's `batch_id`, which jobs of one part have always carried.
  */
@@ -50,6 +52,7 @@ export async function savePart(knex: Knex, jobId: number, worker: string, part: 
 	await knex.transaction(async (trx) => {
 		await lockLeasedJob(trx, jobId, worker);
 		await trx(PARTS).insert({ generation_id: jobId, ...part, status: 'running', date_created: dbTimestamp(trx) });
+		await assignPart(trx, jobId, part.route_start, part.route_end, part.part);
 		if (part.resubmit_of !== null) await trx(PARTS).where({ generation_id: jobId, part: part.resubmit_of }).update({ status: 'ingested' });
 		if (part.part === 0) await setJobBatch(trx, jobId, part.batch_id, part.input_file_id);
 	});

@@ -2,14 +2,17 @@ import type { Accountability, SchemaOverview } from '@directus/types';
 import { JOBS, readJobOwner } from '../engine/job-store.ts';
 import type { FailedRoute } from '../engine/job-types.ts';
 import { ForbiddenError, NotFoundError } from '../errors/index.ts';
-import { isoFromDb, jsonFromDb } from '../shared/database.ts';
+import { isoFromDb } from '../shared/database.ts';
+import { failedRoutesOf } from '../engine/job-route-store.ts';
 import type { ServiceContext } from '../shared/services.ts';
 import { readOwnedRow } from '../shared/read-owned-row.ts';
 import { requireOwnedPseo } from '../websites/ownership.ts';
 import { readWebsite } from '../websites/website-store.ts';
 
+/** The fields of interface 2.2, in its order; `failed_routes` come from the job's route rows. */
 const LIST_FIELDS = ['id', 'pseo_id', 'status', 'requested_count', 'created_count', 'failed_count', 'failed_routes', 'date_created', 'date_completed'];
 const RECORD_FIELDS = [...LIST_FIELDS.slice(0, 8), 'date_updated', 'date_completed'];
+const stored = (fields: string[]) => fields.filter((field) => field !== 'failed_routes');
 const USAGE_FIELDS = ['usage_prompt_tokens', 'usage_completion_tokens', 'usage_requests'];
 
 /** What the job cost at the provider so far, as the provider reported it. */
@@ -18,12 +21,12 @@ function usageOf(row: Record<string, unknown>): { prompt_tokens: number; complet
 	return { prompt_tokens: count('usage_prompt_tokens'), completion_tokens: count('usage_completion_tokens'), requests: count('usage_requests') };
 }
 
-/** The interface's generation record (section 2.2), from a row read through the items service. */
-function toRecord(row: Record<string, unknown>, fields: string[]): Record<string, unknown> {
+/** The interface's generation record (section 2.2), from a row read through the items service and its failed routes. */
+function toRecord(row: Record<string, unknown>, fields: string[], failed: FailedRoute[]): Record<string, unknown> {
 	const record: Record<string, unknown> = {};
 	for (const field of fields) {
 		const value = row[field];
-		if (field === 'failed_routes') record[field] = jsonFromDb<FailedRoute[]>(value, []);
+		if (field === 'failed_routes') record[field] = failed;
 		else if (field.startsWith('date_')) record[field] = isoFromDb(value);
 		else if (field === 'status') record[field] = value;
 		else record[field] = value === null || value === undefined ? value : Number(value);
@@ -54,10 +57,11 @@ export async function getGeneration(
 	schema: SchemaOverview,
 	id: number,
 ): Promise<Record<string, unknown>> {
-	const row = await readOwnedRow(context, accountability, schema, { collection: JOBS, id, fields: [...RECORD_FIELDS, ...USAGE_FIELDS] }, () =>
+	const row = await readOwnedRow(context, accountability, schema, { collection: JOBS, id, fields: [...stored(RECORD_FIELDS), ...USAGE_FIELDS] }, () =>
 		requireOwnedGeneration(context, id, accountability.user),
 	);
-	return { ...toRecord(row, RECORD_FIELDS), usage: usageOf(row) };
+	const failed = (await failedRoutesOf(context.database, [id])).get(id) ?? [];
+	return { ...toRecord(row, RECORD_FIELDS, failed), usage: usageOf(row) };
 }
 
 /** 4.7: the caller's 50 newest jobs of a website, newest first. */
@@ -72,7 +76,11 @@ export async function listGenerations(
 		filter: { _and: [{ pseo_id: { _eq: pseoId } }, { user_id: { _eq: accountability.user } }] },
 		sort: ['-date_created', '-id'],
 		limit: 50,
-		fields: LIST_FIELDS,
+		fields: stored(LIST_FIELDS),
 	})) as Record<string, unknown>[];
-	return rows.map((row) => toRecord(row, LIST_FIELDS));
+	const failed = await failedRoutesOf(
+		context.database,
+		rows.map((row) => Number(row['id'])),
+	);
+	return rows.map((row) => toRecord(row, LIST_FIELDS, failed.get(Number(row['id'])) ?? []));
 }

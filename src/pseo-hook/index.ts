@@ -22,6 +22,8 @@ import { migratePlanDocuments, PLANS } from '../plan/plan-store.ts';
 import { unmarkPosted } from '../plan/plan-page-store.ts';
 import { POSTS, routesOfPosts } from '../posts/post-store.ts';
 import { setRuntime } from '../engine/runtime-registry.ts';
+import { migrateJobRoutes } from '../engine/job-route-store.ts';
+import { legacyJobRoutes } from '../engine/job-store.ts';
 import { PublicationRuntime, setPublicationRuntime } from '../publishing/publication-runtime.ts';
 import { outboundClientOf } from '../publishing/publishing-target.ts';
 import { instanceSecretOf } from '../publishing/secret-box.ts';
@@ -43,6 +45,7 @@ export default defineHook(({ init, filter, action }, context) => {
 		const report = await retryOnRace(() => installSchema(ctx), logger, 'schema install');
 		await retryOnRace(() => ensureIndexes(database), logger, 'index creation');
 		await retryOnRace(() => migratePlanDocuments(database, logger), logger, 'plan pages migration');
+		await retryOnRace(() => migrateJobRoutes(database, logger, legacyJobRoutes), logger, 'job routes migration');
 		const policy = await retryOnRace(() => provisionUserPolicy(ctx), logger, 'policy provisioning');
 		await retryOnRace(() => provisionListPresets(ctx), logger, 'list presets');
 		await retryOnRace(() => provisionUsageDashboard(ctx), logger, 'usage dashboard');

@@ -8,6 +8,7 @@ import { POSTS } from '../posts/post-store.ts';
 import { BANDS_TABLE } from '../quality/similarity-index.ts';
 import { PLAN_PAGES } from '../plan/plan-page-store.ts';
 import { PARTS } from '../engine/part-store.ts';
+import { JOB_ROUTES } from '../engine/job-route-store.ts';
 import { PUBLICATIONS } from '../publishing/publication-store.ts';
 import { snapshotForHost } from '../shared/host-compat.ts';
 
@@ -84,7 +85,8 @@ export async function installSchema(context: ServiceContext): Promise<InstallRep
  * Indexes a Directus snapshot cannot express. The unique (pseo_id, route) key makes storing a generated page
  * idempotent: a resumed or retried job can never write a second post for a route. The band indexes make the
  * quality gate's near-duplicate lookup, and the re-indexing of a rewritten post, index scans. One row per part
- * of a bulk job: two workers can never both store the same part.
+ * of a bulk job: two workers can never both store the same part. One row per position of a job's routes, found by
+ * route (an outcome) and by state (the failed routes).
  */
 export async function ensureIndexes(knex: Knex): Promise<void> {
 	const statements = [
@@ -95,6 +97,9 @@ export async function ensureIndexes(knex: Knex): Promise<void> {
 		`CREATE INDEX IF NOT EXISTS pseo_post_bands_lookup ON ${BANDS_TABLE} (pseo_id, band_key)`,
 		`CREATE INDEX IF NOT EXISTS pseo_post_bands_route ON ${BANDS_TABLE} (pseo_id, route)`,
 		`CREATE UNIQUE INDEX IF NOT EXISTS pseo_generation_parts_unique ON ${PARTS} (generation_id, part)`,
+		`CREATE UNIQUE INDEX IF NOT EXISTS pseo_generation_routes_position ON ${JOB_ROUTES} (generation_id, position)`,
+		`CREATE INDEX IF NOT EXISTS pseo_generation_routes_route ON ${JOB_ROUTES} (generation_id, route)`,
+		`CREATE INDEX IF NOT EXISTS pseo_generation_routes_state ON ${JOB_ROUTES} (generation_id, state)`,
 		`CREATE INDEX IF NOT EXISTS pseo_publications_status_lease ON ${PUBLICATIONS} (status, lease_expires_at)`,
 	];
 	if (vendorOf(knex) === 'mysql') {

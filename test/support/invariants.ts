@@ -73,13 +73,20 @@ export async function checkInvariants(database: string): Promise<Violation[]> {
 		),
 	);
 	add(
-		'every job is charged once and refunded per failed page, and its counts agree',
+		'every job is charged once and refunded per failed page, and its counts agree with its posts and its route rows',
 		await query(
 			database,
 			`SELECT g.id, g.status, g.requested_count, g.created_count, g.failed_count, g.token_rate, j.charges, j.charged, j.refunds, j.refunded,
 			        (SELECT count(*)::int FROM pseo_posts po WHERE po.generation_id = g.id) AS posts,
-			        json_array_length(coalesce(g.failed_routes::json, '[]'::json)) AS listed
+			        r.listed, r.routes, r.created_rows, r.open_rows
 			 FROM pseo_generations g
+			 LEFT JOIN LATERAL (
+			   SELECT count(*)::int AS routes,
+			          count(*) FILTER (WHERE state = 'failed')::int AS listed,
+			          count(*) FILTER (WHERE state = 'created')::int AS created_rows,
+			          count(*) FILTER (WHERE state IN ('queued', 'in_part'))::int AS open_rows
+			   FROM pseo_generation_routes WHERE generation_id = g.id
+			 ) r ON true
 			 LEFT JOIN LATERAL (
 			   SELECT count(*) FILTER (WHERE reason = 'charge')::int AS charges,
 			          coalesce(-sum(amount) FILTER (WHERE reason = 'charge'), 0)::int AS charged,
@@ -92,7 +99,7 @@ export async function checkInvariants(database: string): Promise<Violation[]> {
 			   AND j.refunds = g.failed_count AND j.refunded = g.token_rate * g.failed_count
 			   AND g.created_count + g.failed_count = g.requested_count
 			   AND (SELECT count(*) FROM pseo_posts po WHERE po.generation_id = g.id) = g.created_count
-			   AND json_array_length(coalesce(g.failed_routes::json, '[]'::json)) = g.failed_count
+			   AND r.routes = g.requested_count AND r.listed = g.failed_count AND r.created_rows = g.created_count AND r.open_rows = 0
 			   AND (g.status = 'completed') = (g.created_count = g.requested_count)
 			 )`,
 		),
