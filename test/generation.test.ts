@@ -6,6 +6,7 @@ import {
 	call,
 	createUser,
 	createWebsite,
+	eventually,
 	expectEnvelope,
 	ledgerOf,
 	planPages,
@@ -86,6 +87,33 @@ describe.each(INTERFACE_LEGS)('generation engine on %s', (leg) => {
 			const next = await call(directus, 'POST', ON_DEMAND, { token: user.token, body: { pseo_id: pseoId, post_count: 1 } });
 			await waitForJob(directus, user, next.body.generation_id);
 			expect(fake.countChat('/page-26')).toBe(1);
+		});
+
+		it('a job\'s routes are rows in its order, each with its state, past SQLite\'s 500 terms a statement', async () => {
+			const pages = 620;
+			const { user, pseoId } = await planned(directus, pages * 5, pages);
+			fake.configure({ holdBatches: true });
+			const res = await call(directus, 'POST', BULK, { token: user.token, body: { pseo_id: pseoId, post_count: pages } });
+			expect(res.status).toBe(202);
+			const id = res.body.generation_id as number;
+			const rowsOf = () => adminItems(directus, 'pseo_generation_routes', `filter[generation_id][_eq]=${id}&sort=position&fields=position,route,state,part,error`);
+			// Highest priority first, as the plan ranks them; once the batch is at the provider, every route is in part 0.
+			const sent = await eventually(async () => {
+				const rows = await rowsOf();
+				return rows.length === pages && rows.every((row) => row.state === 'in_part') ? rows : null;
+			}, 60_000, 'every route in its part');
+			expect(sent.map((row) => row.position)).toEqual([...Array(pages).keys()]);
+			expect(sent.map((row) => row.route)).toEqual(planPages(pages).map((page) => page.route));
+			expect(new Set(sent.map((row) => row.part))).toEqual(new Set([0]));
+
+			const cancelled = await call(directus, 'POST', `/pseo-endpoints/generations/${id}/cancel`, { token: user.token });
+			expect(cancelled.status).toBe(200);
+			expect(cancelled.body.data).toMatchObject({ status: 'failed', requested_count: pages, failed_count: pages });
+			expect(cancelled.body.data.failed_routes.map((failure: { route: string }) => failure.route)).toEqual(planPages(pages).map((page) => page.route));
+			const ended = await rowsOf();
+			expect(new Set(ended.map((row) => `${row.state}:${row.error}`))).toEqual(new Set(['failed:cancelled']));
+			expect(await balanceOf(directus, user.id)).toBe(pages * 5);
+			fake.configure({ holdBatches: false });
 		});
 
 		it('4 a failing route ends the job failed, lists it, and refunds it', async () => {

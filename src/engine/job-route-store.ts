@@ -1,6 +1,6 @@
 import type { Knex } from 'knex';
 import type { PlanPage } from '../plan/plan-page.ts';
-import { dbTimestamp, jsonFromDb } from '../shared/database.ts';
+import { dbTimestamp, jsonFromDb, vendorOf } from '../shared/database.ts';
 import type { Logger } from '../shared/logger.ts';
 import type { FailedRoute } from './job-types.ts';
 
@@ -21,27 +21,25 @@ export const JOB_ROUTES = 'pseo_generation_routes';
 export type RouteState = 'queued' | 'in_part' | 'created' | 'failed';
 
 /**
- * Rows per INSERT: 7 bound values a row keep one statement under the bound-variable limit of every database
- * (SQLite's 32,766), so a job of 100,000 routes is 72 statements.
+ * Rows per INSERT: 7 bound values a row keep one statement under SQLite's historical limit of 999 bound values
+ * (PostgreSQL and MySQL take 65,535, so they get more rows a statement).
  */
-const ROWS_PER_INSERT = 1400;
+const ROWS_PER_INSERT = { sqlite: 140, other: 1400 };
+const COLUMNS = ['generation_id', 'position', 'route', 'title', 'page', 'state', 'date_updated'] as const;
 /** Routes per `whereIn`, under every database's bound-variable limit. */
 const ROUTES_PER_QUERY = 500;
 
 /** Writes a job's routes, `queued`, inside the transaction that inserts the job. */
 export async function insertJobRoutes(trx: Knex.Transaction, jobId: number, routes: readonly PlanPage[]): Promise<void> {
 	const now = dbTimestamp(trx);
-	for (let start = 0; start < routes.length; start += ROWS_PER_INSERT) {
-		const rows = routes.slice(start, start + ROWS_PER_INSERT).map((page, offset) => ({
-			generation_id: jobId,
-			position: start + offset,
-			route: page.route,
-			title: page.title,
-			page: JSON.stringify(extraOf(page)),
-			state: 'queued',
-			date_updated: now,
-		}));
-		await trx(JOB_ROUTES).insert(rows);
+	const size = vendorOf(trx) === 'sqlite' ? ROWS_PER_INSERT.sqlite : ROWS_PER_INSERT.other;
+	for (let start = 0; start < routes.length; start += size) {
+		const rows = routes.slice(start, start + size);
+		// One plain multi-row VALUES list: Knex writes SQLite's multi-row inserts as a UNION ALL of SELECTs, which
+		// SQLite caps at 500 terms (shared with quality/similarity-index.ts's reasoning).
+		const values = rows.map(() => '(?, ?, ?, ?, ?, ?, ?)').join(', ');
+		const bindings = rows.flatMap((page, offset) => [jobId, start + offset, page.route, page.title, JSON.stringify(extraOf(page)), 'queued', now]);
+		await trx.raw(`INSERT INTO ?? (${COLUMNS.map(() => '??').join(', ')}) VALUES ${values}`, [JOB_ROUTES, ...COLUMNS, ...bindings]);
 	}
 }
 
@@ -98,7 +96,11 @@ export async function settleJobRoutes(trx: Knex.Transaction, jobId: number, crea
 	}
 	// Failures mostly share their reason (a batch's expiry, a cancel): one statement per reason.
 	const byError = new Map<string, string[]>();
-	for (const failure of failed) byError.set(failure.error, [...(byError.get(failure.error) ?? []), failure.route]);
+	for (const failure of failed) {
+		const routes = byError.get(failure.error);
+		if (routes) routes.push(failure.route);
+		else byError.set(failure.error, [failure.route]);
+	}
 	for (const [error, routes] of byError) {
 		for (let i = 0; i < routes.length; i += ROUTES_PER_QUERY) {
 			await trx(JOB_ROUTES)
@@ -134,25 +136,32 @@ export async function countRouteStates(knex: Knex, jobId: number): Promise<Recor
  * transaction that first checks none exist, and the (generation_id, position) key refuses a twin.
  */
 export async function migrateJobRoutes(knex: Knex, logger: Logger, readLegacy: LegacyRouteReader): Promise<void> {
-	const pending = await readLegacy.jobsWithoutRows(knex);
 	let migrated = 0;
-	for (const jobId of pending) {
-		const legacy = await readLegacy.routesOf(knex, jobId);
-		if (!legacy) continue;
-		try {
-			await knex.transaction(async (trx) => {
-				if (await trx(JOB_ROUTES).where('generation_id', jobId).first('id')) return;
-				await insertJobRoutes(trx, jobId, legacy.routes);
-				await settleJobRoutes(trx, jobId, legacy.posted, legacy.failed);
-				migrated++;
-			});
-		} catch (error) {
-			// A twin instance migrating the same job wins on the unique key; its rows are the same.
-			if (await knex(JOB_ROUTES).where('generation_id', jobId).first('id')) continue;
-			throw error;
-		}
+	for (const jobId of await readLegacy.jobsWithoutRows(knex)) {
+		if (await migrateJob(knex, jobId, readLegacy)) migrated++;
 	}
 	if (migrated > 0) logger.info({ jobs: migrated }, 'pseo: jobs stored with their routes as JSON have their routes as rows');
+}
+
+/**
+ * Gives one job stored the old way its rows, unless it has some already; true when it wrote them. Also run when such
+ * a job is read for work (an instance of the previous version stored it after this one started).
+ */
+export async function migrateJob(knex: Knex, jobId: number, readLegacy: LegacyRouteReader): Promise<boolean> {
+	const legacy = await readLegacy.routesOf(knex, jobId);
+	if (!legacy) return false;
+	try {
+		return await knex.transaction(async (trx) => {
+			if (await trx(JOB_ROUTES).where('generation_id', jobId).first('id')) return false;
+			await insertJobRoutes(trx, jobId, legacy.routes);
+			await settleJobRoutes(trx, jobId, legacy.posted, legacy.failed);
+			return true;
+		});
+	} catch (error) {
+		// A twin instance migrating the same job wins on the unique key; its rows are the same.
+		if (await knex(JOB_ROUTES).where('generation_id', jobId).first('id')) return false;
+		throw error;
+	}
 }
 
 /** What the migration reads of a job stored the old way (job-store.ts supplies it). */

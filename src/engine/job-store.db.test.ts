@@ -217,6 +217,10 @@ describe.each(VENDORS)('job store on %s', (vendor) => {
 			// Once: a second start finds nothing to do.
 			await migrateJobRoutes(knex, silentLogger, legacyJobRoutes);
 			expect(await routeRows(id)).toHaveLength(3);
+			// A job stored the old way after start-up (by an instance of the previous version) is migrated when read for work.
+			await knex(JOB_ROUTES).where('generation_id', id).delete();
+			expect((await readJob(knex, id))!.routes.map((page) => page.route)).toEqual(['/old-1', '/old-2', '/old-3']);
+			expect((await routeRows(id)).map((row) => row.state)).toEqual(['created', 'failed', 'queued']);
 		});
 
 		it('a job whose every page was created ends completed; its stored batch id survives', async () => {

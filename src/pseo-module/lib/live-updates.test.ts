@@ -117,6 +117,37 @@ describe('watchProgress', () => {
 	});
 });
 
+describe('watchProgress when a read over the socket fails, or events stop', () => {
+	it('falls back to polling after a failed read, and reads on its safety interval while no event comes', async () => {
+		const socket = new FakeSocket();
+		let fail = true;
+		const read = vi.fn(async () => {
+			if (fail) throw new Error('Network Error');
+			return 1;
+		});
+		const errors: unknown[] = [];
+		const watch = watchProgress({ live: channel(socket), read, onData: vi.fn(), onError: (error) => errors.push(error), isDone: () => false, key: String, minMs: 5, maxMs: 5 });
+		socket.emit('open');
+		socket.receive({ type: 'subscription', event: 'init', uid: 'pseo-pseo_generations' });
+		await flush();
+		expect(errors[0]).toEqual(new Error('Network Error'));
+		expect(watch.mode).toBe('polling');
+		expect(socket.closed).toBe(true);
+		fail = false;
+		await new Promise((resolve) => setTimeout(resolve, 30));
+		expect(read.mock.calls.length).toBeGreaterThan(2);
+		watch.stop();
+
+		const quiet = new FakeSocket();
+		const reads = vi.fn(async () => 1);
+		const safe = watchProgress({ live: channel(quiet), read: reads, onData: vi.fn(), isDone: () => false, key: String, safetyMs: 10 });
+		await new Promise((resolve) => setTimeout(resolve, 35));
+		expect(reads.mock.calls.length).toBeGreaterThanOrEqual(2);
+		expect(safe.mode).toBe('websocket');
+		safe.stop();
+	});
+});
+
 describe('webSocketUrl', () => {
 	it('follows the app\'s address, path prefix and scheme', () => {
 		expect(webSocketUrl('/', '/websocket', { href: 'http://localhost:8055/admin/pseo-workspace' })).toBe('ws://localhost:8055/websocket');

@@ -97,6 +97,11 @@ export interface WatchOptions<T> extends PollerOptions<T> {
 	/** The subscription to use when Directus has WebSockets enabled; null to poll. */
 	live: LiveChannel | null;
 	onMode?: (mode: LiveMode) => void;
+	/**
+	 * Over the subscription, a read this often anyway (default 20 s): an announcement that never came (a deployment
+	 * whose instances share no bus, a write whose announcement failed) delays the screen, never freezes it.
+	 */
+	safetyMs?: number;
 }
 
 export interface Watch {
@@ -106,7 +111,8 @@ export interface Watch {
 
 /**
  * Keeps `onData` fed with `read()` until `isDone`: through the subscription when there is one (a read when it is
- * confirmed, then one per burst of events), through the poller otherwise or once the subscription fails.
+ * confirmed, then one per burst of events, and a slow safety read), through the poller otherwise, or once the
+ * subscription fails or a read over it does.
  */
 export function watchProgress<T>(options: WatchOptions<T>): Watch {
 	let mode: LiveMode = options.live ? 'websocket' : 'polling';
@@ -115,6 +121,7 @@ export function watchProgress<T>(options: WatchOptions<T>): Watch {
 	let subscription: Subscription | null = null;
 	let reading = false;
 	let again = false;
+	let safety: ReturnType<typeof setInterval> | null = null;
 
 	const setMode = (next: LiveMode) => {
 		mode = next;
@@ -125,10 +132,15 @@ export function watchProgress<T>(options: WatchOptions<T>): Watch {
 		stopped = true;
 		subscription?.close();
 		poller?.stop();
+		if (safety) clearInterval(safety);
 	};
 
 	const poll = () => {
 		if (stopped) return;
+		subscription?.close();
+		subscription = null;
+		if (safety) clearInterval(safety);
+		safety = null;
 		setMode('polling');
 		poller = startPoller({ ...options, isDone: (value) => options.isDone(value) && (stop(), true) });
 	};
@@ -150,6 +162,8 @@ export function watchProgress<T>(options: WatchOptions<T>): Watch {
 			} while (again && !stopped);
 		} catch (error) {
 			options.onError?.(error);
+			// The poller retries with backoff; the subscription would wait for the next event, which may never come.
+			poll();
 		} finally {
 			reading = false;
 		}
@@ -168,6 +182,7 @@ export function watchProgress<T>(options: WatchOptions<T>): Watch {
 				poll();
 			},
 		});
+		safety = setInterval(() => void read(), options.safetyMs ?? 20_000);
 	}
 	return {
 		stop,

@@ -1,0 +1,59 @@
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { itemsChanged, setItemAnnouncer, webSocketsEnabled } from './item-events.ts';
+
+/** Directus's ItemsService as the announcer uses it: records each updateMany, fails when told to. */
+function fakeServices(failures: number) {
+	const calls: { collection: string; keys: unknown[]; payload: unknown; options: unknown }[] = [];
+	let left = failures;
+	class ItemsService {
+		readonly collection: string;
+		constructor(collection: string) {
+			this.collection = collection;
+		}
+		async updateMany(keys: unknown[], payload: unknown, options: unknown) {
+			calls.push({ collection: this.collection, keys, payload, options });
+			if (left-- > 0) throw new Error('database is locked');
+			return keys;
+		}
+	}
+	const logger = { debug: vi.fn(), info: vi.fn(), warn: vi.fn(), error: vi.fn() };
+	return { calls, logger, context: { services: { ItemsService }, getSchema: async () => ({}) as never, logger } };
+}
+
+const after = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+describe('item announcements', () => {
+	afterEach(() => setItemAnnouncer(null));
+
+	it('coalesce the changes of a window into one empty update per collection, without purging the cache', async () => {
+		const { calls, context } = fakeServices(0);
+		setItemAnnouncer(context);
+		itemsChanged('pseo_generations', [1]);
+		itemsChanged('pseo_generations', [2, 1]);
+		itemsChanged('pseo_publications', [7]);
+		itemsChanged('pseo_generations', []);
+		expect(calls).toEqual([]);
+		await after(400);
+		expect(calls).toEqual([
+			{ collection: 'pseo_generations', keys: [1, 2], payload: {}, options: { autoPurgeCache: false } },
+			{ collection: 'pseo_publications', keys: [7], payload: {}, options: { autoPurgeCache: false } },
+		]);
+	});
+
+	it('try a failed announcement once more, then give it up with a warning', async () => {
+		const { calls, context, logger } = fakeServices(5);
+		setItemAnnouncer(context);
+		itemsChanged('pseo_generations', [3]);
+		await after(900);
+		expect(calls.map((call) => call.keys)).toEqual([[3], [3]]);
+		expect(logger.warn).toHaveBeenCalledTimes(2);
+	});
+
+	it('send nothing without an announcer, and only with WebSockets and their REST subscriptions on', async () => {
+		itemsChanged('pseo_generations', [1]);
+		expect(webSocketsEnabled({})).toBe(false);
+		expect(webSocketsEnabled({ WEBSOCKETS_ENABLED: 'true' })).toBe(true);
+		expect(webSocketsEnabled({ WEBSOCKETS_ENABLED: true, WEBSOCKETS_REST_ENABLED: false })).toBe(false);
+		expect(webSocketsEnabled({ WEBSOCKETS_ENABLED: 'TRUE', WEBSOCKETS_REST_ENABLED: 'true' })).toBe(true);
+	});
+});
