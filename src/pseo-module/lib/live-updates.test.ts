@@ -78,7 +78,7 @@ describe('watchProgress', () => {
 			return count;
 		});
 		const seen: number[] = [];
-		const watch = watchProgress({ live: channel(socket), read, onData: (value) => seen.push(value), isDone: (value) => value >= 4, key: String });
+		const watch = watchProgress({ live: channel(socket), read, onData: (value) => seen.push(value), isDone: (value) => value >= 4, key: String, spacingMs: 0 });
 		expect(watch.mode).toBe('websocket');
 		socket.emit('open');
 		await flush();
@@ -126,7 +126,7 @@ describe('watchProgress when a read over the socket fails, or events stop', () =
 			return 1;
 		});
 		const errors: unknown[] = [];
-		const watch = watchProgress({ live: channel(socket), read, onData: vi.fn(), onError: (error) => errors.push(error), isDone: () => false, key: String, minMs: 5, maxMs: 5 });
+		const watch = watchProgress({ live: channel(socket), read, onData: vi.fn(), onError: (error) => errors.push(error), isDone: () => false, key: String, minMs: 5, maxMs: 5, spacingMs: 0 });
 		socket.emit('open');
 		socket.receive({ type: 'subscription', event: 'init', uid: 'pseo-pseo_generations' });
 		await flush();
@@ -140,11 +140,31 @@ describe('watchProgress when a read over the socket fails, or events stop', () =
 
 		const quiet = new FakeSocket();
 		const reads = vi.fn(async () => 1);
-		const safe = watchProgress({ live: channel(quiet), read: reads, onData: vi.fn(), isDone: () => false, key: String, safetyMs: 10 });
+		const safe = watchProgress({ live: channel(quiet), read: reads, onData: vi.fn(), isDone: () => false, key: String, safetyMs: 10, spacingMs: 0 });
 		await new Promise((resolve) => setTimeout(resolve, 35));
 		expect(reads.mock.calls.length).toBeGreaterThanOrEqual(2);
 		expect(safe.mode).toBe('websocket');
 		safe.stop();
+	});
+});
+
+describe('watchProgress spacing', () => {
+	it('answers a burst of events with one read, no sooner than the spacing after the previous one', async () => {
+		const socket = new FakeSocket();
+		const times: number[] = [];
+		const read = vi.fn(async () => {
+			times.push(Date.now());
+			return times.length;
+		});
+		const watch = watchProgress({ live: channel(socket), read, onData: vi.fn(), isDone: () => false, key: String, spacingMs: 60 });
+		socket.emit('open');
+		socket.receive({ type: 'subscription', event: 'init', uid: 'pseo-pseo_generations' });
+		await flush();
+		for (let i = 0; i < 5; i++) socket.receive({ type: 'subscription', event: 'update', uid: 'pseo-pseo_generations' });
+		await new Promise((resolve) => setTimeout(resolve, 150));
+		expect(read).toHaveBeenCalledTimes(2);
+		expect(times[1]! - times[0]!).toBeGreaterThanOrEqual(55);
+		watch.stop();
 	});
 });
 

@@ -102,6 +102,11 @@ export interface WatchOptions<T> extends PollerOptions<T> {
 	 * whose instances share no bus, a write whose announcement failed) delays the screen, never freezes it.
 	 */
 	safetyMs?: number;
+	/**
+	 * Over the subscription, the least time between two reads (default 1 s): an ingest announces a change up to four
+	 * times a second, and the events of that second are answered with one read.
+	 */
+	spacingMs?: number;
 }
 
 export interface Watch {
@@ -122,6 +127,8 @@ export function watchProgress<T>(options: WatchOptions<T>): Watch {
 	let reading = false;
 	let again = false;
 	let safety: ReturnType<typeof setInterval> | null = null;
+	let lastRead = 0;
+	const spacingMs = options.spacingMs ?? 1000;
 
 	const setMode = (next: LiveMode) => {
 		mode = next;
@@ -145,7 +152,7 @@ export function watchProgress<T>(options: WatchOptions<T>): Watch {
 		poller = startPoller({ ...options, isDone: (value) => options.isDone(value) && (stop(), true) });
 	};
 
-	// One read at a time: events that arrive during a read give exactly one more read after it.
+	// One read at a time, at most one per spacing: events that arrive meanwhile give exactly one more read after it.
 	const read = async () => {
 		if (reading) {
 			again = true;
@@ -154,7 +161,12 @@ export function watchProgress<T>(options: WatchOptions<T>): Watch {
 		reading = true;
 		try {
 			do {
+				const wait = lastRead + spacingMs - Date.now();
+				if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
+				if (stopped) return;
+				// Events that came while waiting are answered by this read.
 				again = false;
+				lastRead = Date.now();
 				const value = await options.read();
 				if (stopped) return;
 				options.onData(value);
