@@ -54,7 +54,9 @@ function variablesRead(): string[] {
 		},
 	});
 	readConfig(recorder);
-	return [...seen].sort();
+	// The extension's own settings; Directus's own ones the configuration also reads (WEBSOCKETS_*) are Directus's to
+	// document and default.
+	return [...seen].filter((name) => /^(?:PSEO|OPENAI)_/.test(name)).sort();
 }
 
 /** Variable names written in the configuration modules' source. */

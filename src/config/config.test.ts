@@ -30,6 +30,14 @@ describe('readConfig', () => {
 			quality: { minWords: 300, maxSimilarity: 0.8 },
 		});
 		expect(config.sitemap.allowPrivateNetworks).toBe(false);
+		expect(config.announceChanges).toBe(false);
+	});
+
+	it('announces changes only with Directus\'s WebSockets and their REST subscriptions on', () => {
+		expect(readConfig({ WEBSOCKETS_ENABLED: 'true' }).announceChanges).toBe(true);
+		expect(readConfig({ WEBSOCKETS_ENABLED: true, WEBSOCKETS_REST_ENABLED: false }).announceChanges).toBe(false);
+		expect(readConfig({ WEBSOCKETS_ENABLED: 'TRUE', WEBSOCKETS_REST_ENABLED: 'true' }).announceChanges).toBe(true);
+		expect(readConfig({ WEBSOCKETS_ENABLED: 'false' }).announceChanges).toBe(false);
 	});
 
 	it('reads strings and numbers as Directus passes them, and treats an empty value as unset', () => {

@@ -62,6 +62,11 @@ export interface PseoConfig {
 		/** `PSEO_PUBLISH_BACKOFF_MS`, first wait between attempts (doubling, capped at 30 s), default 1000. */
 		backoffMs: number;
 	};
+	/**
+	 * Whether progress is announced to Directus (shared/item-events.ts): Directus's own `WEBSOCKETS_ENABLED` with
+	 * `WEBSOCKETS_REST_ENABLED` (default on), the subscriptions the announcements feed.
+	 */
+	announceChanges: boolean;
 }
 
 type Env = Record<string, unknown>;
@@ -95,6 +100,7 @@ export function readConfig(env: Env): PseoConfig {
 			minWords: int(env, 'PSEO_QUALITY_MIN_WORDS', 300, 0),
 			maxSimilarity: fraction(env, 'PSEO_QUALITY_MAX_SIMILARITY', 0.8),
 		},
+		announceChanges: directusFlag(env, 'WEBSOCKETS_ENABLED', false) && directusFlag(env, 'WEBSOCKETS_REST_ENABLED', true),
 		sitemap: sitemapOptionsFromEnv(env),
 		publishing: {
 			timeoutMs: int(env, 'PSEO_PUBLISH_TIMEOUT_MS', 30_000, 100),
@@ -119,6 +125,12 @@ export function useConfig(env: Env): PseoConfig {
 function raw(env: Env, name: string): unknown {
 	const value = env[name];
 	return value === '' ? undefined : value;
+}
+
+/** One of Directus's own boolean settings, which Directus has validated already: a boolean, or its string. */
+function directusFlag(env: Env, name: string, fallback: boolean): boolean {
+	const value = raw(env, name);
+	return value === undefined ? fallback : value === true || String(value).toLowerCase() === 'true';
 }
 
 function optionalString(env: Env, name: string): string | undefined {

@@ -18,8 +18,6 @@ import type { FailedRoute } from './job-types.ts';
 
 export const JOB_ROUTES = 'pseo_generation_routes';
 
-export type RouteState = 'queued' | 'in_part' | 'created' | 'failed';
-
 /**
  * Rows per INSERT: 7 bound values a row keep one statement under SQLite's historical limit of 999 bound values
  * (PostgreSQL and MySQL take 65,535, so they get more rows a statement).
@@ -49,13 +47,18 @@ function extraOf(page: PlanPage): Record<string, unknown> {
 	return rest;
 }
 
-/** A job's routes in its order. */
-export async function readJobRoutes(knex: Knex, jobId: number): Promise<PlanPage[]> {
-	const rows = (await knex(JOB_ROUTES).where('generation_id', jobId).orderBy('position').select('route', 'title', 'page')) as Record<string, unknown>[];
-	return rows.map((row) => {
+/** A job's routes in its order, and those that failed with their errors: one read of its rows. */
+export async function readJobRoutes(knex: Knex, jobId: number): Promise<{ routes: PlanPage[]; failed: FailedRoute[] }> {
+	const rows = (await knex(JOB_ROUTES).where('generation_id', jobId).orderBy('position').select('route', 'title', 'page', 'state', 'error')) as Record<string, unknown>[];
+	const routes: PlanPage[] = [];
+	const failed: FailedRoute[] = [];
+	for (const row of rows) {
 		const extra = jsonFromDb<Partial<PlanPage>>(row['page'], {});
-		return { ...extra, route: String(row['route']), title: String(row['title'] ?? row['route']), priority: Number(extra.priority ?? 0) };
-	});
+		const route = String(row['route']);
+		routes.push({ ...extra, route, title: String(row['title'] ?? route), priority: Number(extra.priority ?? 0) });
+		if (row['state'] === 'failed') failed.push({ route, error: (row['error'] as string | null) ?? 'Generation failed.' });
+	}
+	return { routes, failed };
 }
 
 /** The failed routes of each job, in the job's order. */
@@ -119,14 +122,6 @@ export async function assignPart(trx: Knex.Transaction, jobId: number, start: nu
 		.andWhere('position', '<', end)
 		.whereIn('state', ['queued', 'in_part'])
 		.update({ state: 'in_part', part, date_updated: dbTimestamp(trx) });
-}
-
-/** How many routes of a job are in each state. */
-export async function countRouteStates(knex: Knex, jobId: number): Promise<Record<RouteState, number>> {
-	const counts: Record<RouteState, number> = { queued: 0, in_part: 0, created: 0, failed: 0 };
-	const rows = (await knex(JOB_ROUTES).where('generation_id', jobId).groupBy('state').select('state').count({ n: '*' })) as { state: RouteState; n: number | string }[];
-	for (const row of rows) counts[row.state] = Number(row.n);
-	return counts;
 }
 
 /**

@@ -17,7 +17,7 @@ import {
 	releaseJob,
 	renewLease,
 } from './job-store.ts';
-import { countRouteStates, JOB_ROUTES, migrateJobRoutes } from './job-route-store.ts';
+import { JOB_ROUTES, migrateJobRoutes } from './job-route-store.ts';
 import { readParts, savePart, setPartStatus } from './part-store.ts';
 
 /*
@@ -184,7 +184,9 @@ describe.each(VENDORS)('job store on %s', (vendor) => {
 			// A later part never takes back a settled route.
 			await savePart(knex, id, 'w', { part: 1, route_start: 0, route_end: 4, batch_id: 'batch_s', input_file_id: null, resubmit_of: null });
 			expect((await routeRows(id)).map((row) => [row.state, row.part])).toEqual([['created', 0], ['failed', 0], ['in_part', 1], ['in_part', 1]]);
-			expect(await countRouteStates(knex, id)).toEqual({ queued: 0, in_part: 2, created: 1, failed: 1 });
+			const states = (await routeRows(id)).reduce<Record<string, number>>((counts, row) => ({ ...counts, [row.state]: (counts[row.state] ?? 0) + 1 }), {});
+			expect(states).toEqual({ in_part: 2, created: 1, failed: 1 });
+
 			expect((await readJob(knex, id))!.failed_routes).toEqual([{ route: '/b', error: 'provider failed' }]);
 		});
 

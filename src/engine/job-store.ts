@@ -5,7 +5,7 @@ import { insertPosts, isRewrittenBy, postedRoutes, type NewPost, type PageConten
 import type { PostReviser } from '../posts/post-revisions.ts';
 import { dbTimestamp, insertedId, jsonFromDb, vendorOf } from '../shared/database.ts';
 import { itemsChanged } from '../shared/item-events.ts';
-import { failedAmong, failedRoutesOf, insertJobRoutes, JOB_ROUTES, migrateJob, readJobRoutes, settleJobRoutes, type LegacyRouteReader } from './job-route-store.ts';
+import { failedAmong, insertJobRoutes, JOB_ROUTES, migrateJob, readJobRoutes, settleJobRoutes, type LegacyRouteReader } from './job-route-store.ts';
 import type { Logger } from '../shared/logger.ts';
 import { retryConflicts, transact } from '../shared/transaction.ts';
 import { addPostCount } from '../websites/website-store.ts';
@@ -190,10 +190,10 @@ export async function releaseJob(knex: Knex, jobId: number, worker: string, poll
 export async function readJob(knex: Knex, jobId: number): Promise<JobRecord | null> {
 	const row = (await knex(JOBS).where('id', jobId).first()) as Record<string, unknown> | undefined;
 	if (!row) return null;
-	let routes = await readJobRoutes(knex, jobId);
+	let { routes, failed } = await readJobRoutes(knex, jobId);
 	// A job stored with its routes as JSON after this instance started (by an instance of the previous version).
 	if (routes.length === 0 && row['routes'] !== null && row['routes'] !== undefined && (await migrateJob(knex, jobId, legacyJobRoutes))) {
-		routes = await readJobRoutes(knex, jobId);
+		({ routes, failed } = await readJobRoutes(knex, jobId));
 	}
 	return {
 		id: Number(row['id']),
@@ -204,7 +204,7 @@ export async function readJob(knex: Knex, jobId: number): Promise<JobRecord | nu
 		requested_count: Number(row['requested_count']),
 		created_count: Number(row['created_count']),
 		failed_count: Number(row['failed_count']),
-		failed_routes: (await failedRoutesOf(knex, [jobId])).get(jobId) ?? [],
+		failed_routes: failed,
 		routes,
 		token_rate: Number(row['token_rate']),
 		main_json_id: row['main_json_id'] === null ? null : Number(row['main_json_id']),

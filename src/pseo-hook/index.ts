@@ -9,7 +9,7 @@ import { provisionListPresets } from '../schema/list-presets.ts';
 import { provisionUsageDashboard } from '../schema/usage-dashboard.ts';
 import { provisionModuleBar } from '../schema/module-bar.ts';
 import { provisionUserPolicy } from '../schema/user-policy.ts';
-import { setItemAnnouncer, webSocketsEnabled } from '../shared/item-events.ts';
+import { setItemAnnouncer } from '../shared/item-events.ts';
 import { retryOnRace } from '../shared/retry-on-race.ts';
 import { refreshSchemaCache } from '../schema/refresh-schema-cache.ts';
 import type { ServiceContext } from '../shared/services.ts';
@@ -61,7 +61,7 @@ export default defineHook(({ init, filter, action }, context) => {
 	action('server.start', () => {
 		const config = useConfig(ctx.env);
 		// Progress written with the extension's own SQL reaches WebSocket subscribers (and Flows) from here on.
-		if (webSocketsEnabled(ctx.env)) setItemAnnouncer(ctx);
+		if (config.announceChanges) setItemAnnouncer(ctx);
 		const runtime = new GenerationRuntime({ database, logger, config, provider: providerFor(config, logger), revise: createPostReviser(ctx) });
 		setRuntime(runtime);
 		drainBeforeClose(database, () => runtime.drain(config.shutdownGraceMs), logger);

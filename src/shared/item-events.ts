@@ -30,12 +30,6 @@ export function setItemAnnouncer(context: (DirectusServices & { logger: Logger }
 	announcer = context ? createAnnouncer(context) : null;
 }
 
-/** Whether Directus serves WebSocket subscriptions, the announcements' audience. */
-export function webSocketsEnabled(env: Record<string, unknown>): boolean {
-	const on = (value: unknown, fallback: boolean) => (value === undefined || value === '' ? fallback : value === true || String(value).toLowerCase() === 'true');
-	return on(env['WEBSOCKETS_ENABLED'], false) && on(env['WEBSOCKETS_REST_ENABLED'], true);
-}
-
 function createAnnouncer({ services, getSchema, logger }: DirectusServices & { logger: Logger }): Announcer {
 	const pending = new Map<string, Set<string | number>>();
 	let timer: ReturnType<typeof setTimeout> | null = null;
