@@ -1,4 +1,4 @@
-import { afterEach, describe, expect, it, vi } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { itemsChanged, setItemAnnouncer } from './item-events.ts';
 
 /** Directus's ItemsService as the announcer uses it: records each updateMany, fails when told to. */
@@ -20,10 +20,15 @@ function fakeServices(failures: number) {
 	return { calls, logger, context: { services: { ItemsService }, getSchema: async () => ({}) as never, logger } };
 }
 
-const after = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+/** Moves the fake clock on, running the announcer's timers and the promises they start. */
+const after = (ms: number) => vi.advanceTimersByTimeAsync(ms);
 
 describe('item announcements', () => {
-	afterEach(() => setItemAnnouncer(null));
+	beforeEach(() => vi.useFakeTimers());
+	afterEach(() => {
+		setItemAnnouncer(null);
+		vi.useRealTimers();
+	});
 
 	it('coalesce the changes of a window into one empty update per collection, without purging the cache', async () => {
 		const { calls, context } = fakeServices(0);
@@ -33,7 +38,9 @@ describe('item announcements', () => {
 		itemsChanged('pseo_publications', [7]);
 		itemsChanged('pseo_generations', []);
 		expect(calls).toEqual([]);
-		await after(400);
+		await after(249);
+		expect(calls).toEqual([]);
+		await after(1);
 		expect(calls).toEqual([
 			{ collection: 'pseo_generations', keys: [1, 2], payload: {}, options: { autoPurgeCache: false } },
 			{ collection: 'pseo_publications', keys: [7], payload: {}, options: { autoPurgeCache: false } },
@@ -44,7 +51,11 @@ describe('item announcements', () => {
 		const { calls, context, logger } = fakeServices(5);
 		setItemAnnouncer(context);
 		itemsChanged('pseo_generations', [3]);
-		await after(900);
+		await after(250);
+		expect(calls.map((call) => call.keys)).toEqual([[3]]);
+		await after(250);
+		expect(calls.map((call) => call.keys)).toEqual([[3], [3]]);
+		await after(1000);
 		expect(calls.map((call) => call.keys)).toEqual([[3], [3]]);
 		expect(logger.warn).toHaveBeenCalledTimes(2);
 	});

@@ -119,32 +119,40 @@ describe('watchProgress', () => {
 
 describe('watchProgress when a read over the socket fails, or events stop', () => {
 	it('falls back to polling after a failed read, and reads on its safety interval while no event comes', async () => {
-		const socket = new FakeSocket();
-		let fail = true;
-		const read = vi.fn(async () => {
-			if (fail) throw new Error('Network Error');
-			return 1;
-		});
-		const errors: unknown[] = [];
-		const watch = watchProgress({ live: channel(socket), read, onData: vi.fn(), onError: (error) => errors.push(error), isDone: () => false, key: String, minMs: 5, maxMs: 5, spacingMs: 0 });
-		socket.emit('open');
-		socket.receive({ type: 'subscription', event: 'init', uid: 'pseo-pseo_generations' });
-		await flush();
-		expect(errors[0]).toEqual(new Error('Network Error'));
-		expect(watch.mode).toBe('polling');
-		expect(socket.closed).toBe(true);
-		fail = false;
-		await new Promise((resolve) => setTimeout(resolve, 30));
-		expect(read.mock.calls.length).toBeGreaterThan(2);
-		watch.stop();
+		vi.useFakeTimers();
+		try {
+			const socket = new FakeSocket();
+			let fail = true;
+			const read = vi.fn(async () => {
+				if (fail) throw new Error('Network Error');
+				return 1;
+			});
+			const errors: unknown[] = [];
+			const watch = watchProgress({ live: channel(socket), read, onData: vi.fn(), onError: (error) => errors.push(error), isDone: () => false, key: String, minMs: 5, maxMs: 5, spacingMs: 0 });
+			socket.emit('open');
+			socket.receive({ type: 'subscription', event: 'init', uid: 'pseo-pseo_generations' });
+			await vi.advanceTimersByTimeAsync(0);
+			expect(errors[0]).toEqual(new Error('Network Error'));
+			expect(watch.mode).toBe('polling');
+			expect(socket.closed).toBe(true);
+			fail = false;
+			const before = read.mock.calls.length;
+			await vi.advanceTimersByTimeAsync(30);
+			expect(read.mock.calls.length).toBeGreaterThan(before);
+			watch.stop();
 
-		const quiet = new FakeSocket();
-		const reads = vi.fn(async () => 1);
-		const safe = watchProgress({ live: channel(quiet), read: reads, onData: vi.fn(), isDone: () => false, key: String, safetyMs: 10, spacingMs: 0 });
-		await new Promise((resolve) => setTimeout(resolve, 35));
-		expect(reads.mock.calls.length).toBeGreaterThanOrEqual(2);
-		expect(safe.mode).toBe('websocket');
-		safe.stop();
+			const quiet = new FakeSocket();
+			const reads = vi.fn(async () => 1);
+			const safe = watchProgress({ live: channel(quiet), read: reads, onData: vi.fn(), isDone: () => false, key: String, safetyMs: 10, spacingMs: 0 });
+			await vi.advanceTimersByTimeAsync(9);
+			expect(reads).not.toHaveBeenCalled();
+			await vi.advanceTimersByTimeAsync(21);
+			expect(reads).toHaveBeenCalledTimes(3);
+			expect(safe.mode).toBe('websocket');
+			safe.stop();
+		} finally {
+			vi.useRealTimers();
+		}
 	});
 });
 
@@ -156,15 +164,24 @@ describe('watchProgress spacing', () => {
 			times.push(Date.now());
 			return times.length;
 		});
-		const watch = watchProgress({ live: channel(socket), read, onData: vi.fn(), isDone: () => false, key: String, spacingMs: 60 });
-		socket.emit('open');
-		socket.receive({ type: 'subscription', event: 'init', uid: 'pseo-pseo_generations' });
-		await flush();
-		for (let i = 0; i < 5; i++) socket.receive({ type: 'subscription', event: 'update', uid: 'pseo-pseo_generations' });
-		await new Promise((resolve) => setTimeout(resolve, 150));
-		expect(read).toHaveBeenCalledTimes(2);
-		expect(times[1]! - times[0]!).toBeGreaterThanOrEqual(55);
-		watch.stop();
+		vi.useFakeTimers();
+		try {
+			const watch = watchProgress({ live: channel(socket), read, onData: vi.fn(), isDone: () => false, key: String, spacingMs: 60 });
+			socket.emit('open');
+			socket.receive({ type: 'subscription', event: 'init', uid: 'pseo-pseo_generations' });
+			await vi.advanceTimersByTimeAsync(0);
+			for (let i = 0; i < 5; i++) socket.receive({ type: 'subscription', event: 'update', uid: 'pseo-pseo_generations' });
+			await vi.advanceTimersByTimeAsync(59);
+			expect(read).toHaveBeenCalledTimes(1);
+			await vi.advanceTimersByTimeAsync(1);
+			expect(read).toHaveBeenCalledTimes(2);
+			expect(times[1]! - times[0]!).toBe(60);
+			await vi.advanceTimersByTimeAsync(500);
+			expect(read).toHaveBeenCalledTimes(2);
+			watch.stop();
+		} finally {
+			vi.useRealTimers();
+		}
 	});
 });
 
