@@ -103,7 +103,7 @@ export async function runScaleBench(options: { log?: (line: string) => void } = 
 				// The website is the fake's own origin, which has no sitemap: the import's on-site check stays on loopback.
 				PSEO_ALLOW_PRIVATE_NETWORKS: 'true',
 				PSEO_PROVIDER_BACKOFF_MS: '50',
-				...(process.env['PSEO_BENCH_PROFILE_DIR'] ? { NODE_OPTIONS: `--cpu-prof --cpu-prof-dir=${process.env['PSEO_BENCH_PROFILE_DIR']}` } : {}),
+				...(process.env['PSEO_BENCH_PROFILE_DIR'] ? { PSEO_SERVER_NODE_FLAGS: `--cpu-prof --cpu-prof-dir=${process.env['PSEO_BENCH_PROFILE_DIR']}` } : {}),
 			},
 		});
 		cleanups.push(() => directus.dispose());

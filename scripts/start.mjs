@@ -46,7 +46,9 @@ if (bootstrap.includes('Adding first admin user') && env.__GENERATED_ADMIN_PASSW
 delete env.__GENERATED_ADMIN_PASSWORD;
 
 log(`serving Directus ${directusVersion(home)} on ${env.PUBLIC_URL}`);
-const server = spawn(node, [cli, 'start'], { cwd: root, env: nodeEnv(env), stdio: 'inherit' });
+// Flags for the server's Node itself (`--cpu-prof`, `--heapsnapshot-signal=SIGUSR2`): NODE_OPTIONS refuses some of them.
+const nodeFlags = (env.PSEO_SERVER_NODE_FLAGS ?? '').split(/\s+/).filter(Boolean);
+const server = spawn(node, [...nodeFlags, cli, 'start'], { cwd: root, env: nodeEnv(env), stdio: 'inherit' });
 for (const signal of ['SIGTERM', 'SIGINT']) {
 	process.on(signal, () => server.kill(signal));
 }

@@ -11,9 +11,17 @@ import type { QualityIssue } from '../quality/page-checks.ts';
 import type { PlanPage } from '../plan/plan-page.ts';
 import type { ReportedUsage } from '../provider/types.ts';
 import { assessDrafts, rewriteFailed } from './quality-pass.ts';
+import { createStatisticsSchedule, refreshStatistics } from '../shared/table-statistics.ts';
+import { POSTS } from '../posts/post-store.ts';
+import { BANDS_TABLE } from '../quality/similarity-index.ts';
+import { JOB_ROUTES } from './job-route-store.ts';
+import { PLAN_PAGES } from '../plan/plan-page-store.ts';
 
 /** Results are written in chunks: big enough to be fast, small enough that memory stays flat. */
 const INGEST_CHUNK = 250;
+
+/** Tables an ingest grows or rewrites quickly enough to outrun autovacuum (shared/table-statistics.ts). */
+const INGESTED_TABLES = [POSTS, BANDS_TABLE, JOB_ROUTES, PLAN_PAGES];
 
 /** Metadata key that tags a provider batch with its job, so a lost create can be found and adopted. */
 const BATCH_JOB_KEY = 'pseo_generation_id';
@@ -203,6 +211,9 @@ async function ingestPart(
 	const { database, worker, logger } = deps;
 	const slice = job.routes.slice(part.route_start, part.route_end);
 	const items = new Map(slice.map((item) => [item.route, item]));
+	// Fresh statistics before the part, then as the tables grow: the lookups of each chunk stay index lookups.
+	await refreshStatistics(database, INGESTED_TABLES, logger);
+	const statistics = createStatisticsSchedule();
 	const settled = await settledRoutes(database, job, slice);
 	const gate = createQualityGate(database, job.pseo_id, deps.quality);
 	const seen = new Set<string>();
@@ -218,6 +229,7 @@ async function ingestPart(
 			gate.settle(outcomes.map((outcome) => outcome.route));
 		}
 		faultPoint('mid-batch-ingest');
+		if (statistics.add(outcomes.length)) await refreshStatistics(database, INGESTED_TABLES, logger);
 	};
 	const flush = async () => {
 		if (chunk.length === 0) return;

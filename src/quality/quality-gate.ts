@@ -1,6 +1,6 @@
 import { setImmediate } from 'node:timers/promises';
 import type { Knex } from 'knex';
-import { encodeSignature, signatureOf, similarity } from './minhash.ts';
+import { bandKeys, encodeSignature, signatureOf, similarity } from './minhash.ts';
 import {
 	checkHeadings,
 	checkInternalLinks,
@@ -80,7 +80,7 @@ export interface QualityGate {
  * each other; those are few, bounded by the queue and the write batch.
  */
 export function createQualityGate(knex: Knex, pseoId: number, settings: QualitySettings): QualityGate {
-	const unsettled = new Map<string, Uint32Array>();
+	const unsettled = createPendingIndex();
 	return {
 		async assess(entries) {
 			const signatures = await mapInSlices(entries, ({ page }) => signatureOf(`${page.title}\n${page.body}`));
@@ -94,21 +94,64 @@ export function createQualityGate(knex: Knex, pseoId: number, settings: QualityS
 				const issues = checkPage(page, place, settings);
 				const signature = signatures[i];
 				if (signature) {
-					let nearest = stored.get(place.route) ?? null;
-					for (const [route, other] of unsettled) {
-						if (route === place.route) continue;
-						const score = similarity(signature, other);
-						if (!nearest || score > nearest.score) nearest = { route, score };
-					}
+					const indexed = stored.get(place.route) ?? null;
+					const pending = unsettled.nearest(place.route, signature);
+					const nearest = pending && (!indexed || pending.score > indexed.score) ? pending : indexed;
 					issues.push(...checkSimilarity(nearest, settings.maxSimilarity));
-					unsettled.set(place.route, signature);
+					unsettled.add(place.route, signature);
 				}
 				return { ...verdict(issues), issues, signature: signature ? encodeSignature(signature) : null };
 			});
 		},
 		settle(routes) {
-			for (const route of routes) unsettled.delete(route);
+			for (const route of routes) unsettled.remove(route);
 		},
+	};
+}
+
+/**
+ * The pages a run has judged but not stored yet, found by band like stored posts: a page is compared only with
+ * those sharing a band with it, not with all of them (two chunks of 250 pages each compared with every other page
+ * of both cost more than the rest of the gate).
+ */
+function createPendingIndex() {
+	const signatures = new Map<string, { signature: Uint32Array; keys: string[] }>();
+	const byBand = new Map<string, Set<string>>();
+	const remove = (route: string) => {
+		const entry = signatures.get(route);
+		if (!entry) return;
+		signatures.delete(route);
+		for (const key of entry.keys) {
+			const routes = byBand.get(key);
+			routes?.delete(route);
+			if (routes?.size === 0) byBand.delete(key);
+		}
+	};
+	return {
+		nearest(route: string, signature: Uint32Array): { route: string; score: number } | null {
+			let nearest: { route: string; score: number } | null = null;
+			const compared = new Set<string>([route]);
+			for (const key of bandKeys(signature)) {
+				for (const other of byBand.get(key) ?? []) {
+					if (compared.has(other)) continue;
+					compared.add(other);
+					const score = similarity(signature, signatures.get(other)!.signature);
+					if (!nearest || score > nearest.score) nearest = { route: other, score };
+				}
+			}
+			return nearest;
+		},
+		add(route: string, signature: Uint32Array) {
+			remove(route);
+			const keys = bandKeys(signature);
+			signatures.set(route, { signature, keys });
+			for (const key of keys) {
+				const routes = byBand.get(key);
+				if (routes) routes.add(route);
+				else byBand.set(key, new Set([route]));
+			}
+		},
+		remove,
 	};
 }
 

@@ -1,5 +1,6 @@
 import type { Knex } from 'knex';
 import { readSignatures } from '../posts/post-store.ts';
+import { vendorOf } from '../shared/database.ts';
 import { bandKeys, decodeSignature, similarity } from './minhash.ts';
 
 /*
@@ -29,14 +30,30 @@ export interface IndexedPage {
 export async function indexPages(trx: Knex.Transaction, pseoId: number, pages: readonly IndexedPage[]): Promise<void> {
 	if (pages.length === 0) return;
 	const routes = pages.map((page) => page.route);
+	const rows = pages.flatMap((page) => {
+		const signature = decodeSignature(page.signature);
+		return signature ? bandKeys(signature).map((band_key) => ({ route: page.route, band_key })) : [];
+	});
+	if (vendorOf(trx) === 'postgres') {
+		// Two statements whatever the chunk's size, each with two array parameters: a chunk of 250 pages writes
+		// 5,000 band rows, which as VALUES lists took 17 statements and 15,000 bound parameters to parse.
+		await trx.raw('DELETE FROM ?? WHERE ?? = ? AND ?? = ANY(?::text[])', [BANDS_TABLE, 'pseo_id', pseoId, 'route', routes]);
+		if (rows.length === 0) return;
+		await trx.raw('INSERT INTO ?? (??, ??, ??) SELECT ?, unnest(?::text[]), unnest(?::text[])', [
+			BANDS_TABLE,
+			'pseo_id',
+			'route',
+			'band_key',
+			pseoId,
+			rows.map((row) => row.route),
+			rows.map((row) => row.band_key),
+		]);
+		return;
+	}
 	for (let i = 0; i < routes.length; i += ROUTES_PER_QUERY) {
 		await trx(BANDS_TABLE).where('pseo_id', pseoId).whereIn('route', routes.slice(i, i + ROUTES_PER_QUERY)).delete();
 	}
-	const rows = pages.flatMap((page) => {
-		const signature = decodeSignature(page.signature);
-		return signature ? bandKeys(signature).map((band_key) => ({ pseo_id: pseoId, route: page.route, band_key })) : [];
-	});
-	for (let i = 0; i < rows.length; i += ROWS_PER_INSERT) await insertRows(trx, rows.slice(i, i + ROWS_PER_INSERT));
+	for (let i = 0; i < rows.length; i += ROWS_PER_INSERT) await insertRows(trx, pseoId, rows.slice(i, i + ROWS_PER_INSERT));
 }
 
 /**
@@ -44,13 +61,30 @@ export async function indexPages(trx: Knex.Transaction, pseoId: number, pages: r
  * slower to parse and capped at 500 terms; every vendor we support (SQLite 3.7.11 and later, PostgreSQL, MySQL,
  * MariaDB) takes a plain VALUES list, and these rows are three plain columns.
  */
-async function insertRows(trx: Knex.Transaction, rows: readonly { pseo_id: number; route: string; band_key: string }[]): Promise<void> {
+async function insertRows(trx: Knex.Transaction, pseoId: number, rows: readonly { route: string; band_key: string }[]): Promise<void> {
 	const values = rows.map(() => '(?, ?, ?)').join(', ');
-	await trx.raw(`INSERT INTO ?? (??, ??, ??) VALUES ${values}`, [BANDS_TABLE, 'pseo_id', 'route', 'band_key', ...rows.flatMap((row) => [row.pseo_id, row.route, row.band_key])]);
+	await trx.raw(`INSERT INTO ?? (??, ??, ??) VALUES ${values}`, [BANDS_TABLE, 'pseo_id', 'route', 'band_key', ...rows.flatMap((row) => [pseoId, row.route, row.band_key])]);
 }
 
 /** Band keys per `whereIn`: keeps every statement under SQLite's bound-variable limit. */
 const KEYS_PER_QUERY = 500;
+
+/** The band rows of a website with one of `keys`: in one query with an array parameter on PostgreSQL, else in slices. */
+async function* rowsWithKeys(knex: Knex, pseoId: number, keys: readonly string[]): AsyncGenerator<{ route: string; band_key: string }[]> {
+	if (vendorOf(knex) === 'postgres') {
+		const result = (await knex.raw('SELECT ??, ?? FROM ?? WHERE ?? = ? AND ?? = ANY(?::text[])', ['route', 'band_key', BANDS_TABLE, 'pseo_id', pseoId, 'band_key', keys])) as {
+			rows: { route: string; band_key: string }[];
+		};
+		yield result.rows;
+		return;
+	}
+	for (let i = 0; i < keys.length; i += KEYS_PER_QUERY) {
+		yield (await knex(BANDS_TABLE)
+			.where('pseo_id', pseoId)
+			.whereIn('band_key', keys.slice(i, i + KEYS_PER_QUERY))
+			.select('route', 'band_key')) as { route: string; band_key: string }[];
+	}
+}
 
 /** A page to look up: its route (never its own match) and its signature. */
 export interface LookedUpPage {
@@ -73,12 +107,7 @@ export async function nearestStoredPosts(knex: Knex, pseoId: number, pages: read
 		}
 	});
 	const shared = pages.map(() => new Map<string, number>());
-	const keys = [...wanting.keys()];
-	for (let i = 0; i < keys.length; i += KEYS_PER_QUERY) {
-		const rows = (await knex(BANDS_TABLE)
-			.where('pseo_id', pseoId)
-			.whereIn('band_key', keys.slice(i, i + KEYS_PER_QUERY))
-			.select('route', 'band_key')) as { route: string; band_key: string }[];
+	for await (const rows of rowsWithKeys(knex, pseoId, [...wanting.keys()])) {
 		for (const row of rows) {
 			for (const index of wanting.get(row.band_key) ?? []) {
 				if (row.route === pages[index]!.route) continue;

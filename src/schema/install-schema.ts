@@ -81,12 +81,26 @@ export async function installSchema(context: ServiceContext): Promise<InstallRep
 	return report;
 }
 
+/** Single-column foreign-key indexes that a composite index below makes redundant (see ensureIndexes). */
+const REDUNDANT_INDEXES = [
+	`${BANDS_TABLE}_pseo_id_index`,
+	`${POSTS}_pseo_id_index`,
+	`${PLAN_PAGES}_pseo_id_index`,
+	`${JOB_ROUTES}_generation_id_index`,
+];
+
 /**
  * Indexes a Directus snapshot cannot express. The unique (pseo_id, route) key makes storing a generated page
  * idempotent: a resumed or retried job can never write a second post for a route. The band indexes make the
  * quality gate's near-duplicate lookup, and the re-indexing of a rewritten post, index scans. One row per part
  * of a bulk job: two workers can never both store the same part. One row per position of a job's routes, found by
  * route (an outcome) and by state (the failed routes).
+ *
+ * The single-column indexes Directus once made for four of these foreign keys are dropped: each is the prefix of
+ * a composite index above, so it only costs writes, and it is a trap for PostgreSQL's planner. While a bulk job
+ * outruns autovacuum, the planner takes `pseo_id = ? AND band_key IN (...)` through the `pseo_id` index alone and
+ * filters every row of the website, which made each chunk's lookup grow with the website. The snapshot no longer
+ * asks for them. MySQL keeps its own: a foreign key there needs an index, and it names it itself.
  */
 export async function ensureIndexes(knex: Knex): Promise<void> {
 	const statements = [
@@ -112,4 +126,5 @@ export async function ensureIndexes(knex: Knex): Promise<void> {
 		return;
 	}
 	for (const sql of statements) await knex.raw(sql);
+	for (const name of REDUNDANT_INDEXES) await knex.raw(`DROP INDEX IF EXISTS ${name}`);
 }

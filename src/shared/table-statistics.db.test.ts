@@ -1,0 +1,49 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Knex } from 'knex';
+import { insertUser, insertWebsite, openTestDatabase, silentLogger, vendorAvailable, type TestDatabase } from '../../test/support/db-under-test.ts';
+import { BANDS_TABLE } from '../quality/similarity-index.ts';
+import { refreshStatistics } from './table-statistics.ts';
+
+/*
+ * The near-duplicate lookup of a bulk ingest on PostgreSQL, with the statistics a fast-growing table really has.
+ * Without fresh statistics the planner read `pseo_id = ? AND band_key = ANY(...)` through an index on `pseo_id`
+ * and filtered every row of the website, so each chunk's lookup grew with the website.
+ */
+describe.skipIf(!vendorAvailable('postgres'))('table statistics on postgres', () => {
+	let db: TestDatabase;
+	let knex: Knex;
+
+	beforeAll(async () => {
+		db = await openTestDatabase('postgres', 2);
+		knex = db.knex;
+	});
+	afterAll(async () => db?.dispose());
+
+	it('has no single-column pseo_id index on the band rows for the planner to misuse', async () => {
+		const { rows } = (await knex.raw('SELECT indexname, indexdef FROM pg_indexes WHERE tablename = ?', [BANDS_TABLE])) as { rows: { indexname: string; indexdef: string }[] };
+		const names = rows.map((row) => row.indexname);
+		expect(names).toEqual(expect.arrayContaining(['pseo_post_bands_lookup', 'pseo_post_bands_route']));
+		expect(names).not.toContain('pseo_post_bands_pseo_id_index');
+		expect(rows.filter((row) => /\(pseo_id\)$/.test(row.indexdef))).toEqual([]);
+	});
+
+	it('after a refresh, the planner knows the website grew by 40,000 band rows, and looks up a page through (pseo_id, band_key)', async () => {
+		const pseoId = await insertWebsite(knex, await insertUser(knex, 0));
+		await knex.raw(
+			`INSERT INTO ?? (pseo_id, route, band_key) SELECT ?, '/page-' || (g / 20), (g % 20)::text || '.' || g::text FROM generate_series(1, 40000) AS g`,
+			[BANDS_TABLE, pseoId],
+		);
+		await refreshStatistics(knex, [BANDS_TABLE], silentLogger);
+		const stats = (await knex.raw('SELECT reltuples FROM pg_class WHERE relname = ?', [BANDS_TABLE])) as { rows: { reltuples: number }[] };
+		expect(Number(stats.rows[0]!.reltuples)).toBeGreaterThanOrEqual(40000);
+
+		// One page's 20 band keys: a handful of index probes, against reading the website's 40,000 rows.
+		const keys = Array.from({ length: 20 }, (_, i) => `${i}.${i * 7919}`);
+		const explained = (await knex.raw('EXPLAIN (FORMAT JSON) SELECT route, band_key FROM ?? WHERE pseo_id = ? AND band_key = ANY(?::text[])', [BANDS_TABLE, pseoId, keys])) as {
+			rows: { 'QUERY PLAN': unknown }[];
+		};
+		const plan = JSON.stringify(explained.rows[0]!['QUERY PLAN']);
+		expect(plan).toContain('"Index Name":"pseo_post_bands_lookup"');
+		expect(plan).not.toContain('Seq Scan');
+	});
+});
