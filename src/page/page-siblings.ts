@@ -18,29 +18,69 @@ const STOPWORDS = new Set(
 	'the and for with from your you our are was were how what why when where which who best top guide page pages into about near than this that these those not all any can its their them out use using vs per'.split(' '),
 );
 
-interface Entry {
-	item: PlanPage;
-	route: string;
-	segments: string[];
-	/** The parent's route (explicit `parent_route`, else one level up the path); null for the root. */
-	parentRoute: string | null;
-	parentKey: string | null;
-	cluster: string | null;
-	tokens: Set<string>;
-}
-
+/**
+ * The plan's pages as columns of numbers rather than an object per page: every string a comparison needs (routes,
+ * path segments, parents, clusters, keywords) is interned once and stored as its number, and each page's segments
+ * and keywords are runs in shared typed arrays. A 100,000-page plan takes about a sixth of the memory an object per
+ * page with its own keyword set took (62 MB), which matters for the flat memory of a bulk job.
+ */
 interface SiblingIndex {
 	/** Length of the indexed array, to notice an array that grew or shrank since. */
 	sourceLength: number;
-	entries: Entry[];
-	byRoute: Map<string, Entry>;
-	byParent: Map<string, Entry[]>;
-	byCluster: Map<string, Entry[]>;
-	bySection: Map<string, Entry[]>;
-	byToken: Map<string, Entry[]>;
-	byPriority: Entry[];
-	/** How much sharing a word says, by word: rare words say more than words every page shares. */
-	weights: Map<string, number>;
+	names: Names;
+	items: PlanPage[];
+	/** The normalized route of each page. */
+	routes: string[];
+	byRoute: Map<string, number>;
+	/** Name ids per page, -1 for none. */
+	routeId: Int32Array;
+	parentRoute: Int32Array;
+	parentKey: Int32Array;
+	cluster: Int32Array;
+	/** Page i's segments are `segments[segmentStart[i] .. segmentStart[i + 1]]`; its keywords likewise. */
+	segmentStart: Uint32Array;
+	segments: Int32Array;
+	tokenStart: Uint32Array;
+	tokens: Int32Array;
+	byParent: Map<number, Int32Array>;
+	byCluster: Map<number, Int32Array>;
+	bySection: Map<number, Int32Array>;
+	byToken: Map<number, Int32Array>;
+	byPriority: Int32Array;
+	/** How much sharing a word says, by name id: rare words say more than words every page shares. */
+	weights: Map<number, number>;
+}
+
+/** Strings interned to numbers; a string never seen has no number (-1), so it equals nothing indexed. */
+interface Names {
+	intern(name: string): number;
+	find(name: string | null): number;
+}
+
+function createNames(): Names {
+	const ids = new Map<string, number>();
+	return {
+		intern(name) {
+			let id = ids.get(name);
+			if (id === undefined) ids.set(name, (id = ids.size));
+			return id;
+		},
+		find(name) {
+			return name === null ? -1 : (ids.get(name) ?? -1);
+		},
+	};
+}
+
+/** What the ranking reads of a page, as name ids. */
+interface Features {
+	route: string;
+	routeId: number;
+	parentRoute: string | null;
+	parentRouteId: number;
+	parentKey: number;
+	cluster: number;
+	segments: number[];
+	tokens: number[];
 }
 
 const indexes = new WeakMap<readonly PlanPage[], SiblingIndex>();
@@ -64,8 +104,7 @@ export function pickSiblings(item: PlanPage, allItems: readonly PlanPage[], n = 
 
 /** A sibling picker bound to one plan, for callers that prefer to hold the index themselves. */
 export function createSiblingPicker(allItems: readonly PlanPage[]): (item: PlanPage, n?: number) => Sibling[] {
-	// Built on first use: a batch ingest that rewrites no page never needs it, and for a plan of 100,000 pages it
-	// costs a few hundred megabytes.
+	// Built on first use: a batch ingest that rewrites no page never needs it.
 	let index: SiblingIndex | undefined;
 	return (item, n = 8) => pick((index ??= buildIndex(allItems)), item, n);
 }
@@ -76,51 +115,50 @@ function pick(index: SiblingIndex, item: PlanPage, n: number): Sibling[] {
 	}
 	if (typeof item?.route !== 'string') throw new TypeError(`Expected \`item.route\` to be a string, got \`${String(item?.route)}\``);
 	if (n === 0) return [];
-	const self = toEntry(item);
-	const selfParentRoute = self.parentRoute;
+	const self = featuresOf(item, (name) => index.names.find(name));
 
-	const candidates = new Set<Entry>();
-	const buckets: Entry[][] = [];
-	const push = (bucket: Entry[] | undefined) => {
+	const buckets: ArrayLike<number>[] = [];
+	const push = (bucket: ArrayLike<number> | undefined) => {
 		if (bucket && bucket.length > 0) buckets.push(bucket);
 	};
-	const lineage: Entry[] = [];
-	const parentEntry = selfParentRoute ? index.byRoute.get(selfParentRoute) : undefined;
-	if (parentEntry) lineage.push(parentEntry);
-	for (let depth = self.segments.length - 1; depth >= 1; depth--) {
-		const ancestor = index.byRoute.get(`/${self.segments.slice(0, depth).join('/')}`);
-		if (ancestor && ancestor !== parentEntry) lineage.push(ancestor);
+	const lineage: number[] = [];
+	const parentEntry = self.parentRoute ? index.byRoute.get(self.parentRoute) : undefined;
+	if (parentEntry !== undefined) lineage.push(parentEntry);
+	const path = self.route.split('/').filter(Boolean);
+	for (let depth = path.length - 1; depth >= 1; depth--) {
+		const ancestor = index.byRoute.get(`/${path.slice(0, depth).join('/')}`);
+		if (ancestor !== undefined && ancestor !== parentEntry) lineage.push(ancestor);
 	}
 	push(lineage);
-	push(index.byParent.get(self.route));
-	if (self.parentKey) push(index.byParent.get(self.parentKey));
-	if (self.cluster) push(index.byCluster.get(self.cluster));
-	if (self.segments.length > 0) push(index.bySection.get(self.segments[0]!));
-	for (const token of self.tokens) push(index.byToken.get(token));
+	if (self.routeId >= 0) push(index.byParent.get(self.routeId));
+	if (self.parentKey >= 0) push(index.byParent.get(self.parentKey));
+	if (self.cluster >= 0) push(index.byCluster.get(self.cluster));
+	if (self.segments.length > 0 && self.segments[0]! >= 0) push(index.bySection.get(self.segments[0]!));
+	for (const token of self.tokens) if (token >= 0) push(index.byToken.get(token));
 	// Small buckets are the most specific; big ones (a 3,000-page cluster) only top up the candidate set.
 	buckets.sort((a, b) => a.length - b.length);
+	const candidates = new Set<number>();
 	for (const bucket of buckets) {
-		for (const entry of bucket) {
-			if (candidates.size >= CANDIDATE_LIMIT) break;
-			candidates.add(entry);
-		}
+		for (let i = 0; i < bucket.length && candidates.size < CANDIDATE_LIMIT; i++) candidates.add(bucket[i]!);
 		if (candidates.size >= CANDIDATE_LIMIT) break;
 	}
 
-	const scored: { entry: Entry; score: number }[] = [];
+	const scored: { entry: number; score: number }[] = [];
 	for (const entry of candidates) {
-		if (entry.route === self.route) continue;
-		const score = relevance(self, entry, index.weights);
+		if (index.routes[entry] === self.route) continue;
+		const score = relevance(self, index, entry);
 		if (score > 0) scored.push({ entry, score });
 	}
-	scored.sort((a, b) => b.score - a.score || priorityOf(b.entry) - priorityOf(a.entry) || compare(a.entry.route, b.entry.route));
+	scored.sort((a, b) => b.score - a.score || priorityOf(index.items[b.entry]!) - priorityOf(index.items[a.entry]!) || compare(index.routes[a.entry]!, index.routes[b.entry]!));
 
 	const chosen: Sibling[] = [];
 	const used = new Set<string>([self.route]);
-	const take = (entry: Entry) => {
-		if (chosen.length >= n || used.has(entry.route)) return;
-		used.add(entry.route);
-		chosen.push({ route: entry.item.route, title: shorten(entry.item.title) });
+	const take = (entry: number) => {
+		const route = index.routes[entry]!;
+		if (chosen.length >= n || used.has(route)) return;
+		used.add(route);
+		const page = index.items[entry]!;
+		chosen.push({ route: page.route, title: shorten(page.title) });
 	};
 	for (const { entry } of scored) take(entry);
 	for (const entry of index.byPriority) {
@@ -130,71 +168,146 @@ function pick(index: SiblingIndex, item: PlanPage, n: number): Sibling[] {
 	return chosen;
 }
 
-function relevance(self: Entry, other: Entry, weights: Map<string, number>): number {
+function relevance(self: Features, index: SiblingIndex, other: number): number {
 	let score = 0;
-	if (self.parentRoute !== null && other.route === self.parentRoute) score += 5;
-	if (other.parentRoute === self.route) score += 4;
-	if (self.parentKey !== null && self.parentKey === other.parentKey) score += 3;
-	if (self.cluster !== null && self.cluster === other.cluster) score += 4;
+	if (self.parentRoute !== null && index.routes[other] === self.parentRoute) score += 5;
+	if (self.routeId >= 0 && index.parentRoute[other] === self.routeId) score += 4;
+	if (self.parentKey >= 0 && self.parentKey === index.parentKey[other]) score += 3;
+	if (self.cluster >= 0 && self.cluster === index.cluster[other]) score += 4;
+	const segmentsFrom = index.segmentStart[other]!;
+	const segmentCount = index.segmentStart[other + 1]! - segmentsFrom;
 	let shared = 0;
-	while (shared < self.segments.length && shared < other.segments.length && self.segments[shared] === other.segments[shared]) shared++;
+	while (shared < self.segments.length && shared < segmentCount && self.segments[shared] === index.segments[segmentsFrom + shared]) shared++;
 	score += Math.min(shared, 3);
 	// A hub page higher up the same path (a grandparent) is worth a link too.
-	if (shared === other.segments.length && shared > 0 && shared < self.segments.length) score += 2;
+	if (shared === segmentCount && shared > 0 && shared < self.segments.length) score += 2;
 	let keywords = 0;
+	const tokensFrom = index.tokenStart[other]!;
+	const tokensTo = index.tokenStart[other + 1]!;
 	for (const token of self.tokens) {
-		if (other.tokens.has(token)) keywords += weights.get(token) ?? 0;
+		if (token < 0) continue;
+		for (let i = tokensFrom; i < tokensTo; i++) {
+			if (index.tokens[i] === token) {
+				keywords += index.weights.get(token) ?? 0;
+				break;
+			}
+		}
 	}
 	return score + Math.min(keywords, 4.5);
 }
 
 function buildIndex(allItems: readonly PlanPage[]): SiblingIndex {
-	const entries: Entry[] = [];
-	const byRoute = new Map<string, Entry>();
+	const names = createNames();
+	const items: PlanPage[] = [];
+	const routes: string[] = [];
+	const byRoute = new Map<string, number>();
+	const features: Features[] = [];
 	for (const item of allItems) {
 		if (typeof item?.route !== 'string' || typeof item.title !== 'string') continue;
-		const entry = toEntry(item);
+		const entry = featuresOf(item, (name) => (name === null ? -1 : names.intern(name)));
 		if (byRoute.has(entry.route)) continue;
-		byRoute.set(entry.route, entry);
-		entries.push(entry);
+		byRoute.set(entry.route, items.length);
+		items.push(item);
+		routes.push(entry.route);
+		features.push(entry);
 	}
-	const byPriority = [...entries].sort((a, b) => priorityOf(b) - priorityOf(a) || compare(a.route, b.route));
-	const byParent = new Map<string, Entry[]>();
-	const byCluster = new Map<string, Entry[]>();
-	const bySection = new Map<string, Entry[]>();
-	const byToken = new Map<string, Entry[]>();
-	const add = (map: Map<string, Entry[]>, key: string, entry: Entry) => {
+	const count = items.length;
+	const routeId = new Int32Array(count);
+	const parentRoute = new Int32Array(count);
+	const parentKey = new Int32Array(count);
+	const cluster = new Int32Array(count);
+	const segmentStart = new Uint32Array(count + 1);
+	const tokenStart = new Uint32Array(count + 1);
+	let segmentTotal = 0;
+	let tokenTotal = 0;
+	for (const entry of features) {
+		segmentTotal += entry.segments.length;
+		tokenTotal += entry.tokens.length;
+	}
+	const segments = new Int32Array(segmentTotal);
+	const tokens = new Int32Array(tokenTotal);
+	let segmentAt = 0;
+	let tokenAt = 0;
+	features.forEach((entry, i) => {
+		routeId[i] = entry.routeId;
+		parentRoute[i] = entry.parentRouteId;
+		parentKey[i] = entry.parentKey;
+		cluster[i] = entry.cluster;
+		segmentStart[i] = segmentAt;
+		segments.set(entry.segments, segmentAt);
+		segmentAt += entry.segments.length;
+		tokenStart[i] = tokenAt;
+		tokens.set(entry.tokens, tokenAt);
+		tokenAt += entry.tokens.length;
+	});
+	segmentStart[count] = segmentAt;
+	tokenStart[count] = tokenAt;
+	const priorityOrder = Array.from({ length: count }, (_, i) => i).sort(
+		(a, b) => priorityOf(items[b]!) - priorityOf(items[a]!) || compare(routes[a]!, routes[b]!),
+	);
+
+	const byParent = new Map<number, number[]>();
+	const byCluster = new Map<number, number[]>();
+	const bySection = new Map<number, number[]>();
+	const byToken = new Map<number, number[]>();
+	const add = (map: Map<number, number[]>, key: number, entry: number) => {
 		const bucket = map.get(key);
 		if (bucket) bucket.push(entry);
 		else map.set(key, [entry]);
 	};
 	// Filled in priority order, so that a bucket cut short keeps its most important pages.
-	for (const entry of byPriority) {
-		if (entry.parentKey) add(byParent, entry.parentKey, entry);
-		if (entry.cluster) add(byCluster, entry.cluster, entry);
-		if (entry.segments.length > 1) add(bySection, entry.segments[0]!, entry);
-		for (const token of entry.tokens) add(byToken, token, entry);
+	for (const entry of priorityOrder) {
+		const { parentKey: parent, cluster: group, segments: path, tokens: words } = features[entry]!;
+		if (parent >= 0) add(byParent, parent, entry);
+		if (group >= 0) add(byCluster, group, entry);
+		if (path.length > 1) add(bySection, path[0]!, entry);
+		for (const token of words) add(byToken, token, entry);
 	}
-	const weights = new Map<string, number>();
-	for (const [token, bucket] of byToken) weights.set(token, Math.min(1.5, Math.log2(1 + entries.length / bucket.length) / 2));
+	const weights = new Map<number, number>();
+	for (const [token, bucket] of byToken) weights.set(token, Math.min(1.5, Math.log2(1 + count / bucket.length) / 2));
+	const packed = (map: Map<number, number[]>) => new Map([...map].map(([key, bucket]) => [key, Int32Array.from(bucket)]));
 	// Keys of byParent are parent routes, so the same map also finds a page's children.
-	return { weights, sourceLength: allItems.length, entries, byRoute, byParent, byCluster, bySection, byToken, byPriority };
+	return {
+		sourceLength: allItems.length,
+		names,
+		items,
+		routes,
+		byRoute,
+		routeId,
+		parentRoute,
+		parentKey,
+		cluster,
+		segmentStart,
+		segments,
+		tokenStart,
+		tokens,
+		byParent: packed(byParent),
+		byCluster: packed(byCluster),
+		bySection: packed(bySection),
+		byToken: packed(byToken),
+		byPriority: Int32Array.from(priorityOrder),
+		weights,
+	};
 }
 
-function toEntry(item: PlanPage): Entry {
+/** A page's features, its strings turned into name ids by `id` (interning while indexing, looking up when picking). */
+function featuresOf(item: PlanPage, id: (name: string | null) => number): Features {
 	const route = normalizeRoute(item.route) || '/';
 	const segments = route.split('/').filter(Boolean);
 	const explicitParent = normalizeRoute(item.parent_route ?? '');
 	const parent = explicitParent || derivedParent(segments);
+	// The root is everybody's parent in a flat plan, which says nothing about relatedness.
+	const parentKey = parent && parent !== '/' ? parent : null;
+	const cluster = typeof item.cluster === 'string' && item.cluster.trim() !== '' ? item.cluster.trim().toLowerCase() : null;
 	return {
-		item,
 		route,
-		segments,
+		routeId: id(route),
 		parentRoute: parent,
-		// The root is everybody's parent in a flat plan, which says nothing about relatedness.
-		parentKey: parent && parent !== '/' ? parent : null,
-		cluster: typeof item.cluster === 'string' && item.cluster.trim() !== '' ? item.cluster.trim().toLowerCase() : null,
-		tokens: tokensOf(`${item.primary_keyword ?? ''} ${item.title ?? ''} ${segments.at(-1) ?? ''}`),
+		parentRouteId: id(parent),
+		parentKey: id(parentKey),
+		cluster: id(cluster === null ? null : `cluster:${cluster}`),
+		segments: segments.map((segment) => id(`segment:${segment}`)),
+		tokens: [...tokensOf(`${item.primary_keyword ?? ''} ${item.title ?? ''} ${segments.at(-1) ?? ''}`)].map((token) => id(`token:${token}`)),
 	};
 }
 
@@ -217,8 +330,8 @@ function derivedParent(segments: string[]): string | null {
 	return segments.length === 1 ? '/' : `/${segments.slice(0, -1).join('/')}`;
 }
 
-function priorityOf(entry: Entry): number {
-	return typeof entry.item.priority === 'number' && Number.isFinite(entry.item.priority) ? entry.item.priority : 0;
+function priorityOf(item: PlanPage): number {
+	return typeof item.priority === 'number' && Number.isFinite(item.priority) ? item.priority : 0;
 }
 
 function compare(a: string, b: string): number {
