@@ -52,6 +52,20 @@ export interface AxeViolation {
  * that carries axe) on `include`, a selector, or the whole page, and returns its serious and critical violations.
  */
 export async function seriousViolations(page: Page, include?: string): Promise<AxeViolation[]> {
+	// A message fading in is mid-transition: its colours are not yet the ones the screen settles on, and axe would
+	// judge the contrast of a half-transparent text (seen once under load, on the plan screen's import message).
+	// Spinners loop forever and are left out; a finite transition still running after 5 s is judged as it stands.
+	type Running = { playState: string; effect: { getTiming(): { iterations: number } } | null };
+	await page
+		.waitForFunction(
+			() =>
+				(globalThis as unknown as { document: { getAnimations(): Running[] } }).document
+					.getAnimations()
+					.every((animation) => animation.playState !== 'running' || animation.effect?.getTiming().iterations === Infinity),
+			null,
+			{ timeout: 5000 },
+		)
+		.catch(() => {});
 	await page.addScriptTag({ content: axeSource });
 	const violations = (await page.evaluate(async (selector) => {
 		const axe = (globalThis as unknown as { axe: { run(context: unknown, options: unknown): Promise<{ violations: { id: string; impact: string | null; help: string; nodes: { target: unknown[] }[] }[] }> } }).axe;
