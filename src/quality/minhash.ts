@@ -88,12 +88,24 @@ export function similarity(a: Uint32Array, b: Uint32Array): number {
 /** The LSH keys of a signature, one per band: the band's number and a hash of its rows. */
 export function bandKeys(signature: Uint32Array): string[] {
 	const keys: string[] = [];
-	for (let band = 0; band < BANDS; band++) {
-		let hash = 0x811c9dc5 ^ band;
-		for (let row = 0; row < ROWS; row++) hash = fmix32((hash ^ signature[band * ROWS + row]!) >>> 0);
-		keys.push(`${band.toString(36)}.${hash.toString(36)}`);
-	}
+	for (let band = 0; band < BANDS; band++) keys.push(`${band.toString(36)}.${bandHash(signature, band).toString(36)}`);
 	return keys;
+}
+
+/**
+ * The same keys as numbers (band × 2^32 + the band's hash, exact in a double), for in-memory lookups that should not
+ * allocate twenty strings per page.
+ */
+export function bandNumbers(signature: Uint32Array): Float64Array {
+	const keys = new Float64Array(BANDS);
+	for (let band = 0; band < BANDS; band++) keys[band] = band * 0x1_0000_0000 + bandHash(signature, band);
+	return keys;
+}
+
+function bandHash(signature: Uint32Array, band: number): number {
+	let hash = 0x811c9dc5 ^ band;
+	for (let row = 0; row < ROWS; row++) hash = fmix32((hash ^ signature[band * ROWS + row]!) >>> 0);
+	return hash;
 }
 
 /** A signature as stored: base64 of its little-endian bytes. */

@@ -1,6 +1,6 @@
 import { setImmediate } from 'node:timers/promises';
 import type { Knex } from 'knex';
-import { bandKeys, encodeSignature, signatureOf, similarity } from './minhash.ts';
+import { bandNumbers, encodeSignature, signatureOf, similarity } from './minhash.ts';
 import {
 	checkHeadings,
 	checkInternalLinks,
@@ -95,10 +95,11 @@ export function createQualityGate(knex: Knex, pseoId: number, settings: QualityS
 				const signature = signatures[i];
 				if (signature) {
 					const indexed = stored.get(place.route) ?? null;
-					const pending = unsettled.nearest(place.route, signature);
+					const keys = bandNumbers(signature);
+					const pending = unsettled.nearest(place.route, signature, keys);
 					const nearest = pending && (!indexed || pending.score > indexed.score) ? pending : indexed;
 					issues.push(...checkSimilarity(nearest, settings.maxSimilarity));
-					unsettled.add(place.route, signature);
+					unsettled.add(place.route, signature, keys);
 				}
 				return { ...verdict(issues), issues, signature: signature ? encodeSignature(signature) : null };
 			});
@@ -115,40 +116,42 @@ export function createQualityGate(knex: Knex, pseoId: number, settings: QualityS
  * of both cost more than the rest of the gate).
  */
 function createPendingIndex() {
-	const signatures = new Map<string, { signature: Uint32Array; keys: string[] }>();
-	const byBand = new Map<string, Set<string>>();
+	const signatures = new Map<string, { signature: Uint32Array; keys: Float64Array }>();
+	// Most bands are a single page's: an array of one route costs less than a set.
+	const byBand = new Map<number, string[]>();
 	const remove = (route: string) => {
 		const entry = signatures.get(route);
 		if (!entry) return;
 		signatures.delete(route);
 		for (const key of entry.keys) {
 			const routes = byBand.get(key);
-			routes?.delete(route);
-			if (routes?.size === 0) byBand.delete(key);
+			if (!routes) continue;
+			const left = routes.filter((other) => other !== route);
+			if (left.length === 0) byBand.delete(key);
+			else byBand.set(key, left);
 		}
 	};
 	return {
-		nearest(route: string, signature: Uint32Array): { route: string; score: number } | null {
+		nearest(route: string, signature: Uint32Array, keys: Float64Array): { route: string; score: number } | null {
 			let nearest: { route: string; score: number } | null = null;
-			const compared = new Set<string>([route]);
-			for (const key of bandKeys(signature)) {
+			let compared: Set<string> | undefined;
+			for (const key of keys) {
 				for (const other of byBand.get(key) ?? []) {
-					if (compared.has(other)) continue;
-					compared.add(other);
+					if (other === route || compared?.has(other)) continue;
+					(compared ??= new Set()).add(other);
 					const score = similarity(signature, signatures.get(other)!.signature);
 					if (!nearest || score > nearest.score) nearest = { route: other, score };
 				}
 			}
 			return nearest;
 		},
-		add(route: string, signature: Uint32Array) {
+		add(route: string, signature: Uint32Array, keys: Float64Array) {
 			remove(route);
-			const keys = bandKeys(signature);
 			signatures.set(route, { signature, keys });
 			for (const key of keys) {
 				const routes = byBand.get(key);
-				if (routes) routes.add(route);
-				else byBand.set(key, new Set([route]));
+				if (routes) routes.push(route);
+				else byBand.set(key, [route]);
 			}
 		},
 		remove,
