@@ -12,7 +12,7 @@ import type { QualityIssue } from '../quality/page-checks.ts';
 import type { PlanPage } from '../plan/plan-page.ts';
 import type { ReportedUsage } from '../provider/types.ts';
 import { assessDrafts, rewriteFailed } from './quality-pass.ts';
-import { createStatisticsSchedule, refreshStatistics } from '../shared/table-statistics.ts';
+import { createStatisticsSchedule, refreshStatistics, type StatisticsTarget } from '../shared/table-statistics.ts';
 import { POSTS } from '../posts/post-store.ts';
 import { BANDS_TABLE } from '../quality/similarity-index.ts';
 import { JOB_ROUTES } from './job-route-store.ts';
@@ -27,8 +27,17 @@ const INGEST_CHUNK = 250;
  */
 const LINES_PER_TURN = 25;
 
-/** Tables an ingest grows or rewrites quickly enough to outrun autovacuum (shared/table-statistics.ts). */
-const INGESTED_TABLES = [POSTS, BANDS_TABLE, JOB_ROUTES, PLAN_PAGES];
+/**
+ * Tables an ingest grows or rewrites quickly enough to outrun autovacuum, with the columns its statements filter on
+ * (shared/table-statistics.ts). The band rows' re-indexing DELETE by route scanned every band row of the website
+ * without them (127 ms a chunk at 100,000 pages, against 1.5 ms).
+ */
+const INGESTED_TABLES: readonly StatisticsTarget[] = [
+	{ table: POSTS, columns: ['pseo_id', 'route'] },
+	{ table: BANDS_TABLE, columns: ['pseo_id', 'route', 'band_key'] },
+	{ table: JOB_ROUTES, columns: ['generation_id', 'position', 'route', 'state'] },
+	{ table: PLAN_PAGES, columns: ['pseo_id', 'route', 'has_post', 'priority'] },
+];
 
 /** Metadata key that tags a provider batch with its job, so a lost create can be found and adopted. */
 const BATCH_JOB_KEY = 'pseo_generation_id';

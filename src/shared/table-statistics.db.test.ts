@@ -33,7 +33,7 @@ describe.skipIf(!vendorAvailable('postgres'))('table statistics on postgres', ()
 			`INSERT INTO ?? (pseo_id, route, band_key) SELECT ?, '/page-' || (g / 20), (g % 20)::text || '.' || g::text FROM generate_series(1, 40000) AS g`,
 			[BANDS_TABLE, pseoId],
 		);
-		await refreshStatistics(knex, [BANDS_TABLE], silentLogger);
+		await refreshStatistics(knex, [{ table: BANDS_TABLE, columns: ['pseo_id', 'band_key'] }], silentLogger);
 		const stats = (await knex.raw('SELECT reltuples FROM pg_class WHERE relname = ?', [BANDS_TABLE])) as { rows: { reltuples: number }[] };
 		expect(Number(stats.rows[0]!.reltuples)).toBeGreaterThanOrEqual(40000);
 
