@@ -467,6 +467,34 @@ describe('createOpenAiProvider: batch operations', () => {
 		expect(body).toContain(`\r\n\r\n${sent.join('\n')}\n\r\n`);
 	});
 
+	it('uploadBatchFile sends a 120 MB file without holding it in memory', async () => {
+		let received = 0;
+		// Its own server, which counts the bytes and drops them, so that the server's side holds nothing either.
+		const raw = createServer((req, res) => {
+			req.on('data', (chunk: Buffer) => (received += chunk.length));
+			req.on('end', () => json(res, 200, { id: 'file-huge', object: 'file', bytes: received, created_at: 1, filename: 'huge.jsonl', purpose: 'batch' }));
+		});
+		raw.listen(0, '127.0.0.1');
+		await once(raw, 'listening');
+		servers.push({ close: () => raw.close() });
+		const { instance } = provider({ baseURL: `http://127.0.0.1:${(raw.address() as AddressInfo).port}/v1`, requests: [] });
+		const line = JSON.stringify({ custom_id: '/p', text: 'z'.repeat(4000) });
+		async function* lines() {
+			for (let i = 0; i < 30_000; i++) yield line;
+		}
+		const before = process.memoryUsage().arrayBuffers;
+		let peak = before;
+		const sampler = setInterval(() => (peak = Math.max(peak, process.memoryUsage().arrayBuffers)), 5);
+		try {
+			await expect(instance.uploadBatchFile(lines(), 'huge.jsonl')).resolves.toBe('file-huge');
+		} finally {
+			clearInterval(sampler);
+		}
+		expect(received).toBeGreaterThan(120_000_000);
+		// Node's fetch kept every chunk it sent until the request ended (nodejs/undici#4058): 120 MB here.
+		expect(peak - before).toBeLessThan(40_000_000);
+	});
+
 	it('uploadBatchFile refuses lines with line breaks and empty input before sending', async () => {
 		const server = await startServer((_req, res) => json(res, 200, { id: 'file-abc' }));
 		const { instance } = provider(server);

@@ -5,6 +5,7 @@ import path from 'node:path';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import OpenAI, { toStreamingFile } from 'openai';
+import { nodeHttpFetch } from './node-http-fetch.ts';
 import type { Logger } from '../shared/logger.ts';
 import { assertBackoff, backoffDelay, DEFAULT_BACKOFF, defaultSleep, retryAfterMs } from './backoff.ts';
 import type { BackoffOptions, Sleep } from './backoff.ts';
@@ -64,7 +65,7 @@ const MISSING_KEY: ProviderFailure = { reason: 'missing_api_key', retryable: fal
 export function createOpenAiProvider(options: OpenAiProviderOptions): OpenAiProvider {
 	const settings = checkOptions(options);
 	const { logger, model, maxAttempts, backoff, sleep, maxRetryAfterMs, maxBatchScan } = settings;
-	const client =
+	const makeClient = (fetch?: typeof nodeHttpFetch) =>
 		settings.apiKey === undefined
 			? null
 			: new OpenAI({
@@ -74,12 +75,16 @@ export function createOpenAiProvider(options: OpenAiProviderOptions): OpenAiProv
 					maxRetries: 0,
 					// The SDK would otherwise write to the console; our own log lines carry the context.
 					logLevel: 'off',
+					...(fetch ? { fetch } : {}),
 				});
+	const client = makeClient();
+	// Batch input files go through node:http: Node's fetch holds a whole uploaded file in memory (node-http-fetch.ts).
+	const uploadClient = makeClient(nodeHttpFetch);
 	const secrets = [settings.apiKey];
 
-	function requireClient(): OpenAI {
-		if (!client) throw toCallError(MISSING_KEY, 1);
-		return client;
+	function requireClient(which: OpenAI | null = client): OpenAI {
+		if (!which) throw toCallError(MISSING_KEY, 1);
+		return which;
 	}
 
 	async function withRetries<T>(context: RetryContext, attempt: () => Promise<Attempt<T>>): Promise<T> {
@@ -182,7 +187,7 @@ export function createOpenAiProvider(options: OpenAiProviderOptions): OpenAiProv
 			if (typeof filename !== 'string' || filename.trim() === '') {
 				throw new TypeError(`Expected \`filename\` to be a non-empty string, got \`${String(filename)}\` (${typeof filename})`);
 			}
-			const api = requireClient();
+			const api = requireClient(uploadClient);
 			// The JSONL goes to a temporary file first and is streamed from there to the upload: a batch of 50,000
 			// pages is about a gigabyte of prompts, which must never sit in memory as one string or buffer. The file
 			// also lets a 429 retry send the same bytes again.
