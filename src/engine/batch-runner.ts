@@ -185,7 +185,7 @@ async function submitPart(
 				end = i + 1;
 				continue;
 			}
-			const line = provider.buildBatchLine(item.route, buildPageRequest(context, item));
+			const line = provider.buildBatchLine(item.route, await buildPageRequest(context, item));
 			const size = Buffer.byteLength(line) + 1;
 			if (plan.end === null && count > 0 && (count >= settings.maxRequests || bytes + size > settings.maxBytes)) return;
 			count++;

@@ -16,7 +16,8 @@ const SIBLINGS_PER_PAGE = 8;
  * The chat request for one page: master prompt, plan language and description, the item and its siblings, and
  * for a second version after the quality gate, the issues of the first.
  */
-export function buildPageRequest(context: JobContext, item: PlanPage, qualityIssues: readonly QualityIssue[] = []): JsonCompletionRequest {
+export async function buildPageRequest(context: JobContext, item: PlanPage, qualityIssues: readonly QualityIssue[] = []): Promise<JsonCompletionRequest> {
+	const siblings = await context.siblingPicker();
 	return {
 		schemaName: PAGE_SCHEMA_NAME,
 		schema: PAGE_SCHEMA as Record<string, unknown>,
@@ -26,7 +27,7 @@ export function buildPageRequest(context: JobContext, item: PlanPage, qualityIss
 			language: context.language,
 			businessDescription: context.businessDescription,
 			item,
-			siblings: context.siblings(item, SIBLINGS_PER_PAGE),
+			siblings: siblings(item, SIBLINGS_PER_PAGE),
 			instructions: context.instructions,
 			qualityIssues: qualityIssues.map((found) => `${found.check}: ${found.detail}`),
 		}),
@@ -54,7 +55,7 @@ export async function generatePage(
 	options: Pick<JsonCompletionRequest, 'signal' | 'logContext' | 'onUsage'> & { qualityIssues?: readonly QualityIssue[] } = {},
 ): Promise<PageContent> {
 	const { qualityIssues, ...call } = options;
-	const raw = await provider.completeJson({ ...buildPageRequest(context, item, qualityIssues), ...call });
+	const raw = await provider.completeJson({ ...(await buildPageRequest(context, item, qualityIssues)), ...call });
 	const checked = validatePageOutput(raw, context.allowedRoutes, item.route);
 	if (!checked.ok) throw new Error(checked.error);
 	return toContent(checked.page);

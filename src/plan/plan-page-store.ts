@@ -89,6 +89,12 @@ async function plannedRoutes(knex: Knex, pseoId: number, routes: readonly string
 	return found;
 }
 
+/** The routes of a website's plan pages, in no order: what a page may link to, without the pages themselves. */
+export async function readPlanRoutes(knex: Knex, pseoId: number): Promise<string[]> {
+	const rows = (await knex(PLAN_PAGES).where('pseo_id', pseoId).select('route')) as { route: string }[];
+	return rows.map((row) => row.route);
+}
+
 /** Every plan page of a website, highest priority first (ties in the plan's order). */
 export async function readPlanPages(knex: Knex, pseoId: number): Promise<PlanPage[]> {
 	const rows = (await knex(PLAN_PAGES)
