@@ -1,5 +1,5 @@
 import type { Knex } from 'knex';
-import { dbTimestamp } from '../shared/database.ts';
+import { dbTimestamp, existingRoutes } from '../shared/database.ts';
 import type { PlanPage } from './plan-page.ts';
 
 /*
@@ -77,16 +77,8 @@ export async function countPlanPages(knex: Knex, pseoId: number): Promise<number
 }
 
 /** The routes among `routes` that the website's plan has. */
-async function plannedRoutes(knex: Knex, pseoId: number, routes: readonly string[]): Promise<Set<string>> {
-	const found = new Set<string>();
-	for (let i = 0; i < routes.length; i += ROUTES_PER_QUERY) {
-		const rows = (await knex(PLAN_PAGES)
-			.where('pseo_id', pseoId)
-			.whereIn('route', routes.slice(i, i + ROUTES_PER_QUERY))
-			.select('route')) as { route: string }[];
-		for (const row of rows) found.add(row.route);
-	}
-	return found;
+function plannedRoutes(knex: Knex, pseoId: number, routes: readonly string[]): Promise<Set<string>> {
+	return existingRoutes(knex, PLAN_PAGES, pseoId, routes, ROUTES_PER_QUERY);
 }
 
 /** The routes of a website's plan pages, in no order: what a page may link to, without the pages themselves. */

@@ -1,5 +1,5 @@
 import type { Knex } from 'knex';
-import { isUniqueViolation, vendorOf } from '../shared/database.ts';
+import { existingRoutes, isUniqueViolation, vendorOf } from '../shared/database.ts';
 
 /*
  * The owner of `pseo_posts`: one generated page per row, unique by (pseo_id, route). Posts are written inside the
@@ -53,15 +53,7 @@ export async function postedRoutes(knex: Knex, pseoId: number, routes?: readonly
 		const rows = (await knex(POSTS).where('pseo_id', pseoId).select('route')) as { route: string }[];
 		return new Set(rows.map((row) => row.route));
 	}
-	const posted = new Set<string>();
-	for (let i = 0; i < routes.length; i += ROUTES_PER_QUERY) {
-		const rows = (await knex(POSTS)
-			.where('pseo_id', pseoId)
-			.whereIn('route', routes.slice(i, i + ROUTES_PER_QUERY))
-			.select('route')) as { route: string }[];
-		for (const row of rows) posted.add(row.route);
-	}
-	return posted;
+	return existingRoutes(knex, POSTS, pseoId, routes, ROUTES_PER_QUERY);
 }
 
 /** The stored MinHash signatures of these routes of a website (routes without a post or a signature are absent). */
