@@ -22,8 +22,8 @@ import { PLAN_PAGES } from '../plan/plan-page-store.ts';
 const INGEST_CHUNK = 250;
 /**
  * Output lines parsed between two turns of the event loop. Lines the download has already buffered come out of
- * the stream as resolved promises, which never let I/O in: a chunk's 250 lines parsed and validated in one go held
- * every request on the instance for 10 ms or more.
+ * the stream as resolved promises, which never let I/O in: without a turn, a chunk's 250 lines were parsed and
+ * validated in one go while every request on the instance waited.
  */
 const LINES_PER_TURN = 25;
 
