@@ -49,8 +49,8 @@ log(`serving Directus ${directusVersion(home)} on ${env.PUBLIC_URL}`);
 // V8 lets the old generation grow to as much as four times what was live after a full collection before it
 // collects again. A bulk ingest holds each chunk of pages across database round trips, long enough to be promoted,
 // so its garbage piles up there while the live heap stays near 175 MB. Growing by 30 % keeps the garbage near the
-// live heap (bench/scale.md: 133 MB of RSS growth for a 100,000-page job at 30 %, 166 MB at 50 %, at the same
-// ingest rate); V8 still decides when to collect, and marks concurrently.
+// live heap (bench/scale.bench.ts printed 133 MB of RSS growth for a 100,000-page job at 30 %, 166 MB at 50 %, at
+// the same ingest rate); V8 still decides when to collect, and marks concurrently.
 const HEAP_FLAGS = ['--heap-growing-percent=30'];
 // Flags for the server's Node itself (`--cpu-prof`, `--heapsnapshot-signal=SIGUSR2`): NODE_OPTIONS refuses some of
 // them. They come after the defaults above, and V8 keeps the last value of a flag given twice.

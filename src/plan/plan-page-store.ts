@@ -38,7 +38,7 @@ export async function insertPlanPages(trx: Knex.Transaction, owner: PlanOwner, p
 	const now = dbTimestamp(trx);
 	const unique = new Map<string, StoredPlanPage>();
 	for (const page of pages) if (typeof page.route === 'string' && !unique.has(page.route)) unique.set(page.route, page);
-	const existing = await plannedRoutes(trx, owner.pseoId, [...unique.keys()]);
+	const existing = await existingRoutes(trx, PLAN_PAGES, owner.pseoId, [...unique.keys()]);
 	const rows = [...unique.values()]
 		.filter((page) => !existing.has(page.route))
 		.map((page) => ({
@@ -77,10 +77,6 @@ export async function countPlanPages(knex: Knex, pseoId: number): Promise<number
 }
 
 /** The routes among `routes` that the website's plan has. */
-function plannedRoutes(knex: Knex, pseoId: number, routes: readonly string[]): Promise<Set<string>> {
-	return existingRoutes(knex, PLAN_PAGES, pseoId, routes, ROUTES_PER_QUERY);
-}
-
 /** The routes of a website's plan pages, in no order: what a page may link to, without the pages themselves. */
 export async function readPlanRoutes(knex: Knex, pseoId: number): Promise<string[]> {
 	const rows = (await knex(PLAN_PAGES).where('pseo_id', pseoId).select('route')) as { route: string }[];

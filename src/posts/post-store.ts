@@ -53,7 +53,7 @@ export async function postedRoutes(knex: Knex, pseoId: number, routes?: readonly
 		const rows = (await knex(POSTS).where('pseo_id', pseoId).select('route')) as { route: string }[];
 		return new Set(rows.map((row) => row.route));
 	}
-	return existingRoutes(knex, POSTS, pseoId, routes, ROUTES_PER_QUERY);
+	return existingRoutes(knex, POSTS, pseoId, routes);
 }
 
 /** The stored MinHash signatures of these routes of a website (routes without a post or a signature are absent). */

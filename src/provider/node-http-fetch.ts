@@ -7,7 +7,7 @@ import type { ReadableStream as NodeReadableStream } from 'node:stream/web';
 /*
  * A `fetch` for the provider's file uploads, over node:http. Node's own fetch (undici) clones every request body
  * for a possible redirect by teeing it, and the branch nobody reads keeps every chunk sent (nodejs/undici#4058,
- * open): a 160 MB batch input file grew the server's RSS by 170 MB for as long as the upload ran. node:http writes
+ * open): the provider test's 120 MB upload held 130 MB until it ended (openai-provider.test.ts). node:http writes
  * the body as the socket drains and keeps nothing. Only uploads go through here; every other call keeps the SDK's
  * fetch. The provider's base URL is the administrator's setting, never a user's, so no address guard applies.
  */

@@ -455,10 +455,10 @@ describe('createOpenAiProvider: batch operations', () => {
 		expect(second?.body).toContain('{"custom_id":"c"}\n');
 	});
 
-	it('uploadBatchFile sends every byte of a file larger than its spool buffers, multi-byte characters and a line longer than a buffer included', async () => {
+	it('uploadBatchFile sends every byte of a 3.5 MB file through its spool file and the upload, multi-byte characters and a 1.5 MB line included', async () => {
 		const server = await startServer((_req, res) => json(res, 200, { id: 'file-big', object: 'file', bytes: 1, created_at: 1, filename: 'big.jsonl', purpose: 'batch' }));
 		const { instance } = provider(server);
-		// About 3.5 MB: lines with a three-byte character straddle the 1 MB buffer boundaries, and one line is 1.5 MB.
+		// About 3.5 MB, larger than any read or write chunk on the way: lines with a three-byte character, one line of 1.5 MB.
 		const sent = Array.from({ length: 300 }, (_, i) => JSON.stringify({ custom_id: `/p-${i}`, text: `€${'x'.repeat(6000 + i)}€` }));
 		sent.splice(150, 0, JSON.stringify({ custom_id: '/long', text: 'y'.repeat(1_500_000) }));
 		await expect(instance.uploadBatchFile(sent, 'big.jsonl')).resolves.toBe('file-big');

@@ -310,36 +310,16 @@ async function spoolLines(lines: string[] | AsyncIterable<string>): Promise<{ di
 	return { dir, path: file, bytes };
 }
 
-/**
- * Bytes of JSONL written to the spool file at a time. A buffer per line (10 KB each, 100,000 of them for a big job)
- * is native memory that waits for a garbage collection to be freed; a few large buffers are few allocations.
- */
-const SPOOL_CHUNK_BYTES = 1 << 20;
-
 async function* jsonlChunks(lines: string[] | AsyncIterable<string>, onBytes: (size: number) => void): AsyncGenerator<Buffer> {
 	let index = 0;
-	let buffer = Buffer.allocUnsafe(SPOOL_CHUNK_BYTES);
-	let used = 0;
 	for await (const line of lines) {
 		if (typeof line !== 'string' || line.includes('\n') || line.includes('\r')) {
 			throw new TypeError(`Expected line ${index} to be a string without line breaks, got \`${String(line).slice(0, 80)}\``);
 		}
 		index++;
-		const size = Buffer.byteLength(line, 'utf8') + 1;
-		if (used + size > buffer.length) {
-			if (used > 0) {
-				onBytes(used);
-				yield buffer.subarray(0, used);
-			}
-			buffer = Buffer.allocUnsafe(Math.max(SPOOL_CHUNK_BYTES, size));
-			used = 0;
-		}
-		used += buffer.write(line, used, 'utf8');
-		buffer[used++] = 0x0a;
-	}
-	if (used > 0) {
-		onBytes(used);
-		yield buffer.subarray(0, used);
+		const chunk = Buffer.from(`${line}\n`, 'utf8');
+		onBytes(chunk.length);
+		yield chunk;
 	}
 }
 

@@ -1,6 +1,6 @@
 import type { Knex } from 'knex';
 import { readSignatures } from '../posts/post-store.ts';
-import { vendorOf } from '../shared/database.ts';
+import { probeRows, vendorOf } from '../shared/database.ts';
 import { bandKeys, decodeSignature, similarity } from './minhash.ts';
 
 /*
@@ -69,24 +69,9 @@ async function insertRows(trx: Knex.Transaction, pseoId: number, rows: readonly 
 /** Band keys per `whereIn`: keeps every statement under SQLite's bound-variable limit. */
 const KEYS_PER_QUERY = 500;
 
-/**
- * PostgreSQL's lookup of a website's band rows with one of `keys`, in one statement with an array parameter: one
- * probe of the (pseo_id, band_key) index per key, whatever the statistics say. Written as `band_key = ANY(...)`,
- * the planner costed a chunk's 5,000 probes above a scan of the website's rows and chose a sequential or
- * (pseo_id, route) scan that filtered every band row of the website: 15 ms a chunk at 4,000 posts, 70 ms at
- * 20,000, growing with the website. As a plain join it hashed the same scan. A LATERAL subquery that names the key,
- * kept apart by OFFSET 0 (the planner would pull it up into that join), can only be a nested loop of index probes.
- */
+/** PostgreSQL's lookup of a website's band rows with one of `keys`: one index probe per key (shared/database.ts). */
 export function bandLookup(knex: Knex, pseoId: number, keys: readonly string[]): Knex.Raw {
-	return knex.raw('SELECT b.route, b.band_key FROM unnest(?::text[]) AS k(key) CROSS JOIN LATERAL (SELECT ??, ?? FROM ?? WHERE ?? = ? AND ?? = k.key OFFSET 0) AS b', [
-		[...keys],
-		'route',
-		'band_key',
-		BANDS_TABLE,
-		'pseo_id',
-		pseoId,
-		'band_key',
-	]);
+	return probeRows(knex, BANDS_TABLE, pseoId, 'band_key', keys, ['route', 'band_key']);
 }
 
 /** The band rows of a website with one of `keys`: in one query with an array parameter on PostgreSQL, else in slices. */
