@@ -1,6 +1,6 @@
 import type { Knex } from 'knex';
 import type { PlanPage } from '../plan/plan-page.ts';
-import { dbTimestamp, jsonFromDb, vendorOf } from '../shared/database.ts';
+import { arrayLiteral, dbTimestamp, jsonFromDb, vendorOf } from '../shared/database.ts';
 import type { Logger } from '../shared/logger.ts';
 import type { FailedRoute } from './job-types.ts';
 
@@ -45,10 +45,10 @@ export async function insertJobRoutes(trx: Knex.Transaction, jobId: number, rout
 					...COLUMNS,
 					jobId,
 					now,
-					rows.map((_, offset) => start + offset),
-					rows.map((page) => page.route),
-					rows.map((page) => page.title),
-					rows.map((page) => JSON.stringify(extraOf(page))),
+					arrayLiteral(rows.map((_, offset) => start + offset)),
+					arrayLiteral(rows.map((page) => page.route)),
+					arrayLiteral(rows.map((page) => page.title)),
+					arrayLiteral(rows.map((page) => JSON.stringify(extraOf(page)))),
 				],
 			);
 		}

@@ -1,6 +1,6 @@
 import type { Knex } from 'knex';
 import { readSignatures } from '../posts/post-store.ts';
-import { probeRows, vendorOf } from '../shared/database.ts';
+import { arrayLiteral, probeRows, vendorOf } from '../shared/database.ts';
 import { bandKeys, decodeSignature, similarity } from './minhash.ts';
 
 /*
@@ -37,7 +37,7 @@ export async function indexPages(trx: Knex.Transaction, pseoId: number, pages: r
 	if (vendorOf(trx) === 'postgres') {
 		// Two statements whatever the chunk's size, each with two array parameters: a chunk of 250 pages writes
 		// 5,000 band rows, which as VALUES lists took 17 statements and 15,000 bound parameters to parse.
-		await trx.raw('DELETE FROM ?? WHERE ?? = ? AND ?? = ANY(?::text[])', [BANDS_TABLE, 'pseo_id', pseoId, 'route', routes]);
+		await trx.raw('DELETE FROM ?? WHERE ?? = ? AND ?? = ANY(?::text[])', [BANDS_TABLE, 'pseo_id', pseoId, 'route', arrayLiteral(routes)]);
 		if (rows.length === 0) return;
 		await trx.raw('INSERT INTO ?? (??, ??, ??) SELECT ?, unnest(?::text[]), unnest(?::text[])', [
 			BANDS_TABLE,
@@ -45,8 +45,8 @@ export async function indexPages(trx: Knex.Transaction, pseoId: number, pages: r
 			'route',
 			'band_key',
 			pseoId,
-			rows.map((row) => row.route),
-			rows.map((row) => row.band_key),
+			arrayLiteral(rows.map((row) => row.route)),
+			arrayLiteral(rows.map((row) => row.band_key)),
 		]);
 		return;
 	}

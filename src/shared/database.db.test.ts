@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { insertUser, insertWebsite, openTestDatabase, VENDORS, vendorAvailable, type TestDatabase } from '../../test/support/db-under-test.ts';
-import { existingRoutes } from './database.ts';
+import { arrayLiteral, existingRoutes } from './database.ts';
 
 /*
  * `existingRoutes` against the plan pages of a website, as a 100,000-page trigger and a plan import use it: every
@@ -30,5 +30,37 @@ describe.each(VENDORS)('existingRoutes on %s', (vendor) => {
 		expect([...found].every((route) => Number(route.slice(3)) % 7 === 0)).toBe(true);
 		expect(await existingRoutes(db.knex, 'pseo_plan_pages', pseoId, ['/r/7', '/missing', '/r/8'])).toEqual(new Set(['/r/7']));
 		expect(await existingRoutes(db.knex, 'pseo_plan_pages', pseoId, [])).toEqual(new Set());
+	});
+});
+
+/*
+ * `arrayLiteral` read back by PostgreSQL: every value arrives as it was sent, on the JSON path and on the hand-quoted
+ * one (a control character or a lone surrogate in any element takes the whole array there).
+ */
+describe('arrayLiteral on postgres', () => {
+	let db: TestDatabase;
+	beforeAll(async () => {
+		if (vendorAvailable('postgres')) db = await openTestDatabase('postgres', 2);
+	});
+	afterAll(async () => db?.dispose());
+
+	const tricky = ['plain', 'a "quoted" word', 'back\\slash', '\\"', 'NULL', '', '{braces}', 'comma, here', ' spaced ', 'Zürich – café', '😀 pair', "it's"];
+
+	it.skipIf(!vendorAvailable('postgres'))('round-trips text and numbers, with NULL elements', async () => {
+		for (const values of [tricky, [...tricky, 'line\nbreak', 'tab\there', 'bell\u0007'], [...tricky, 'lone \ud800 high']]) {
+			const sent = [...values, null];
+			const literal = arrayLiteral(sent);
+			const { rows } = (await db.knex.raw('SELECT ?::text[] AS a', [literal])) as { rows: { a: (string | null)[] }[] };
+			// PostgreSQL stores text as UTF-8, where a lone surrogate becomes U+FFFD, as node-postgres's own arrays do.
+			expect(rows[0]!.a).toEqual(sent.map((value) => (value === null ? null : value.replace(/\ud800/g, '\ufffd'))));
+		}
+		const { rows } = (await db.knex.raw('SELECT ?::int[] AS a, ?::text[] AS e', [arrayLiteral([3, 0, -7, null]), arrayLiteral([])])) as { rows: { a: unknown[]; e: unknown[] }[] };
+		expect(rows[0]).toEqual({ a: [3, 0, -7, null], e: [] });
+	});
+
+	it('takes the JSON path only when JSON quotes every element as the literal does', () => {
+		expect(arrayLiteral(['a"b', 'c\\d', null, 5])).toBe('{"a\\"b","c\\\\d",null,5}');
+		expect(arrayLiteral(['x\ny'])).toBe('{"x\ny"}');
+		expect(arrayLiteral(['😀'])).toBe('{"😀"}');
 	});
 });
