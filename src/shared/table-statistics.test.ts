@@ -20,4 +20,12 @@ describe('createStatisticsSchedule', () => {
 		expect(schedule.add(5000)).toBe(false);
 		expect(schedule.add(2000)).toBe(true);
 	});
+
+	it('goes on from the rows a run added before', () => {
+		const schedule = createStatisticsSchedule(1000, 40_000);
+		expect(schedule.add(39_999)).toBe(false);
+		expect(schedule.add(1)).toBe(true);
+		expect(schedule.add(1)).toBe(false);
+		expect(createStatisticsSchedule(1000, 300).add(700)).toBe(true);
+	});
 });

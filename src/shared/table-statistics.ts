@@ -34,14 +34,20 @@ export async function refreshStatistics(knex: Knex, targets: readonly Statistics
 	}
 }
 
+export interface StatisticsSchedule {
+	/** Counts rows added; true when statistics are due. */
+	add(rows: number): boolean;
+}
+
 /**
  * When a run that keeps adding rows should refresh statistics: after `first` rows, then each time the rows added
  * since the last refresh reach the rows added before it (doubling), so a run of n rows refreshes about log2(n / first)
- * times and the planner's idea of a table is never off by more than half.
+ * times and the planner's idea of a table is never off by more than half. A run that goes on from `before` rows
+ * (a job's later parts) refreshes next at twice that.
  */
-export function createStatisticsSchedule(first = 5000): { add(rows: number): boolean } {
-	let added = 0;
-	let next = first;
+export function createStatisticsSchedule(first = 5000, before = 0): StatisticsSchedule {
+	let added = before;
+	let next = Math.max(first, before * 2);
 	return {
 		add(rows) {
 			added += rows;
