@@ -127,4 +127,26 @@ export async function ensureIndexes(knex: Knex): Promise<void> {
 	}
 	for (const sql of statements) await knex.raw(sql);
 	for (const name of REDUNDANT_INDEXES) await knex.raw(`DROP INDEX IF EXISTS ${name}`);
+	if (vendorOf(knex) === 'postgres') await compressBodiesWithLz4(knex);
+}
+
+/**
+ * PostgreSQL compresses a value longer than about 2 kB as it stores it, with pglz unless a column says otherwise. A
+ * bulk ingest stores a body for every page: 20,000 texts of 5 kB took 530 to 645 ms with pglz and 205 to 220 ms
+ * with LZ4, which also reads back faster (timed in psql on the development machine). New bodies are written with
+ * LZ4 where the server was built with it (PostgreSQL 14 and later; Debian's packages are); bodies
+ * already stored stay as they are and read the same. The column is altered only once: the ALTER takes an exclusive
+ * lock on the posts table, which every start-up of every instance must not.
+ */
+async function compressBodiesWithLz4(knex: Knex): Promise<void> {
+	// Asked first: before PostgreSQL 14 there is neither the setting nor pg_attribute.attcompression.
+	const setting = (await knex.raw(`SELECT 'lz4' = ANY(enumvals) AS available FROM pg_settings WHERE name = 'default_toast_compression'`)) as {
+		rows: { available: boolean }[];
+	};
+	if (!setting.rows[0]?.available) return;
+	const column = (await knex.raw(`SELECT attcompression AS compression FROM pg_attribute WHERE attrelid = ?::regclass AND attname = 'body'`, [POSTS])) as {
+		rows: { compression: string }[];
+	};
+	if (column.rows[0]?.compression === 'l') return;
+	await knex.raw('ALTER TABLE ?? ALTER COLUMN ?? SET COMPRESSION lz4', [POSTS, 'body']);
 }
