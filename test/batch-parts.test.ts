@@ -35,6 +35,8 @@ describe.each(LEGS)('bulk jobs in parts on %s', (leg) => {
 					PSEO_BATCH_POLL_INTERVAL_MS: '200',
 					PSEO_SWEEP_INTERVAL_MS: '100',
 					PSEO_BATCH_MAX_REQUESTS: String(MAX_REQUESTS),
+					// The parts' log lines (info) are part of what this suite checks.
+					LOG_LEVEL: 'info',
 				},
 			});
 		});
@@ -85,6 +87,27 @@ describe.each(LEGS)('bulk jobs in parts on %s', (leg) => {
 			// Usage sums every part's lines.
 			const read = await call(directus, 'GET', `/pseo-endpoints/generations/${id}`, { token: user.token });
 			expect(read.body.data.usage.requests).toBe(7);
+			// Each part's log line says how many pages it ingested and where the ingest's time went.
+			const logged = directus
+				.output()
+				.split('\n')
+				.flatMap((line) => {
+					try {
+						const entry = JSON.parse(line) as Record<string, unknown>;
+						return entry['msg'] === 'pseo batch part ingested' && entry['jobId'] === id ? [entry] : [];
+					} catch {
+						return [];
+					}
+				});
+			expect(logged.map((entry) => [entry['part'], entry['pages'], entry['unanswered']]).sort()).toEqual([
+				[0, 3, 0],
+				[1, 3, 0],
+				[2, 1, 0],
+			]);
+			for (const entry of logged) {
+				for (const field of ['ms', 'judgeMs', 'writeMs', 'waitMs']) expect(entry[field], field).toSatisfy((value: unknown) => Number.isInteger(value) && (value as number) >= 0);
+				expect(entry['writeMs'] as number).toBeLessThanOrEqual(entry['ms'] as number);
+			}
 		});
 
 		it('an expired part is resubmitted once for its unanswered lines, and the job completes without a second charge', async () => {

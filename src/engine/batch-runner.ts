@@ -105,11 +105,11 @@ export async function runBatchStep(job: JobRecord, deps: RunnerDeps, settings: B
 		}
 		// An expired first submission leaves its unanswered lines for one resubmission; anything else settles them.
 		const resubmit = batch.status === 'expired' && part.resubmit_of === null;
-		const unanswered = await ingestPart(job, part, batch, await jobContext(), await ingestStatistics(), deps, provider, resubmit);
+		const { unanswered, timing } = await ingestPart(job, part, batch, await jobContext(), await ingestStatistics(), deps, provider, resubmit);
 		if (deps.signal.aborted) return;
 		part.status = unanswered > 0 ? 'expired' : 'ingested';
 		await setPartStatus(database, job.id, worker, part.part, part.status);
-		logger.info({ jobId: job.id, part: part.part, batchId: batch.id, batchStatus: batch.status, unanswered }, 'pseo batch part ingested');
+		logger.info({ jobId: job.id, part: part.part, batchId: batch.id, batchStatus: batch.status, unanswered, ...timing }, 'pseo batch part ingested');
 	}
 
 	let covered = parts.reduce((end, part) => (part.resubmit_of === null ? Math.max(end, part.route_end) : end), 0);
@@ -220,9 +220,22 @@ async function submitPart(
 }
 
 /**
+ * Where an ingest's time went, logged with each part: `judgeMs` is the gate (and chat retries) on the event loop
+ * and its index lookups, `writeMs` the transactions storing the chunks, and `waitMs` how long judged chunks
+ * waited for the write before them. The two sides overlap, so a large `waitMs` says the database paces the ingest.
+ */
+interface IngestTiming {
+	pages: number;
+	ms: number;
+	judgeMs: number;
+	writeMs: number;
+	waitMs: number;
+}
+
+/**
  * Streams a finished part's output and error files into posts and failed routes. A line the provider answered
  * unusably is written once more through chat completions before it fails. Lines the batch left unanswered are
- * failed with the batch's reason, or, when `resubmit` holds, left for the resubmission; resolves to their number.
+ * failed with the batch's reason, or, when `resubmit` holds, left for the resubmission, and counted as `unanswered`.
  */
 async function ingestPart(
 	job: JobRecord,
@@ -233,8 +246,19 @@ async function ingestPart(
 	deps: RunnerDeps,
 	provider: GenerationProvider,
 	resubmit: boolean,
-): Promise<number> {
+): Promise<{ unanswered: number; timing: IngestTiming }> {
 	const { database, worker, logger } = deps;
+	const started = performance.now();
+	const timing: IngestTiming = { pages: 0, ms: 0, judgeMs: 0, writeMs: 0, waitMs: 0 };
+	const timed = async <T>(field: 'judgeMs' | 'writeMs' | 'waitMs', work: () => Promise<T>): Promise<T> => {
+		const start = performance.now();
+		try {
+			return await work();
+		} finally {
+			timing[field] += Math.round(performance.now() - start);
+		}
+	};
+	const result = (unanswered: number) => ({ unanswered, timing: { ...timing, ms: Math.round(performance.now() - started) } });
 	const slice = job.routes.slice(part.route_start, part.route_end);
 	const items = new Map(slice.map((item) => [item.route, item]));
 	const settled = await settledRoutes(database, job, slice);
@@ -245,31 +269,34 @@ async function ingestPart(
 	// One chunk is written while the next is judged: the database and the gate's CPU work overlap. At most one
 	// write is in flight, so chunks are stored in order and memory holds two chunks at most.
 	let writing: Promise<void> = Promise.resolve();
-	const record = async (outcomes: PageOutcome[]) => {
-		try {
-			await recordOutcomes(database, job, worker, outcomes, logger);
-		} finally {
-			gate.settle(outcomes.map((outcome) => outcome.route));
-		}
-		faultPoint('mid-batch-ingest');
-		if (statistics.add(outcomes.length)) await refreshStatistics(database, INGESTED_TABLES, logger);
-	};
+	const record = (outcomes: PageOutcome[]) =>
+		timed('writeMs', async () => {
+			try {
+				await recordOutcomes(database, job, worker, outcomes, logger);
+			} finally {
+				gate.settle(outcomes.map((outcome) => outcome.route));
+			}
+			timing.pages += outcomes.length;
+			faultPoint('mid-batch-ingest');
+			if (statistics.add(outcomes.length)) await refreshStatistics(database, INGESTED_TABLES, logger);
+		});
 	const flush = async () => {
 		if (chunk.length === 0) return;
 		const outcomes = chunk;
 		chunk = [];
-		await retryByChat(
-			outcomes.filter((outcome) => !unansweredRoutes.has(outcome.route)),
-			items,
-			context,
-			deps,
-			provider,
-			job.id,
-		);
+		await timed('judgeMs', async () => {
+			await retryByChat(
+				outcomes.filter((outcome) => !unansweredRoutes.has(outcome.route)),
+				items,
+				context,
+				deps,
+				provider,
+				job.id,
+			);
+			if (!deps.signal.aborted) await gateChunk(outcomes, items, context, gate, deps, provider, job.id);
+		});
 		if (deps.signal.aborted) return;
-		await gateChunk(outcomes, items, context, gate, deps, provider, job.id);
-		if (deps.signal.aborted) return;
-		await writing;
+		await timed('waitMs', () => writing);
 		writing = record(outcomes);
 		// A failed write surfaces at the next flush or at the end; this only keeps it from being reported unhandled.
 		writing.catch(() => {});
@@ -280,7 +307,7 @@ async function ingestPart(
 		for (const fileId of [batch.outputFileId, batch.errorFileId]) {
 			if (!fileId) continue;
 			for await (const line of provider.streamFileLines(fileId)) {
-				if (deps.signal.aborted) return 0;
+				if (deps.signal.aborted) return result(0);
 				if (++parsed % LINES_PER_TURN === 0) await setImmediate();
 				const outcome = pageFromBatchLine(line, context);
 				if (!outcome || !items.has(outcome.route) || seen.has(outcome.route) || settled.has(outcome.route)) continue;
@@ -297,15 +324,15 @@ async function ingestPart(
 		// Never leave a write running behind the step, whatever ended it.
 		await writing;
 	}
-	if (deps.signal.aborted) return 0;
+	if (deps.signal.aborted) return result(0);
 
 	const missing = [...items.keys()].filter((route) => !seen.has(route) && !settled.has(route));
-	if (resubmit) return missing.length;
+	if (resubmit) return result(missing.length);
 	const reason = missingReason(batch);
 	for (let i = 0; i < missing.length; i += INGEST_CHUNK) {
 		await recordOutcomes(database, job, worker, missing.slice(i, i + INGEST_CHUNK).map((route) => ({ route, error: reason })), logger);
 	}
-	return 0;
+	return result(0);
 }
 
 /**
