@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { insertUser, insertWebsite, openTestDatabase, vendorAvailable, type TestDatabase } from '../../test/support/db-under-test.ts';
+import { insertPendingJob, insertUser, insertWebsite, openTestDatabase, vendorAvailable, type TestDatabase } from '../../test/support/db-under-test.ts';
+import { failedAmong, failedRoutesOf, JOB_ROUTES, settleJobRoutes } from '../engine/job-route-store.ts';
 import { POSTS } from '../posts/post-store.ts';
 import { ensureIndexes } from './install-schema.ts';
 
@@ -7,7 +8,7 @@ import { ensureIndexes } from './install-schema.ts';
  * Post bodies on PostgreSQL: the start-up of the extension (which made the template these tests clone) set the
  * body column to LZ4, a long body is stored with it, running the start-up again leaves the column alone, and a column set back to pglz is set to LZ4 again.
  */
-describe.skipIf(!vendorAvailable('postgres'))('post body compression on postgres', () => {
+describe.skipIf(!vendorAvailable('postgres'))('start-up storage on postgres', () => {
 	let db: TestDatabase;
 	beforeAll(async () => {
 		db = await openTestDatabase('postgres', 2);
@@ -34,5 +35,32 @@ describe.skipIf(!vendorAvailable('postgres'))('post body compression on postgres
 		expect(await version()).not.toBe(reset);
 		const column = (await db.knex.raw("SELECT attcompression AS method FROM pg_attribute WHERE attrelid = ?::regclass AND attname = 'body'", [POSTS])) as { rows: { method: string }[] };
 		expect(column.rows[0]!.method).toBe('l');
+	});
+
+	it('finds a job\'s failed routes through a partial index that its queued rows never write to', async () => {
+		const indexes = (await db.knex.raw('SELECT indexname, indexdef FROM pg_indexes WHERE tablename = ?', [JOB_ROUTES])) as { rows: { indexname: string; indexdef: string }[] };
+		const byName = new Map(indexes.rows.map((row) => [row.indexname, row.indexdef]));
+		expect(byName.has('pseo_generation_routes_state')).toBe(false);
+		expect(byName.get('pseo_generation_routes_failed')).toMatch(/\(generation_id, route\) WHERE \(\(state\)::text = 'failed'::text\)$/);
+
+		const userId = await insertUser(db.knex, 0);
+		const pseoId = await insertWebsite(db.knex, userId);
+		const routes = Array.from({ length: 20_000 }, (_, i) => `/r/${i}`);
+		const jobId = await insertPendingJob(db.knex, { userId, pseoId, routes });
+		await db.knex.transaction((trx) => settleJobRoutes(trx, jobId, routes.slice(0, 100), [{ route: '/r/7000', error: 'Expired.' }, { route: '/r/3', error: 'Refused.' }]));
+		await db.knex.raw('ANALYZE ??', [JOB_ROUTES]);
+		const size = (await db.knex.raw("SELECT pg_relation_size('pseo_generation_routes_failed') AS bytes")) as { rows: { bytes: string }[] };
+		// One page of entries for the two failures, against 20,000 rows in the table.
+		expect(Number(size.rows[0]!.bytes)).toBeLessThanOrEqual(2 * 8192);
+
+		expect(await failedAmong(db.knex, jobId, ['/r/3', '/r/4', '/r/7000'])).toEqual(new Set(['/r/3', '/r/7000']));
+		expect((await failedRoutesOf(db.knex, [jobId])).get(jobId)).toEqual([
+			{ route: '/r/3', error: 'Refused.' },
+			{ route: '/r/7000', error: 'Expired.' },
+		]);
+		const plan = (await db.knex.raw('EXPLAIN (FORMAT JSON) SELECT route FROM ?? WHERE generation_id = ? AND state = ? AND route IN (?, ?)', [JOB_ROUTES, jobId, 'failed', '/r/3', '/r/4'])) as {
+			rows: { 'QUERY PLAN': unknown }[];
+		};
+		expect(JSON.stringify(plan.rows[0]!['QUERY PLAN'])).toContain('"Index Name":"pseo_generation_routes_failed"');
 	});
 });

@@ -81,6 +81,9 @@ export async function installSchema(context: ServiceContext): Promise<InstallRep
 	return report;
 }
 
+/** The job routes' index by state, superseded by a partial index of the failed ones except on MySQL (see ensureIndexes). */
+const JOB_ROUTES_BY_STATE = 'pseo_generation_routes_state';
+
 /** Single-column foreign-key indexes that a composite index below makes redundant (see ensureIndexes). */
 const REDUNDANT_INDEXES = [
 	`${BANDS_TABLE}_pseo_id_index`,
@@ -94,7 +97,10 @@ const REDUNDANT_INDEXES = [
  * idempotent: a resumed or retried job can never write a second post for a route. The band indexes make the
  * quality gate's near-duplicate lookup, and the re-indexing of a rewritten post, index scans. One row per part
  * of a bulk job: two workers can never both store the same part. One row per position of a job's routes, found by
- * route (an outcome) and by state (the failed routes).
+ * route (an outcome), and the failed ones by route among them: a partial index, which the trigger's rows, all
+ * `queued`, never write to. It replaced an index of (generation_id, state) that every route row wrote at the
+ * trigger and again at each change of state (100,000 rows like the trigger's, inserted in psql into copies of the table
+ * without its foreign key: 717 ms with it, 540 ms without); MySQL, which has no partial indexes, keeps that one.
  *
  * The single-column indexes Directus once made for four of these foreign keys are dropped: each is the prefix of
  * a composite index above, so it only costs writes, and it is a trap for PostgreSQL's planner. While a bulk job
@@ -113,10 +119,10 @@ export async function ensureIndexes(knex: Knex): Promise<void> {
 		`CREATE UNIQUE INDEX IF NOT EXISTS pseo_generation_parts_unique ON ${PARTS} (generation_id, part)`,
 		`CREATE UNIQUE INDEX IF NOT EXISTS pseo_generation_routes_position ON ${JOB_ROUTES} (generation_id, position)`,
 		`CREATE INDEX IF NOT EXISTS pseo_generation_routes_route ON ${JOB_ROUTES} (generation_id, route)`,
-		`CREATE INDEX IF NOT EXISTS pseo_generation_routes_state ON ${JOB_ROUTES} (generation_id, state)`,
 		`CREATE INDEX IF NOT EXISTS pseo_publications_status_lease ON ${PUBLICATIONS} (status, lease_expires_at)`,
 	];
 	if (vendorOf(knex) === 'mysql') {
+		statements.push(`CREATE INDEX IF NOT EXISTS ${JOB_ROUTES_BY_STATE} ON ${JOB_ROUTES} (generation_id, state)`);
 		// MySQL has no CREATE INDEX IF NOT EXISTS; a duplicate-key-name error means the index is there.
 		for (const sql of statements) {
 			await knex.raw(sql.replace(' IF NOT EXISTS', '')).catch((error: { errno?: number }) => {
@@ -125,8 +131,9 @@ export async function ensureIndexes(knex: Knex): Promise<void> {
 		}
 		return;
 	}
+	statements.push(`CREATE INDEX IF NOT EXISTS pseo_generation_routes_failed ON ${JOB_ROUTES} (generation_id, route) WHERE state = 'failed'`);
 	for (const sql of statements) await knex.raw(sql);
-	for (const name of REDUNDANT_INDEXES) await knex.raw(`DROP INDEX IF EXISTS ${name}`);
+	for (const name of [...REDUNDANT_INDEXES, JOB_ROUTES_BY_STATE]) await knex.raw(`DROP INDEX IF EXISTS ${name}`);
 	if (vendorOf(knex) === 'postgres') await compressBodiesWithLz4(knex);
 }
 
