@@ -220,9 +220,10 @@ async function submitPart(
 }
 
 /**
- * Where an ingest's time went, logged with each part: `judgeMs` is the gate (and chat retries) on the event loop
- * and its index lookups, `writeMs` the transactions storing the chunks, and `waitMs` how long judged chunks
- * waited for the write before them. The two sides overlap, so a large `waitMs` says the database paces the ingest.
+ * Where an ingest's time went, logged with each part: `pages` the outcomes it stored (posts and failures),
+ * `judgeMs` the gate with its index lookups and any rewrites or retries through chat, `writeMs` the transactions
+ * storing the chunks and the statistics refreshes between them, and `waitMs` how long judged chunks waited for the
+ * write before them. Judging and writing overlap, so a large `waitMs` says the database paces the ingest.
  */
 interface IngestTiming {
 	pages: number;
@@ -255,10 +256,13 @@ async function ingestPart(
 		try {
 			return await work();
 		} finally {
-			timing[field] += Math.round(performance.now() - start);
+			timing[field] += performance.now() - start;
 		}
 	};
-	const result = (unanswered: number) => ({ unanswered, timing: { ...timing, ms: Math.round(performance.now() - started) } });
+	const result = (unanswered: number) => ({
+		unanswered,
+		timing: { pages: timing.pages, ms: Math.round(performance.now() - started), judgeMs: Math.round(timing.judgeMs), writeMs: Math.round(timing.writeMs), waitMs: Math.round(timing.waitMs) },
+	});
 	const slice = job.routes.slice(part.route_start, part.route_end);
 	const items = new Map(slice.map((item) => [item.route, item]));
 	const settled = await settledRoutes(database, job, slice);

@@ -4,7 +4,7 @@ import type { Application } from 'express';
 import { DELETABLE, guardDelete, guardWrite, OWNER_FIELDS, restrictQuery, WRITABLE_FIELDS, type OwnedCollection } from '../access/ownership-guard.ts';
 import { directusErrorEnvelope, errorHandler } from '../http/error-envelope.ts';
 import { applyBalanceEdits, recordInitialBalance } from '../ledger/balance-grants.ts';
-import { ensureIndexes, installSchema } from '../schema/install-schema.ts';
+import { compressPostBodies, ensureIndexes, installSchema } from '../schema/install-schema.ts';
 import { provisionListPresets } from '../schema/list-presets.ts';
 import { provisionUsageDashboard } from '../schema/usage-dashboard.ts';
 import { provisionModuleBar } from '../schema/module-bar.ts';
@@ -44,6 +44,7 @@ export default defineHook(({ init, filter, action }, context) => {
 		}
 		const report = await retryOnRace(() => installSchema(ctx), logger, 'schema install');
 		await retryOnRace(() => ensureIndexes(database), logger, 'index creation');
+		await compressPostBodies(database, logger);
 		await retryOnRace(() => migratePlanDocuments(database, logger), logger, 'plan pages migration');
 		await retryOnRace(() => migrateJobRoutes(database, logger, legacyJobRoutes), logger, 'job routes migration');
 		const policy = await retryOnRace(() => provisionUserPolicy(ctx), logger, 'policy provisioning');

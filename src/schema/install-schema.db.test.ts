@@ -1,12 +1,14 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { insertPendingJob, insertUser, insertWebsite, openTestDatabase, vendorAvailable, type TestDatabase } from '../../test/support/db-under-test.ts';
+import { insertPendingJob, insertUser, insertWebsite, openTestDatabase, silentLogger, vendorAvailable, type TestDatabase } from '../../test/support/db-under-test.ts';
 import { failedAmong, failedRoutesOf, JOB_ROUTES, settleJobRoutes } from '../engine/job-route-store.ts';
 import { POSTS } from '../posts/post-store.ts';
-import { ensureIndexes } from './install-schema.ts';
+import { compressPostBodies } from './install-schema.ts';
 
 /*
- * Post bodies on PostgreSQL: the start-up of the extension (which made the template these tests clone) set the
- * body column to LZ4, a long body is stored with it, running the start-up again leaves the column alone, and a column set back to pglz is set to LZ4 again.
+ * What the start-up leaves on PostgreSQL (the template these tests clone was made by a real start-up):
+ * - post bodies compressed with LZ4, where the server offers it; a start-up that finds the column LZ4 already does
+ *   not alter it again, and one that finds it set back to pglz sets LZ4 again;
+ * - a job's failed routes found through a partial index.
  */
 describe.skipIf(!vendorAvailable('postgres'))('start-up storage on postgres', () => {
 	let db: TestDatabase;
@@ -15,7 +17,9 @@ describe.skipIf(!vendorAvailable('postgres'))('start-up storage on postgres', ()
 	});
 	afterAll(async () => db?.dispose());
 
-	it('stores a long body with LZ4, and a second start-up does not alter the table again', async () => {
+	it('stores a long body with LZ4, and a second start-up does not alter the table again', async (context) => {
+		const offered = (await db.knex.raw(`SELECT 'lz4' = ANY(enumvals) AS available FROM pg_settings WHERE name = 'default_toast_compression'`)) as { rows: { available: boolean }[] };
+		if (!offered.rows[0]?.available) context.skip();
 		const pseoId = await insertWebsite(db.knex, await insertUser(db.knex, 0));
 		const body = Array.from({ length: 900 }, (_, i) => ['local', 'service', 'guide', 'price', 'team'][(i * 7) % 5]).join(' ');
 		await db.knex(POSTS).insert({ pseo_id: pseoId, route: '/long', status: 'draft', title: 'Long', body });
@@ -26,12 +30,12 @@ describe.skipIf(!vendorAvailable('postgres'))('start-up storage on postgres', ()
 		const version = async () =>
 			((await db.knex.raw("SELECT xmin::text AS version FROM pg_attribute WHERE attrelid = ?::regclass AND attname = 'body'", [POSTS])) as { rows: { version: string }[] }).rows[0]!.version;
 		const before = await version();
-		await ensureIndexes(db.knex);
+		await compressPostBodies(db.knex, silentLogger);
 		expect(await version()).toBe(before);
 		await db.knex.raw('ALTER TABLE ?? ALTER COLUMN ?? SET COMPRESSION pglz', [POSTS, 'body']);
 		const reset = await version();
 		expect(reset).not.toBe(before);
-		await ensureIndexes(db.knex);
+		await compressPostBodies(db.knex, silentLogger);
 		expect(await version()).not.toBe(reset);
 		const column = (await db.knex.raw("SELECT attcompression AS method FROM pg_attribute WHERE attrelid = ?::regclass AND attname = 'body'", [POSTS])) as { rows: { method: string }[] };
 		expect(column.rows[0]!.method).toBe('l');

@@ -1,6 +1,7 @@
 import type { Knex } from 'knex';
 import snapshot from '../../snapshots/pseo-schema.json' with { type: 'json' };
 import type { ServiceContext } from '../shared/services.ts';
+import type { Logger } from '../shared/logger.ts';
 import { vendorOf } from '../shared/database.ts';
 import { systemServiceOptions } from '../shared/system-context.ts';
 import { JOBS } from '../engine/job-store.ts';
@@ -81,7 +82,7 @@ export async function installSchema(context: ServiceContext): Promise<InstallRep
 	return report;
 }
 
-/** The job routes' index by state, superseded by a partial index of the failed ones except on MySQL (see ensureIndexes). */
+/** The job routes' index by state, superseded on PostgreSQL by a partial index of the failed ones (see ensureIndexes). */
 const JOB_ROUTES_BY_STATE = 'pseo_generation_routes_state';
 
 /** Single-column foreign-key indexes that a composite index below makes redundant (see ensureIndexes). */
@@ -100,7 +101,8 @@ const REDUNDANT_INDEXES = [
  * route (an outcome), and the failed ones by route among them: a partial index, which the trigger's rows, all
  * `queued`, never write to. It replaced an index of (generation_id, state) that every route row wrote at the
  * trigger and again at each change of state (100,000 rows like the trigger's, inserted in psql into copies of the table
- * without its foreign key: 717 ms with it, 540 ms without); MySQL, which has no partial indexes, keeps that one.
+ * without its foreign key: 717 ms with it, 540 ms without). That is PostgreSQL's: MySQL has no partial indexes, and
+ * SQLite's planner was not measured, so both keep the index of (generation_id, state).
  *
  * The single-column indexes Directus once made for four of these foreign keys are dropped: each is the prefix of
  * a composite index above, so it only costs writes, and it is a trap for PostgreSQL's planner. While a bulk job
@@ -131,29 +133,48 @@ export async function ensureIndexes(knex: Knex): Promise<void> {
 		}
 		return;
 	}
-	statements.push(`CREATE INDEX IF NOT EXISTS pseo_generation_routes_failed ON ${JOB_ROUTES} (generation_id, route) WHERE state = 'failed'`);
+	const postgres = vendorOf(knex) === 'postgres';
+	statements.push(
+		postgres
+			? `CREATE INDEX IF NOT EXISTS pseo_generation_routes_failed ON ${JOB_ROUTES} (generation_id, route) WHERE state = 'failed'`
+			: `CREATE INDEX IF NOT EXISTS ${JOB_ROUTES_BY_STATE} ON ${JOB_ROUTES} (generation_id, state)`,
+	);
 	for (const sql of statements) await knex.raw(sql);
-	for (const name of [...REDUNDANT_INDEXES, JOB_ROUTES_BY_STATE]) await knex.raw(`DROP INDEX IF EXISTS ${name}`);
-	if (vendorOf(knex) === 'postgres') await compressBodiesWithLz4(knex);
+	for (const name of postgres ? [...REDUNDANT_INDEXES, JOB_ROUTES_BY_STATE] : REDUNDANT_INDEXES) await knex.raw(`DROP INDEX IF EXISTS ${name}`);
 }
 
 /**
- * PostgreSQL compresses a value longer than about 2 kB as it stores it, with pglz unless a column says otherwise. A
- * bulk ingest stores a body for every page: 20,000 texts of 5 kB took 530 to 645 ms with pglz and 205 to 220 ms
- * with LZ4, which also reads back faster (timed in psql on the development machine). New bodies are written with
- * LZ4 where the server was built with it (PostgreSQL 14 and later; Debian's packages are); bodies
- * already stored stay as they are and read the same. The column is altered only once: the ALTER takes an exclusive
- * lock on the posts table, which every start-up of every instance must not.
+ * PostgreSQL compresses a row's long values (once the row passes about 2 kB) as it stores them, with pglz unless
+ * a column says otherwise. A bulk ingest stores a body for every page: 20,000 texts of 5 kB took 530 to 645 ms
+ * with pglz and 205 to 220 ms with LZ4, which also reads back faster (timed in psql on one machine). New bodies are
+ * written with LZ4 where the server was built with it (PostgreSQL 14 and later; Debian's packages are); bodies
+ * already stored stay as they are and read the same.
+ *
+ * Best effort, and never in the way of start-up: the ALTER takes an ACCESS EXCLUSIVE lock on the posts table, so
+ * it runs only while the column is not LZ4 yet, waits at most 2 s for that lock (a long export or another
+ * instance's ingest holds it off until a later start-up), and any failure is a warning. Servers that report a
+ * version before 14, as CockroachDB does, are left alone.
  */
-async function compressBodiesWithLz4(knex: Knex): Promise<void> {
-	// Asked first: before PostgreSQL 14 there is neither the setting nor pg_attribute.attcompression.
-	const setting = (await knex.raw(`SELECT 'lz4' = ANY(enumvals) AS available FROM pg_settings WHERE name = 'default_toast_compression'`)) as {
-		rows: { available: boolean }[];
-	};
-	if (!setting.rows[0]?.available) return;
-	const column = (await knex.raw(`SELECT attcompression AS compression FROM pg_attribute WHERE attrelid = ?::regclass AND attname = 'body'`, [POSTS])) as {
-		rows: { compression: string }[];
-	};
-	if (column.rows[0]?.compression === 'l') return;
-	await knex.raw('ALTER TABLE ?? ALTER COLUMN ?? SET COMPRESSION lz4', [POSTS, 'body']);
+export async function compressPostBodies(knex: Knex, logger: Logger): Promise<void> {
+	if (vendorOf(knex) !== 'postgres') return;
+	try {
+		const server = (await knex.raw(
+			`SELECT current_setting('server_version_num')::int >= 140000 AS modern`,
+		)) as { rows: { modern: boolean }[] };
+		if (!server.rows[0]?.modern) return;
+		const setting = (await knex.raw(`SELECT 'lz4' = ANY(enumvals) AS available FROM pg_settings WHERE name = 'default_toast_compression'`)) as {
+			rows: { available: boolean }[];
+		};
+		if (!setting.rows[0]?.available) return;
+		const column = (await knex.raw(`SELECT attcompression AS compression FROM pg_attribute WHERE attrelid = ?::regclass AND attname = 'body'`, [POSTS])) as {
+			rows: { compression: string }[];
+		};
+		if (column.rows[0]?.compression === 'l') return;
+		await knex.transaction(async (trx) => {
+			await trx.raw(`SET LOCAL lock_timeout = '2s'`);
+			await trx.raw('ALTER TABLE ?? ALTER COLUMN ?? SET COMPRESSION lz4', [POSTS, 'body']);
+		});
+	} catch (error) {
+		logger.warn({ err: error }, 'pseo: post bodies keep their compression for now (LZ4 not set); the next start-up tries again');
+	}
 }

@@ -47,20 +47,16 @@ describe('arrayLiteral on postgres', () => {
 	const tricky = ['plain', 'a "quoted" word', 'back\\slash', '\\"', 'NULL', '', '{braces}', 'comma, here', ' spaced ', 'Zürich – café', '😀 pair', "it's"];
 
 	it.skipIf(!vendorAvailable('postgres'))('round-trips text and numbers, with NULL elements', async () => {
-		for (const values of [tricky, [...tricky, 'line\nbreak', 'tab\there', 'bell\u0007'], [...tricky, 'lone \ud800 high']]) {
+		for (const values of [tricky, [...tricky, 'line\nbreak', 'tab\there', 'bell\u0007'], [...tricky, 'lone \ud800 high', 'lone \udc00 low']]) {
 			const sent = [...values, null];
 			const literal = arrayLiteral(sent);
 			const { rows } = (await db.knex.raw('SELECT ?::text[] AS a', [literal])) as { rows: { a: (string | null)[] }[] };
 			// PostgreSQL stores text as UTF-8, where a lone surrogate becomes U+FFFD, as node-postgres's own arrays do.
-			expect(rows[0]!.a).toEqual(sent.map((value) => (value === null ? null : value.replace(/\ud800/g, '\ufffd'))));
+			expect(rows[0]!.a).toEqual(sent.map((value) => (value === null ? null : value.replace(/[\ud800\udc00]/g, '\ufffd'))));
 		}
-		const { rows } = (await db.knex.raw('SELECT ?::int[] AS a, ?::text[] AS e', [arrayLiteral([3, 0, -7, null]), arrayLiteral([])])) as { rows: { a: unknown[]; e: unknown[] }[] };
-		expect(rows[0]).toEqual({ a: [3, 0, -7, null], e: [] });
-	});
-
-	it('takes the JSON path only when JSON quotes every element as the literal does', () => {
-		expect(arrayLiteral(['a"b', 'c\\d', null, 5])).toBe('{"a\\"b","c\\\\d",null,5}');
-		expect(arrayLiteral(['x\ny'])).toBe('{"x\ny"}');
-		expect(arrayLiteral(['😀'])).toBe('{"😀"}');
+		const { rows } = (await db.knex.raw('SELECT ?::int[] AS a, ?::text[] AS e, ?::text[] AS h', [arrayLiteral([3, 0, -7, null, undefined]), arrayLiteral([]), arrayLiteral([1, 'x\ny', 2.5, undefined])])) as {
+			rows: { a: unknown[]; e: unknown[]; h: unknown[] }[];
+		};
+		expect(rows[0]).toEqual({ a: [3, 0, -7, null, null], e: [], h: ['1', 'x\ny', '2.5', null] });
 	});
 });

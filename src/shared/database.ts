@@ -71,13 +71,15 @@ const JSON_ESCAPED = /[\u0000-\u001f]|[\ud800-\udbff](?![\udc00-\udfff])|(?<![\u
  * `values` as a PostgreSQL array literal, for an array parameter (`?::text[]`, `?::int[]`). Given the array itself,
  * node-postgres serializes it element by element, with type checks and escaping per element: for the 100,000
  * routes, titles and page records a big trigger writes, that took 550 to 770 ms of the event loop, against 80 ms
- * here (`JSON.stringify` of the whole array; both timed in one script on the scale benchmark's 100,000 pages). JSON quotes a
- * string as the array literal does (`"`, with `\"` and `\\` inside), and `null` is the literal's NULL; text
- * with any character JSON would escape otherwise is quoted by hand, which is slower but exact.
+ * here (`JSON.stringify` of the whole array; both timed in one script on the scale benchmark's 100,000 pages).
+ * JSON quotes a string as the array literal does (`"`, with `\"` and `\\` inside), and `null` (also what it
+ * makes of a missing value) is the literal's NULL. An array with text that JSON would escape otherwise, or with
+ * anything but text, finite numbers and nulls, is quoted by hand, each element as text: slower, but exact.
  */
-export function arrayLiteral(values: readonly (string | number | null)[]): string {
-	if (!values.some((value) => typeof value === 'string' && JSON_ESCAPED.test(value))) return `{${JSON.stringify(values).slice(1, -1)}}`;
-	const element = (value: string | number | null) => (value === null ? 'NULL' : typeof value === 'number' ? String(value) : `"${value.replace(/[\\"]/g, '\\$&')}"`);
+export function arrayLiteral(values: readonly (string | number | null | undefined)[]): string {
+	const plain = values.every((value) => value === null || value === undefined || (typeof value === 'number' ? Number.isFinite(value) : typeof value === 'string' && !JSON_ESCAPED.test(value)));
+	if (plain) return `{${JSON.stringify(values).slice(1, -1)}}`;
+	const element = (value: unknown) => (value === null || value === undefined ? 'NULL' : `"${String(value).replace(/[\\"]/g, '\\$&')}"`);
 	return `{${values.map(element).join(',')}}`;
 }
 
