@@ -91,8 +91,9 @@ export async function runBatchStep(job: JobRecord, deps: RunnerDeps, settings: B
 	const ingestStatistics = async () => {
 		if (statistics) return statistics;
 		// Fresh statistics before a job stores its first page (a plan import may just have grown the tables), then
-		// one doubling schedule across its parts, from what it stored before this step: a 100,000-page job of three
-		// parts ran ANALYZE 14 times when each part started a schedule of its own (counted by pg_stat_statements), 6 now.
+		// one doubling schedule across its parts, from what it stored before this step. A 100,000-page job of three
+		// parts ran ANALYZE 14 times when each part started a schedule of its own (counted by pg_stat_statements);
+		// one schedule refreshes at the start and at 5,000, 10,000, 20,000, 40,000 and 80,000 pages.
 		if (job.created_count === 0) await refreshStatistics(database, INGESTED_TABLES, logger);
 		return (statistics = createStatisticsSchedule(undefined, job.created_count));
 	};

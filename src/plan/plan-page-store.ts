@@ -76,7 +76,6 @@ export async function countPlanPages(knex: Knex, pseoId: number): Promise<number
 	return Number(row?.n ?? 0);
 }
 
-/** The routes among `routes` that the website's plan has. */
 /** The routes of a website's plan pages, in no order: what a page may link to, without the pages themselves. */
 export async function readPlanRoutes(knex: Knex, pseoId: number): Promise<string[]> {
 	const rows = (await knex(PLAN_PAGES).where('pseo_id', pseoId).select('route')) as { route: string }[];

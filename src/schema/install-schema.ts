@@ -82,7 +82,7 @@ export async function installSchema(context: ServiceContext): Promise<InstallRep
 	return report;
 }
 
-/** The job routes' index by state, superseded on PostgreSQL by a partial index of the failed ones (see ensureIndexes). */
+/** The job routes' index by state, superseded on PostgreSQL by a partial index of the failed ones (ensureIndexes). */
 const JOB_ROUTES_BY_STATE = 'pseo_generation_routes_state';
 
 /** Single-column foreign-key indexes that a composite index below makes redundant (see ensureIndexes). */
@@ -100,9 +100,9 @@ const REDUNDANT_INDEXES = [
  * of a bulk job: two workers can never both store the same part. One row per position of a job's routes, found by
  * route (an outcome), and the failed ones by route among them: a partial index, which the trigger's rows, all
  * `queued`, never write to. It replaced an index of (generation_id, state) that every route row wrote at the
- * trigger and again at each change of state (100,000 rows like the trigger's, inserted in psql into copies of the table
- * without its foreign key: 717 ms with it, 540 ms without). That is PostgreSQL's: MySQL has no partial indexes, and
- * SQLite's planner was not measured, so both keep the index of (generation_id, state).
+ * trigger and again at each change of state (100,000 rows like the trigger's, inserted in psql into copies of the
+ * table without its foreign key: 717 ms with it, 540 ms without). That is PostgreSQL's: MySQL has no partial
+ * indexes, and SQLite's planner was not measured, so both keep the index of (generation_id, state).
  *
  * The single-column indexes Directus once made for four of these foreign keys are dropped: each is the prefix of
  * a composite index above, so it only costs writes, and it is a trap for PostgreSQL's planner. While a bulk job

@@ -22,7 +22,8 @@ export interface StatisticsTarget {
 /**
  * Refreshes PostgreSQL's planner statistics of these columns; elsewhere nothing. Only the named columns: analyzing
  * every column read each sampled post's body out of its TOAST table for statistics no query uses: a refresh of
- * the four tables an ingest grows took 600 ms at 100,000 posts, 320 ms with the filtered columns only. Failing (not the tables' owner, say) costs only speed: logged, not thrown.
+ * the four tables an ingest grows took 600 ms at 100,000 posts, 320 ms with the filtered columns only. Failing
+ * (not the tables' owner, say) costs only speed: logged, not thrown.
  */
 export async function refreshStatistics(knex: Knex, targets: readonly StatisticsTarget[], logger: Logger): Promise<void> {
 	if (targets.length === 0 || vendorOf(knex) !== 'postgres') return;
