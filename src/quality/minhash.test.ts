@@ -1,5 +1,6 @@
+import { createHash } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import { BANDS, bandKeys, decodeSignature, encodeSignature, shingleHashes, signatureOf, similarity, SHINGLE_WORDS, words } from './minhash.ts';
+import { BANDS, bandKeys, decodeSignature, encodeSignature, shingleHashes, signatureOf, similarity, SHINGLE_WORDS, wordHashes, words } from './minhash.ts';
 
 /** Exact Jaccard similarity of two texts' shingle sets, to judge the estimate by. */
 function jaccard(a: string, b: string): number {
@@ -26,6 +27,53 @@ describe('words', () => {
 
 	it('keeps an apostrophe inside a word', () => {
 		expect(words("Don't stop: it's the plumber’s job")).toEqual(["don't", 'stop', "it's", 'the', 'plumber’s', 'job']);
+	});
+});
+
+/** 32-bit FNV-1a of a string's UTF-16 code units, written out here as the reference for wordHashes. */
+function fnv1a(text: string): number {
+	let hash = 0x811c9dc5;
+	for (const char of text) for (let i = 0; i < char.length; i++) hash = Math.imul(hash ^ char.charCodeAt(i), 0x01000193);
+	return hash >>> 0;
+}
+
+/** Random ASCII text rich in what the word rule turns on: case, digits, apostrophes, punctuation, Markdown. */
+function asciiNoise(seed: number, length: number): string {
+	const alphabet = "aZ9b'  c'D0e-_.,!?'x#[]()/\\\n\t'Yz'19";
+	let state = seed;
+	let text = '';
+	for (let i = 0; i < length; i++) {
+		state = (Math.imul(state, 1103515245) + 12345) >>> 0;
+		text += alphabet[(state >>> 8) % alphabet.length];
+	}
+	return text;
+}
+
+describe('the ASCII paths', () => {
+	it('split ASCII text as the Unicode path does', () => {
+		for (let seed = 1; seed <= 300; seed++) {
+			const text = asciiNoise(seed, 200);
+			// A trailing non-ASCII word sends the text down the Unicode path, and adds one word at the end.
+			expect(words(text), text).toEqual(words(`${text} é`).slice(0, -1));
+		}
+	});
+
+	it('hash the words that words() returns, without building them', () => {
+		for (let seed = 1; seed <= 300; seed++) {
+			const text = asciiNoise(seed, 200);
+			expect(wordHashes(text), text).toEqual(words(text).map(fnv1a));
+		}
+		const unicode = 'Café Zürich: 24/7 Ärzte, naïve — 東京 «Qualität» plumber’s';
+		expect(wordHashes(unicode)).toEqual(words(unicode).map(fnv1a));
+	});
+
+	it('leave the signatures of earlier releases unchanged', () => {
+		// Signatures are stored with posts and compared across releases: these are the previous release's.
+		const digest = (text: string) => createHash('sha256').update(encodeSignature(signatureOf(text)!)).digest('hex').slice(0, 16);
+		expect(digest("Don't stop: it's the plumber's job. ROCK'N'ROLL a'b9 x''y 12'ab 9'9 Boilers-in-LONDON, 24/7!")).toBe('e75c6263134f5e9b');
+		expect(digest('Café Zürich: 24/7 Ärzte, naïve — 東京 «Qualität» plumber’s')).toBe('46b51f769406c5f4');
+		expect(digest('one two')).toBe('088b796598881421');
+		expect(digest(prose(11, 450))).toBe('24f83e59dce35678');
 	});
 });
 

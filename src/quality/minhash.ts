@@ -32,8 +32,14 @@ const [MULTIPLIERS, ADDENDS] = (() => {
 	return [multipliers, addends];
 })();
 
+/** Any character outside ASCII: such a text takes the Unicode path of {@link words}. */
+const NON_ASCII = /[^\x00-\x7f]/;
+
 /** The words of a text, lower case with accents folded; letters and digits of every script are kept. */
 export function words(text: string): string[] {
+	// On ASCII, normalisation and mark removal change nothing and the Unicode classes are [a-z0-9]: the same words,
+	// several times faster than the Unicode regular expression (the gate splits every page into words three times).
+	if (!NON_ASCII.test(text)) return text.toLowerCase().match(/[a-z0-9]+(?:'[a-z]+)?/g) ?? [];
 	return (
 		text
 			.normalize('NFKD')
@@ -43,12 +49,71 @@ export function words(text: string): string[] {
 	);
 }
 
+/**
+ * `words(text).map(fnv1a)` without building the words: on ASCII text one pass over the character codes with the
+ * rule of {@link words} (a run of letters and digits, then at most one apostrophe followed by letters), else the
+ * Unicode path. The signature needs only these hashes, and building 450 strings a page was a third of its cost.
+ */
+export function wordHashes(text: string): number[] {
+	if (NON_ASCII.test(text)) return words(text).map(fnv1a);
+	const hashes: number[] = [];
+	const length = text.length;
+	// 0: between words; 1: in a run of letters and digits; 2: in the letters after an apostrophe.
+	let state = 0;
+	let hash = 0;
+	for (let i = 0; i < length; i++) {
+		const code = lowerAscii(text.charCodeAt(i));
+		const letter = code >= 97 && code <= 122;
+		if (state === 1) {
+			if (letter || (code >= 48 && code <= 57)) {
+				hash = Math.imul(hash ^ code, 0x01000193);
+				continue;
+			}
+			if (code === 39 && i + 1 < length && isLowerLetter(lowerAscii(text.charCodeAt(i + 1)))) {
+				hash = Math.imul(hash ^ code, 0x01000193);
+				state = 2;
+				continue;
+			}
+			hashes.push(hash >>> 0);
+			state = 0;
+			continue;
+		}
+		if (state === 2) {
+			if (letter) {
+				hash = Math.imul(hash ^ code, 0x01000193);
+				continue;
+			}
+			hashes.push(hash >>> 0);
+			state = 0;
+			// This character may start the next word (a digit right after the letters).
+		}
+		if (letter || (code >= 48 && code <= 57)) {
+			hash = Math.imul(0x811c9dc5 ^ code, 0x01000193);
+			state = 1;
+		}
+	}
+	if (state !== 0) hashes.push(hash >>> 0);
+	return hashes;
+}
+
+/** `words(text).length`, without building the words on ASCII text. */
+export function countWords(text: string): number {
+	return wordHashes(text).length;
+}
+
+const lowerAscii = (code: number) => (code >= 65 && code <= 90 ? code + 32 : code);
+const isLowerLetter = (code: number) => code >= 97 && code <= 122;
+
 /** The distinct 32-bit hashes of the text's shingles (a text shorter than one shingle is one shingle). */
 export function shingleHashes(tokens: readonly string[]): Uint32Array {
-	if (tokens.length === 0) return new Uint32Array(0);
-	// Each word is hashed once; a shingle's hash combines its words' hashes in order, without building strings.
-	const hashes = tokens.map(fnv1a);
-	const count = Math.max(1, tokens.length - SHINGLE_WORDS + 1);
+	return shinglesOf(tokens.map(fnv1a));
+}
+
+/** The distinct shingle hashes from the hashes of a text's words, in order. */
+function shinglesOf(hashes: readonly number[]): Uint32Array {
+	if (hashes.length === 0) return new Uint32Array(0);
+	// A shingle's hash combines its words' hashes in order, without building strings.
+	const count = Math.max(1, hashes.length - SHINGLE_WORDS + 1);
 	const seen = new Set<number>();
 	for (let i = 0; i < count; i++) {
 		let hash = 0;
@@ -60,7 +125,7 @@ export function shingleHashes(tokens: readonly string[]): Uint32Array {
 
 /** The MinHash signature of a text: null when the text has no words (nothing to compare). */
 export function signatureOf(text: string): Uint32Array | null {
-	const shingles = shingleHashes(words(text));
+	const shingles = shinglesOf(wordHashes(text));
 	if (shingles.length === 0) return null;
 	const signature = new Uint32Array(HASHES);
 	const count = shingles.length;

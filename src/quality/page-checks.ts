@@ -1,5 +1,5 @@
 import type { PageContent } from '../posts/post-store.ts';
-import { words } from './minhash.ts';
+import { countWords, words } from './minhash.ts';
 
 /*
  * The deterministic checks of the quality gate, one function per check, each returning the issues it found.
@@ -32,15 +32,19 @@ const issue = (check: QualityCheck, severity: QualitySeverity, detail: string): 
 
 /** The words a reader sees: the body without link targets and Markdown syntax, and the FAQ. */
 export function readableWords(page: CheckedPage): string[] {
+	return words(readableText(page));
+}
+
+function readableText(page: CheckedPage): string {
 	const faq = Array.isArray(page.faq)
 		? page.faq.map((entry: { question?: unknown; answer?: unknown }) => `${String(entry?.question ?? '')} ${String(entry?.answer ?? '')}`)
 		: [];
-	return words([stripMarkdown(page.body), ...faq].join('\n'));
+	return [stripMarkdown(page.body), ...faq].join('\n');
 }
 
 /** Thin content: fewer words than `minWords`. */
 export function checkWords(page: CheckedPage, minWords: number): QualityIssue[] {
-	const count = readableWords(page).length;
+	const count = countWords(readableText(page));
 	return count < minWords ? [issue('words', 'fail', `${count} words; at least ${minWords} are needed`)] : [];
 }
 
@@ -62,7 +66,7 @@ export function checkHeadings(page: CheckedPage): QualityIssue[] {
 		}
 		previous = heading.level;
 	}
-	if (headings.length === 0 && words(page.body).length >= 300) {
+	if (headings.length === 0 && countWords(page.body) >= 300) {
 		found.push(issue('outline', 'warn', 'a long body without subheadings'));
 	}
 	return found;
