@@ -2,13 +2,17 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { insertPendingJob, insertUser, insertWebsite, openTestDatabase, silentLogger, vendorAvailable, type TestDatabase } from '../../test/support/db-under-test.ts';
 import { failedAmong, failedRoutesOf, JOB_ROUTES, settleJobRoutes } from '../engine/job-route-store.ts';
 import { POSTS } from '../posts/post-store.ts';
-import { compressPostBodies } from './install-schema.ts';
+import { PLAN_PAGES } from '../plan/plan-page-store.ts';
+import { BANDS_TABLE } from '../quality/similarity-index.ts';
+import { compressPostBodies, ensureIndexes } from './install-schema.ts';
 
 /*
  * What the start-up leaves on PostgreSQL (the template these tests clone was made by a real start-up):
  * - post bodies compressed with LZ4, where the server offers it; a start-up that finds the column LZ4 already does
  *   not alter it again, and one that finds it set back to pglz sets LZ4 again;
- * - a job's failed routes found through a partial index.
+ * - a job's failed routes found through a partial index;
+ * - indexes checked in the catalog, not re-declared: a start-up whose indexes are in place waits for no table lock,
+ *   a missing one is built, an invalid one (a concurrent build that died) is rebuilt, and redundant ones go.
  */
 describe.skipIf(!vendorAvailable('postgres'))('start-up storage on postgres', () => {
 	let db: TestDatabase;
@@ -66,5 +70,37 @@ describe.skipIf(!vendorAvailable('postgres'))('start-up storage on postgres', ()
 			rows: { 'QUERY PLAN': unknown }[];
 		};
 		expect(JSON.stringify(plan.rows[0]!['QUERY PLAN'])).toContain('"Index Name":"pseo_generation_routes_failed"');
+	});
+
+	it('waits for no table lock when every index is in place, while another session holds writes open', async () => {
+		const blocker = await db.knex.transaction();
+		try {
+			// ROW EXCLUSIVE is what every insert holds; a CREATE INDEX, even IF NOT EXISTS of an index that exists,
+			// queues for a SHARE lock behind it.
+			for (const table of [POSTS, JOB_ROUTES, BANDS_TABLE, PLAN_PAGES]) await blocker.raw('LOCK TABLE ?? IN ROW EXCLUSIVE MODE', [table]);
+			const outcome = await Promise.race([
+				ensureIndexes(db.knex).then(() => 'done'),
+				new Promise((resolve) => setTimeout(() => resolve('blocked'), 5_000)),
+			]);
+			expect(outcome).toBe('done');
+		} finally {
+			await blocker.rollback();
+		}
+	});
+
+	it('builds a missing index, rebuilds an invalid one and drops a redundant one', async () => {
+		const indexState = async (name: string) =>
+			((await db.knex.raw('SELECT i.indisvalid AS valid FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid WHERE c.relname = ?', [name])) as { rows: { valid: boolean }[] }).rows[0]?.valid ?? null;
+		await db.knex.raw('DROP INDEX pseo_plan_pages_next');
+		// What a concurrent build leaves when its session dies: the index is there, but not valid.
+		await db.knex.raw("UPDATE pg_index SET indisvalid = false WHERE indexrelid = 'pseo_post_bands_route'::regclass");
+		await db.knex.raw('CREATE INDEX pseo_posts_pseo_id_index ON ?? (pseo_id)', [POSTS]);
+		expect(await indexState('pseo_plan_pages_next')).toBeNull();
+		expect(await indexState('pseo_post_bands_route')).toBe(false);
+
+		await ensureIndexes(db.knex);
+		expect(await indexState('pseo_plan_pages_next')).toBe(true);
+		expect(await indexState('pseo_post_bands_route')).toBe(true);
+		expect(await indexState('pseo_posts_pseo_id_index')).toBeNull();
 	});
 });

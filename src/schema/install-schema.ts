@@ -2,7 +2,7 @@ import type { Knex } from 'knex';
 import snapshot from '../../snapshots/pseo-schema.json' with { type: 'json' };
 import type { ServiceContext } from '../shared/services.ts';
 import type { Logger } from '../shared/logger.ts';
-import { vendorOf } from '../shared/database.ts';
+import { arrayLiteral, vendorOf } from '../shared/database.ts';
 import { systemServiceOptions } from '../shared/system-context.ts';
 import { JOBS } from '../engine/job-store.ts';
 import { POSTS } from '../posts/post-store.ts';
@@ -111,36 +111,81 @@ const REDUNDANT_INDEXES = [
  * asks for them. MySQL keeps its own: a foreign key there needs an index, and it names it itself.
  */
 export async function ensureIndexes(knex: Knex): Promise<void> {
-	const statements = [
-		`CREATE UNIQUE INDEX IF NOT EXISTS pseo_posts_pseo_route_unique ON ${POSTS} (pseo_id, route)`,
-		`CREATE INDEX IF NOT EXISTS pseo_generations_status_lease ON ${JOBS} (status, lease_expires_at)`,
-		`CREATE UNIQUE INDEX IF NOT EXISTS pseo_plan_pages_pseo_route_unique ON ${PLAN_PAGES} (pseo_id, route)`,
-		`CREATE INDEX IF NOT EXISTS pseo_plan_pages_next ON ${PLAN_PAGES} (pseo_id, has_post, priority)`,
-		`CREATE INDEX IF NOT EXISTS pseo_post_bands_lookup ON ${BANDS_TABLE} (pseo_id, band_key)`,
-		`CREATE INDEX IF NOT EXISTS pseo_post_bands_route ON ${BANDS_TABLE} (pseo_id, route)`,
-		`CREATE UNIQUE INDEX IF NOT EXISTS pseo_generation_parts_unique ON ${PARTS} (generation_id, part)`,
-		`CREATE UNIQUE INDEX IF NOT EXISTS pseo_generation_routes_position ON ${JOB_ROUTES} (generation_id, position)`,
-		`CREATE INDEX IF NOT EXISTS pseo_generation_routes_route ON ${JOB_ROUTES} (generation_id, route)`,
-		`CREATE INDEX IF NOT EXISTS pseo_publications_status_lease ON ${PUBLICATIONS} (status, lease_expires_at)`,
+	const vendor = vendorOf(knex);
+	const indexes: IndexSpec[] = [
+		{ name: 'pseo_posts_pseo_route_unique', unique: true, on: `${POSTS} (pseo_id, route)` },
+		{ name: 'pseo_generations_status_lease', on: `${JOBS} (status, lease_expires_at)` },
+		{ name: 'pseo_plan_pages_pseo_route_unique', unique: true, on: `${PLAN_PAGES} (pseo_id, route)` },
+		{ name: 'pseo_plan_pages_next', on: `${PLAN_PAGES} (pseo_id, has_post, priority)` },
+		{ name: 'pseo_post_bands_lookup', on: `${BANDS_TABLE} (pseo_id, band_key)` },
+		{ name: 'pseo_post_bands_route', on: `${BANDS_TABLE} (pseo_id, route)` },
+		{ name: 'pseo_generation_parts_unique', unique: true, on: `${PARTS} (generation_id, part)` },
+		{ name: 'pseo_generation_routes_position', unique: true, on: `${JOB_ROUTES} (generation_id, position)` },
+		{ name: 'pseo_generation_routes_route', on: `${JOB_ROUTES} (generation_id, route)` },
+		{ name: 'pseo_publications_status_lease', on: `${PUBLICATIONS} (status, lease_expires_at)` },
+		vendor === 'postgres'
+			? { name: 'pseo_generation_routes_failed', on: `${JOB_ROUTES} (generation_id, route) WHERE state = 'failed'` }
+			: { name: JOB_ROUTES_BY_STATE, on: `${JOB_ROUTES} (generation_id, state)` },
 	];
-	if (vendorOf(knex) === 'mysql') {
-		statements.push(`CREATE INDEX IF NOT EXISTS ${JOB_ROUTES_BY_STATE} ON ${JOB_ROUTES} (generation_id, state)`);
+	const create = (index: IndexSpec, concurrently = '') => `CREATE ${index.unique ? 'UNIQUE ' : ''}INDEX ${concurrently}IF NOT EXISTS ${index.name} ON ${index.on}`;
+	if (vendor === 'postgres' && (await hasIndexBuildProgress(knex))) return ensurePostgresIndexes(knex, indexes, create);
+	if (vendor === 'mysql') {
 		// MySQL has no CREATE INDEX IF NOT EXISTS; a duplicate-key-name error means the index is there.
-		for (const sql of statements) {
-			await knex.raw(sql.replace(' IF NOT EXISTS', '')).catch((error: { errno?: number }) => {
+		for (const index of indexes) {
+			await knex.raw(create(index).replace(' IF NOT EXISTS', '')).catch((error: { errno?: number }) => {
 				if (error.errno !== 1061) throw error;
 			});
 		}
 		return;
 	}
-	const postgres = vendorOf(knex) === 'postgres';
-	statements.push(
-		postgres
-			? `CREATE INDEX IF NOT EXISTS pseo_generation_routes_failed ON ${JOB_ROUTES} (generation_id, route) WHERE state = 'failed'`
-			: `CREATE INDEX IF NOT EXISTS ${JOB_ROUTES_BY_STATE} ON ${JOB_ROUTES} (generation_id, state)`,
-	);
-	for (const sql of statements) await knex.raw(sql);
-	for (const name of postgres ? [...REDUNDANT_INDEXES, JOB_ROUTES_BY_STATE] : REDUNDANT_INDEXES) await knex.raw(`DROP INDEX IF EXISTS ${name}`);
+	// SQLite, and PostgreSQL before 12 or CockroachDB (which builds indexes online anyway): plain statements.
+	for (const index of indexes) await knex.raw(create(index));
+	for (const name of vendor === 'postgres' ? [...REDUNDANT_INDEXES, JOB_ROUTES_BY_STATE] : REDUNDANT_INDEXES) await knex.raw(`DROP INDEX IF EXISTS ${name}`);
+}
+
+/** PostgreSQL 12 or later, not CockroachDB: REINDEX CONCURRENTLY and the view of index builds in progress exist. */
+async function hasIndexBuildProgress(knex: Knex): Promise<boolean> {
+	if (String((knex.client as { config?: { client?: unknown } }).config?.client) === 'cockroachdb') return false;
+	const server = (await knex.raw(`SELECT current_setting('server_version_num')::int >= 120000 AS modern`)) as { rows: { modern: boolean }[] };
+	return server.rows[0]?.modern === true;
+}
+
+interface IndexSpec {
+	name: string;
+	unique?: boolean;
+	/** The table, the columns and any predicate. */
+	on: string;
+}
+
+/**
+ * PostgreSQL's indexes without blocking the tables' writers. A plain CREATE INDEX holds a SHARE lock on its table
+ * while it builds, and even when the index exists (IF NOT EXISTS) it waits for that lock behind any open write:
+ * an upgrade that adds an index to a table of millions of job routes would stop every instance's ingest for the
+ * whole build. So the catalog is read first and only what is missing is built, CONCURRENTLY, which lets writes go
+ * on. A concurrent build that died (a killed instance) leaves an invalid index, which is still written to but
+ * never read: it is rebuilt with REINDEX CONCURRENTLY (PostgreSQL 12 and later, which Directus requires), which
+ * swaps in the new index without a moment without one, unless another session is building it right now. Two
+ * instances starting together may both try one build: the loser's error is retried by the caller, and then finds
+ * the index.
+ */
+async function ensurePostgresIndexes(knex: Knex, indexes: readonly IndexSpec[], create: (index: IndexSpec, concurrently: string) => string): Promise<void> {
+	const names = [...indexes.map((index) => index.name), ...REDUNDANT_INDEXES, JOB_ROUTES_BY_STATE];
+	const found = (await knex.raw(
+		`SELECT c.relname AS name, i.indisvalid AS valid,
+			EXISTS (SELECT 1 FROM pg_stat_progress_create_index p WHERE p.index_relid = c.oid) AS building
+		FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid
+		WHERE c.relnamespace = current_schema()::regnamespace AND c.relname = ANY(?)`,
+		[arrayLiteral(names)],
+	)) as { rows: { name: string; valid: boolean; building: boolean }[] };
+	const present = new Map(found.rows.map((row) => [row.name, row]));
+	for (const index of indexes) {
+		const state = present.get(index.name);
+		if (!state) await knex.raw(create(index, 'CONCURRENTLY '));
+		else if (!state.valid && !state.building) await knex.raw(`REINDEX INDEX CONCURRENTLY ${index.name}`);
+	}
+	for (const name of [...REDUNDANT_INDEXES, JOB_ROUTES_BY_STATE]) {
+		if (present.has(name)) await knex.raw(`DROP INDEX CONCURRENTLY IF EXISTS ${name}`);
+	}
 }
 
 /**
