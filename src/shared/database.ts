@@ -83,6 +83,18 @@ export function arrayLiteral(values: readonly (string | number | null | undefine
 	return `{${values.map(element).join(',')}}`;
 }
 
+const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
+const LONE_SURROGATES = new RegExp(LONE_SURROGATE.source, 'g');
+
+/**
+ * `value` as a JSON document for a `?::json` parameter. A lone surrogate becomes U+FFFD, as it does when
+ * node-postgres encodes a bound string as UTF-8: JSON would write it as an escape that PostgreSQL's JSON parser
+ * refuses, and one such character would fail every attempt to store the rows around it.
+ */
+export function jsonParameter(value: unknown): string {
+	return JSON.stringify(value, (_key, item: unknown) => (typeof item === 'string' && LONE_SURROGATE.test(item) ? item.replace(LONE_SURROGATES, '\ufffd') : item));
+}
+
 /**
  * PostgreSQL: the rows of a website in `table` whose `column` is one of `values`, as one statement with an array
  * parameter that probes the (pseo_id, `column`) index once per value, whatever the statistics say. Written as
