@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import { BANDS, bandKeys, decodeSignature, encodeSignature, shingleHashes, signatureOf, similarity, SHINGLE_WORDS, wordHashes, words } from './minhash.ts';
+import { BANDS, bandKeys, decodeSignature, encodeSignature, countWords, shingleHashes, signatureOf, similarity, SHINGLE_WORDS, wordHashes, words } from './minhash.ts';
 
 /** Exact Jaccard similarity of two texts' shingle sets, to judge the estimate by. */
 function jaccard(a: string, b: string): number {
@@ -62,6 +62,7 @@ describe('the ASCII paths', () => {
 		for (let seed = 1; seed <= 300; seed++) {
 			const text = asciiNoise(seed, 200);
 			expect(wordHashes(text), text).toEqual(words(text).map(fnv1a));
+			expect(countWords(text), text).toBe(words(text).length);
 		}
 		const unicode = 'Café Zürich: 24/7 Ärzte, naïve — 東京 «Qualität» plumber’s';
 		expect(wordHashes(unicode)).toEqual(words(unicode).map(fnv1a));

@@ -14,6 +14,8 @@ export const SHINGLE_WORDS = 4;
 export const BANDS = 20;
 const ROWS = 6;
 const HASHES = BANDS * ROWS;
+// signatureOf computes four hash functions per pass.
+if (HASHES % 4 !== 0) throw new Error('MinHash: the number of hash functions must be a multiple of 4');
 
 /**
  * The hash functions h_i(x) = (a_i·x + b_i) mod 2^32 over a shingle hash x that is already well mixed, with odd
@@ -57,7 +59,19 @@ export function words(text: string): string[] {
 export function wordHashes(text: string): number[] {
 	if (NON_ASCII.test(text)) return words(text).map(fnv1a);
 	const hashes: number[] = [];
+	scanAsciiWords(text, hashes);
+	return hashes;
+}
+
+/** `words(text).length`, without building the words on ASCII text. */
+export function countWords(text: string): number {
+	return NON_ASCII.test(text) ? words(text).length : scanAsciiWords(text, null);
+}
+
+/** The words of ASCII text by the rule of {@link words}: counted, and their hashes pushed to `hashes` when given. */
+function scanAsciiWords(text: string, hashes: number[] | null): number {
 	const length = text.length;
+	let count = 0;
 	// 0: between words; 1: in a run of letters and digits; 2: in the letters after an apostrophe.
 	let state = 0;
 	let hash = 0;
@@ -74,7 +88,8 @@ export function wordHashes(text: string): number[] {
 				state = 2;
 				continue;
 			}
-			hashes.push(hash >>> 0);
+			hashes?.push(hash >>> 0);
+			count++;
 			state = 0;
 			continue;
 		}
@@ -83,7 +98,8 @@ export function wordHashes(text: string): number[] {
 				hash = Math.imul(hash ^ code, 0x01000193);
 				continue;
 			}
-			hashes.push(hash >>> 0);
+			hashes?.push(hash >>> 0);
+			count++;
 			state = 0;
 			// This character may start the next word (a digit right after the letters).
 		}
@@ -92,13 +108,11 @@ export function wordHashes(text: string): number[] {
 			state = 1;
 		}
 	}
-	if (state !== 0) hashes.push(hash >>> 0);
-	return hashes;
-}
-
-/** `words(text).length`, without building the words on ASCII text. */
-export function countWords(text: string): number {
-	return wordHashes(text).length;
+	if (state !== 0) {
+		hashes?.push(hash >>> 0);
+		count++;
+	}
+	return count;
 }
 
 const lowerAscii = (code: number) => (code >= 65 && code <= 90 ? code + 32 : code);
@@ -109,18 +123,22 @@ export function shingleHashes(tokens: readonly string[]): Uint32Array {
 	return shinglesOf(tokens.map(fnv1a));
 }
 
-/** The distinct shingle hashes from the hashes of a text's words, in order. */
+/** The distinct shingle hashes from the hashes of a text's words, in ascending order. */
 function shinglesOf(hashes: readonly number[]): Uint32Array {
 	if (hashes.length === 0) return new Uint32Array(0);
-	// A shingle's hash combines its words' hashes in order, without building strings.
+	// A shingle's hash combines its words' hashes in order, without building strings. Sorted and deduplicated in a
+	// typed array: a Set of numbers above 2^30 boxes each one.
 	const count = Math.max(1, hashes.length - SHINGLE_WORDS + 1);
-	const seen = new Set<number>();
+	const shingles = new Uint32Array(count);
 	for (let i = 0; i < count; i++) {
 		let hash = 0;
 		for (let j = i; j < Math.min(i + SHINGLE_WORDS, hashes.length); j++) hash = (Math.imul(hash, 0x01000193) + hashes[j]!) | 0;
-		seen.add(fmix32(hash >>> 0));
+		shingles[i] = fmix32(hash >>> 0);
 	}
-	return Uint32Array.from(seen);
+	shingles.sort();
+	let distinct = 1;
+	for (let i = 1; i < count; i++) if (shingles[i] !== shingles[distinct - 1]) shingles[distinct++] = shingles[i]!;
+	return shingles.subarray(0, distinct);
 }
 
 /** The MinHash signature of a text: null when the text has no words (nothing to compare). */
@@ -129,15 +147,27 @@ export function signatureOf(text: string): Uint32Array | null {
 	if (shingles.length === 0) return null;
 	const signature = new Uint32Array(HASHES);
 	const count = shingles.length;
-	for (let i = 0; i < HASHES; i++) {
-		const a = MULTIPLIERS[i]!;
-		const b = ADDENDS[i]!;
-		let min = 0xffffffff;
+	// Four hash functions per pass over the shingles: each shingle is read once for four, and the four minimums
+	// stay in registers. The same minimums as one function per pass, in about half the time.
+	for (let i = 0; i < HASHES; i += 4) {
+		const a0 = MULTIPLIERS[i]!, a1 = MULTIPLIERS[i + 1]!, a2 = MULTIPLIERS[i + 2]!, a3 = MULTIPLIERS[i + 3]!;
+		const b0 = ADDENDS[i]!, b1 = ADDENDS[i + 1]!, b2 = ADDENDS[i + 2]!, b3 = ADDENDS[i + 3]!;
+		let m0 = 0xffffffff, m1 = 0xffffffff, m2 = 0xffffffff, m3 = 0xffffffff;
 		for (let j = 0; j < count; j++) {
-			const value = (Math.imul(a, shingles[j]!) + b) >>> 0;
-			if (value < min) min = value;
+			const x = shingles[j]!;
+			const v0 = (Math.imul(a0, x) + b0) >>> 0;
+			const v1 = (Math.imul(a1, x) + b1) >>> 0;
+			const v2 = (Math.imul(a2, x) + b2) >>> 0;
+			const v3 = (Math.imul(a3, x) + b3) >>> 0;
+			if (v0 < m0) m0 = v0;
+			if (v1 < m1) m1 = v1;
+			if (v2 < m2) m2 = v2;
+			if (v3 < m3) m3 = v3;
 		}
-		signature[i] = min;
+		signature[i] = m0;
+		signature[i + 1] = m1;
+		signature[i + 2] = m2;
+		signature[i + 3] = m3;
 	}
 	return signature;
 }

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { arrayLiteral } from './database.ts';
+import { arrayLiteral, jsonParameter } from './database.ts';
 
 /* Which path `arrayLiteral` takes; database.db.test.ts reads both back through PostgreSQL. */
 describe('arrayLiteral', () => {
@@ -15,5 +15,16 @@ describe('arrayLiteral', () => {
 		expect(arrayLiteral(['lone \udc00'])).toBe('{"lone \udc00"}');
 		expect(arrayLiteral([1, Number.NaN, null])).toBe('{"1","NaN",NULL}');
 		expect(arrayLiteral([{ not: 'text' } as unknown as string])).toBe('{"[object Object]"}');
+	});
+});
+
+describe('jsonParameter', () => {
+	it('writes JSON, with a lone surrogate as U+FFFD and everything else as JSON.stringify does', () => {
+		const plain = [{ body: 'a "quote", a \\ backslash, a pair 😀 and a line\nbreak' }];
+		expect(jsonParameter(plain)).toBe(JSON.stringify(plain));
+		expect(JSON.parse(jsonParameter([{ body: 'lone \ud800 and \udc00 end', pair: '😀' }]))).toEqual([{ body: 'lone \ufffd and \ufffd end', pair: '😀' }]);
+		// Text that spells an escape out is text: it takes the slower path and comes back unchanged.
+		const spelled = { body: 'the escape \\ud800 in prose' };
+		expect(JSON.parse(jsonParameter(spelled))).toEqual(spelled);
 	});
 });
