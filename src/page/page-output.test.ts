@@ -129,6 +129,28 @@ describe('validatePageOutput', () => {
 	});
 });
 
+describe('validatePageOutput and NUL characters', () => {
+	it('drops NUL characters from every text it keeps, which PostgreSQL cannot store', () => {
+		const nul = '\u0000';
+		const result = validatePageOutput(
+			{
+				title: `Boiler${nul} repair`,
+				meta_title: `Meta${nul}`,
+				meta_description: `A description of boiler repair in Leeds that is long enough to be kept by the check${nul}.`,
+				h1: `Heading${nul}`,
+				body_markdown: `## Costs${nul}\n\nText with a NUL${nul} inside.`,
+				faq: [{ question: `Why${nul}?`, answer: `Because${nul}.` }],
+				internal_links: [],
+			},
+			new Set(['/a']),
+		);
+		expect(result.ok).toBe(true);
+		if (!result.ok) return;
+		expect(JSON.stringify(result.page)).not.toContain('\\u0000');
+		expect(result.page).toMatchObject({ title: 'Boiler repair', meta_title: 'Meta', h1: 'Heading', body_markdown: '## Costs\n\nText with a NUL inside.', faq: [{ question: 'Why?', answer: 'Because.' }] });
+	});
+});
+
 describe('makeValidator', () => {
 	it('returns null for an acceptable page and the reason for an unusable one', () => {
 		const validate = makeValidator(PLAN, '/services/plumbing/leaks');

@@ -21,7 +21,8 @@ const META_DESCRIPTION_CUT = 160;
  * Repaired, because one stray link or field should not cost a whole page: internal links to routes outside
  * `allowedRoutes` or to `ownRoute` are dropped from `internal_links`, and their root-relative Markdown links in
  * the body are turned into plain text; duplicate links are dropped; an empty `meta_title` or `h1` falls back to
- * the title; empty FAQ entries are dropped; an over-long meta description is cut; strings are trimmed.
+ * the title; empty FAQ entries are dropped; an over-long meta description is cut; strings are trimmed, and NUL
+ * characters dropped (PostgreSQL stores no NUL in text: one would fail every attempt to store the page's chunk).
  *
  * `allowedRoutes` are the plan's routes (they may include `ownRoute`, which is never a valid target).
  */
@@ -29,7 +30,7 @@ export function validatePageOutput(value: unknown, allowedRoutes: ReadonlySet<st
 	if (!isRecord(value)) return { ok: false, error: 'output is not a JSON object' };
 	const title = oneLine(value.title);
 	if (!title) return { ok: false, error: 'title is empty' };
-	const body = typeof value.body_markdown === 'string' ? value.body_markdown.trim() : '';
+	const body = multiLine(value.body_markdown);
 	if (!body) return { ok: false, error: 'body_markdown is empty' };
 	let metaDescription = oneLine(value.meta_description);
 	if (metaDescription.length < META_DESCRIPTION_MIN) {
@@ -63,7 +64,7 @@ export function validatePageOutput(value: unknown, allowedRoutes: ReadonlySet<st
 	for (const entry of Array.isArray(value.faq) ? value.faq : []) {
 		if (!isRecord(entry)) continue;
 		const question = oneLine(entry.question);
-		const answer = typeof entry.answer === 'string' ? entry.answer.trim() : '';
+		const answer = multiLine(entry.answer);
 		if (question && answer) faq.push({ question, answer });
 	}
 
@@ -129,7 +130,11 @@ function cutAtWord(text: string, max: number): string {
 }
 
 function oneLine(value: unknown): string {
-	return typeof value === 'string' ? value.replace(/\s+/g, ' ').trim() : '';
+	return multiLine(value).replace(/\s+/g, ' ');
+}
+
+function multiLine(value: unknown): string {
+	return typeof value === 'string' ? value.replaceAll('\u0000', '').trim() : '';
 }
 
 function isRecord(value: unknown): value is Record<string, unknown> {
