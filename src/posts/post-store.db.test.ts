@@ -77,5 +77,26 @@ describe.each(VENDORS)('insertPosts on %s', (vendor) => {
 			)) as Record<string, string>;
 			expect(types).toEqual({ faq: 'array', links: 'array', issues: 'array' });
 		});
+
+		it.runIf(vendor === 'postgres')('stores posts when the (pseo_id, route) unique index is missing, as before the index existed', async () => {
+			const userId = await insertUser(db.knex, 0);
+			const pseoId = await insertWebsite(db.knex, userId);
+			const jobId = await insertPendingJob(db.knex, { userId, pseoId, routes: ['/a'] });
+			// ON CONFLICT has no arbiter without it: PostgreSQL answers 42P10, and the rows must go in another way.
+			await db.knex.raw('DROP INDEX pseo_posts_pseo_route_unique');
+			try {
+				const duplicates = await db.knex.transaction((trx) =>
+					insertPosts(trx, [post(pseoId, userId, jobId, '/x', 'Body x.'), post(pseoId, userId, jobId, '/y', 'Body y.')], dbTimestamp(trx)),
+				);
+				expect(duplicates).toEqual(new Set());
+				const rows = (await db.knex(POSTS).where('pseo_id', pseoId).orderBy('route').select('route', 'body')) as { route: string; body: string }[];
+				expect(rows).toEqual([
+					{ route: '/x', body: 'Body x.' },
+					{ route: '/y', body: 'Body y.' },
+				]);
+			} finally {
+				await db.knex.raw('CREATE UNIQUE INDEX pseo_posts_pseo_route_unique ON ?? (pseo_id, route)', [POSTS]);
+			}
+		});
 	});
 });

@@ -134,8 +134,16 @@ function qualityColumns(quality: PostQuality | undefined): Record<string, unknow
  */
 export async function insertPosts(trx: Knex.Transaction, posts: readonly NewPost[], now: Date | number): Promise<Set<string>> {
 	if (posts.length === 0) return new Set();
-	if (vendorOf(trx) === 'postgres') return insertPostsAtOnce(trx, posts, now);
-	// Elsewhere, a statement that hits the key is undone and its rows are inserted one by one.
+	if (vendorOf(trx) === 'postgres') {
+		try {
+			return await trx.transaction((savepoint) => insertPostsAtOnce(savepoint, posts, now));
+		} catch (error) {
+			// ON CONFLICT needs the (pseo_id, route) key as a valid unique index: without one (a start-up that could
+			// not build it, another instance building it right now), the rows go in as elsewhere.
+			if (!isMissingArbiter(error) && !isUniqueViolation(error)) throw error;
+		}
+	}
+	// A statement that hits the key is undone and its rows are inserted one by one.
 	const duplicates = new Set<string>();
 	for (let i = 0; i < posts.length; i += POSTS_PER_INSERT) {
 		const slice = posts.slice(i, i + POSTS_PER_INSERT);
@@ -161,8 +169,9 @@ export async function insertPosts(trx: Knex.Transaction, posts: readonly NewPost
  * PostgreSQL: a whole chunk of posts in one statement. The rows go as one JSON document, which
  * json_populate_recordset reads with the table's own column types, and the (pseo_id, route) key is handled by
  * ON CONFLICT DO NOTHING, whose RETURNING names the routes stored. An ingest's chunk of 250 posts took 5 statements
- * of 950 bound values, each inside a savepoint: 15 round trips, each waiting for its turn on an event loop busy
- * with the quality gate of the next chunk, and 4,750 values for Knex to compile and node-postgres to bind.
+ * of 950 bound values, each inside a savepoint: 15 round trips (3 now, with the caller's savepoint), each waiting
+ * for its turn on an event loop busy with the quality gate of the next chunk, and 4,750 values for Knex to compile
+ * and node-postgres to bind.
  */
 async function insertPostsAtOnce(trx: Knex.Transaction, posts: readonly NewPost[], now: Date | number): Promise<Set<string>> {
 	const rows = posts.map((post) => postRow(post, now, (value) => value));
@@ -174,6 +183,11 @@ async function insertPostsAtOnce(trx: Knex.Transaction, posts: readonly NewPost[
 	)) as { rows: { route: string }[] };
 	const stored = new Set(result.rows.map((row) => row.route));
 	return new Set(posts.filter((post) => !stored.has(post.route)).map((post) => post.route));
+}
+
+/** PostgreSQL's invalid_column_reference: no unique index matches an ON CONFLICT target. */
+function isMissingArbiter(error: unknown): boolean {
+	return typeof error === 'object' && error !== null && (error as { code?: unknown }).code === '42P10';
 }
 
 /**

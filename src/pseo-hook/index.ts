@@ -43,7 +43,7 @@ export default defineHook(({ init, filter, action }, context) => {
 			process.exit(1);
 		}
 		const report = await retryOnRace(() => installSchema(ctx), logger, 'schema install');
-		await retryOnRace(() => ensureIndexes(database), logger, 'index creation');
+		await retryOnRace(() => ensureIndexes(database, logger), logger, 'index creation');
 		await compressPostBodies(database, logger);
 		await retryOnRace(() => migratePlanDocuments(database, logger), logger, 'plan pages migration');
 		await retryOnRace(() => migrateJobRoutes(database, logger, legacyJobRoutes), logger, 'job routes migration');

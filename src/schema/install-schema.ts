@@ -110,7 +110,7 @@ const REDUNDANT_INDEXES = [
  * filters every row of the website, which made each chunk's lookup grow with the website. The snapshot no longer
  * asks for them. MySQL keeps its own: a foreign key there needs an index, and it names it itself.
  */
-export async function ensureIndexes(knex: Knex): Promise<void> {
+export async function ensureIndexes(knex: Knex, logger?: Logger): Promise<void> {
 	const vendor = vendorOf(knex);
 	const indexes: IndexSpec[] = [
 		{ name: 'pseo_posts_pseo_route_unique', unique: true, on: `${POSTS} (pseo_id, route)` },
@@ -128,7 +128,7 @@ export async function ensureIndexes(knex: Knex): Promise<void> {
 			: { name: JOB_ROUTES_BY_STATE, on: `${JOB_ROUTES} (generation_id, state)` },
 	];
 	const create = (index: IndexSpec, concurrently = '') => `CREATE ${index.unique ? 'UNIQUE ' : ''}INDEX ${concurrently}IF NOT EXISTS ${index.name} ON ${index.on}`;
-	if (vendor === 'postgres' && (await hasIndexBuildProgress(knex))) return ensurePostgresIndexes(knex, indexes, create);
+	if (vendor === 'postgres' && (await hasIndexBuildProgress(knex))) return ensurePostgresIndexes(knex, indexes, create, logger);
 	if (vendor === 'mysql') {
 		// MySQL has no CREATE INDEX IF NOT EXISTS; a duplicate-key-name error means the index is there.
 		for (const index of indexes) {
@@ -168,20 +168,23 @@ interface IndexSpec {
  * instances starting together may both try one build: the loser's error is retried by the caller, and then finds
  * the index.
  */
-async function ensurePostgresIndexes(knex: Knex, indexes: readonly IndexSpec[], create: (index: IndexSpec, concurrently: string) => string): Promise<void> {
+async function ensurePostgresIndexes(knex: Knex, indexes: readonly IndexSpec[], create: (index: IndexSpec, concurrently: string) => string, logger?: Logger): Promise<void> {
 	const names = [...indexes.map((index) => index.name), ...REDUNDANT_INDEXES, JOB_ROUTES_BY_STATE];
 	const found = (await knex.raw(
 		`SELECT c.relname AS name, i.indisvalid AS valid,
 			EXISTS (SELECT 1 FROM pg_stat_progress_create_index p WHERE p.index_relid = c.oid) AS building
 		FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid
-		WHERE c.relnamespace = current_schema()::regnamespace AND c.relname = ANY(?)`,
+		WHERE c.relnamespace = (SELECT oid FROM pg_namespace WHERE nspname = current_schema()) AND c.relname = ANY(?)`,
 		[arrayLiteral(names)],
 	)) as { rows: { name: string; valid: boolean; building: boolean }[] };
 	const present = new Map(found.rows.map((row) => [row.name, row]));
 	for (const index of indexes) {
 		const state = present.get(index.name);
-		if (!state) await knex.raw(create(index, 'CONCURRENTLY '));
-		else if (!state.valid && !state.building) await knex.raw(`REINDEX INDEX CONCURRENTLY ${index.name}`);
+		if (state && (state.valid || state.building)) continue;
+		// A concurrent build first waits for every transaction open before it, anywhere in the database: say so, in
+		// case start-up then waits on a session left open.
+		logger?.info({ index: index.name }, 'pseo: building an index concurrently; start-up continues once transactions open before it end');
+		await knex.raw(state ? `REINDEX INDEX CONCURRENTLY ${index.name}` : create(index, 'CONCURRENTLY '));
 	}
 	for (const name of [...REDUNDANT_INDEXES, JOB_ROUTES_BY_STATE]) {
 		if (present.has(name)) await knex.raw(`DROP INDEX CONCURRENTLY IF EXISTS ${name}`);
