@@ -82,7 +82,7 @@ describe.each(VENDORS)('insertPosts on %s', (vendor) => {
 			const userId = await insertUser(db.knex, 0);
 			const pseoId = await insertWebsite(db.knex, userId);
 			const jobId = await insertPendingJob(db.knex, { userId, pseoId, routes: ['/a'] });
-			// ON CONFLICT has no arbiter without it: PostgreSQL answers 42P10, and the rows must go in another way.
+			// `ON CONFLICT (pseo_id, route)` would have no arbiter without it (PostgreSQL answers 42P10).
 			await db.knex.raw('DROP INDEX pseo_posts_pseo_route_unique');
 			try {
 				const duplicates = await db.knex.transaction((trx) =>
