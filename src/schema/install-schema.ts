@@ -127,27 +127,31 @@ export async function ensureIndexes(knex: Knex, logger?: Logger): Promise<void> 
 			? { name: 'pseo_generation_routes_failed', on: `${JOB_ROUTES} (generation_id, route) WHERE state = 'failed'` }
 			: { name: JOB_ROUTES_BY_STATE, on: `${JOB_ROUTES} (generation_id, state)` },
 	];
-	const create = (index: IndexSpec, concurrently = '') => `CREATE ${index.unique ? 'UNIQUE ' : ''}INDEX ${concurrently}IF NOT EXISTS ${index.name} ON ${index.on}`;
-	if (vendor === 'postgres' && (await hasIndexBuildProgress(knex))) return ensurePostgresIndexes(knex, indexes, create, logger);
+	if (vendor === 'postgres' && (await hasIndexBuildProgress(knex))) return ensurePostgresIndexes(knex, indexes, logger);
 	if (vendor === 'mysql') {
 		// MySQL has no CREATE INDEX IF NOT EXISTS; a duplicate-key-name error means the index is there.
 		for (const index of indexes) {
-			await knex.raw(create(index).replace(' IF NOT EXISTS', '')).catch((error: { errno?: number }) => {
+			await knex.raw(createIndexSql(index).replace(' IF NOT EXISTS', '')).catch((error: { errno?: number }) => {
 				if (error.errno !== 1061) throw error;
 			});
 		}
 		return;
 	}
 	// SQLite, and PostgreSQL before 12 or CockroachDB (which builds indexes online anyway): plain statements.
-	for (const index of indexes) await knex.raw(create(index));
+	for (const index of indexes) await knex.raw(createIndexSql(index));
 	for (const name of vendor === 'postgres' ? [...REDUNDANT_INDEXES, JOB_ROUTES_BY_STATE] : REDUNDANT_INDEXES) await knex.raw(`DROP INDEX IF EXISTS ${name}`);
 }
 
 /** PostgreSQL 12 or later, not CockroachDB: REINDEX CONCURRENTLY and the view of index builds in progress exist. */
 async function hasIndexBuildProgress(knex: Knex): Promise<boolean> {
 	if (String((knex.client as { config?: { client?: unknown } }).config?.client) === 'cockroachdb') return false;
-	const server = (await knex.raw(`SELECT current_setting('server_version_num')::int >= 120000 AS modern`)) as { rows: { modern: boolean }[] };
-	return server.rows[0]?.modern === true;
+	return (await postgresVersion(knex)) >= 120000;
+}
+
+/** The PostgreSQL server's `server_version_num` (140005 for 14.5); CockroachDB reports one of its own. */
+async function postgresVersion(knex: Knex): Promise<number> {
+	const server = (await knex.raw(`SELECT current_setting('server_version_num')::int AS version`)) as { rows: { version: number }[] };
+	return Number(server.rows[0]?.version ?? 0);
 }
 
 interface IndexSpec {
@@ -155,6 +159,10 @@ interface IndexSpec {
 	unique?: boolean;
 	/** The table, the columns and any predicate. */
 	on: string;
+}
+
+function createIndexSql(index: IndexSpec, concurrently = false): string {
+	return `CREATE ${index.unique ? 'UNIQUE ' : ''}INDEX ${concurrently ? 'CONCURRENTLY ' : ''}IF NOT EXISTS ${index.name} ON ${index.on}`;
 }
 
 /**
@@ -168,7 +176,7 @@ interface IndexSpec {
  * instances starting together may both try one build: the loser's error is retried by the caller, and then finds
  * the index.
  */
-async function ensurePostgresIndexes(knex: Knex, indexes: readonly IndexSpec[], create: (index: IndexSpec, concurrently: string) => string, logger?: Logger): Promise<void> {
+async function ensurePostgresIndexes(knex: Knex, indexes: readonly IndexSpec[], logger?: Logger): Promise<void> {
 	const names = [...indexes.map((index) => index.name), ...REDUNDANT_INDEXES, JOB_ROUTES_BY_STATE];
 	const found = (await knex.raw(
 		`SELECT c.relname AS name, i.indisvalid AS valid,
@@ -184,7 +192,7 @@ async function ensurePostgresIndexes(knex: Knex, indexes: readonly IndexSpec[], 
 		// A concurrent build first waits for every transaction open before it, anywhere in the database: say so, in
 		// case start-up then waits on a session left open.
 		logger?.info({ index: index.name }, 'pseo: building an index concurrently; start-up continues once transactions open before it end');
-		await knex.raw(state ? `REINDEX INDEX CONCURRENTLY ${index.name}` : create(index, 'CONCURRENTLY '));
+		await knex.raw(state ? `REINDEX INDEX CONCURRENTLY ${index.name}` : createIndexSql(index, true));
 	}
 	for (const name of [...REDUNDANT_INDEXES, JOB_ROUTES_BY_STATE]) {
 		if (present.has(name)) await knex.raw(`DROP INDEX CONCURRENTLY IF EXISTS ${name}`);
@@ -206,10 +214,7 @@ async function ensurePostgresIndexes(knex: Knex, indexes: readonly IndexSpec[], 
 export async function compressPostBodies(knex: Knex, logger: Logger): Promise<void> {
 	if (vendorOf(knex) !== 'postgres') return;
 	try {
-		const server = (await knex.raw(
-			`SELECT current_setting('server_version_num')::int >= 140000 AS modern`,
-		)) as { rows: { modern: boolean }[] };
-		if (!server.rows[0]?.modern) return;
+		if ((await postgresVersion(knex)) < 140000) return;
 		const setting = (await knex.raw(`SELECT 'lz4' = ANY(enumvals) AS available FROM pg_settings WHERE name = 'default_toast_compression'`)) as {
 			rows: { available: boolean }[];
 		};

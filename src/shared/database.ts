@@ -61,11 +61,15 @@ export function insertedId(rows: unknown[]): number {
 	return Number(id);
 }
 
+/** A surrogate without its pair, which JSON writes as an escape (a pair is written as it is). */
+const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
+const LONE_SURROGATES = new RegExp(LONE_SURROGATE.source, 'g');
+
 /**
  * Characters JSON writes as escapes that a PostgreSQL array literal would read differently: control characters
- * (`\n` in JSON, a plain `n` in the literal) and lone surrogates. A surrogate pair is written as it is.
+ * (`\n` in JSON, a plain `n` in the literal) and lone surrogates.
  */
-const JSON_ESCAPED = /[\u0000-\u001f]|[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
+const JSON_ESCAPED = new RegExp(`[\\u0000-\\u001f]|${LONE_SURROGATE.source}`);
 
 /**
  * `values` as a PostgreSQL array literal, for an array parameter (`?::text[]`, `?::int[]`). Given the array itself,
@@ -82,9 +86,6 @@ export function arrayLiteral(values: readonly (string | number | null | undefine
 	const element = (value: unknown) => (value === null || value === undefined ? 'NULL' : `"${String(value).replace(/[\\"]/g, '\\$&')}"`);
 	return `{${values.map(element).join(',')}}`;
 }
-
-const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
-const LONE_SURROGATES = new RegExp(LONE_SURROGATE.source, 'g');
 
 /**
  * `value` as a JSON document for a `?::json` parameter. A lone surrogate becomes U+FFFD, as it does when
