@@ -2,8 +2,8 @@ import { setImmediate } from 'node:timers/promises';
 import { FINAL_BATCH_STATES, type BatchInfo, type GenerationProvider } from '../provider/generation-provider.ts';
 import { faultPoint } from '../shared/fault-injection.ts';
 import { loadJobContext, type JobContext } from './job-context.ts';
-import { finishJob, recordOutcomes, releaseJob, settledRoutes, type PageOutcome } from './job-store.ts';
-import type { JobRecord } from './job-types.ts';
+import { finishJob, recordOutcomes, releaseJob, settledAmong, settledRoutes, withRoutes, type PageOutcome } from './job-store.ts';
+import type { JobHead } from './job-types.ts';
 import { buildPageRequest, generatePage, pageFromBatchLine } from './page-request.ts';
 import { errorMessage, type RunnerDeps } from './page-runner.ts';
 import { readParts, savePart, setPartStatus, type JobPart } from './part-store.ts';
@@ -15,7 +15,7 @@ import { assessDrafts, rewriteFailed } from './quality-pass.ts';
 import { createStatisticsSchedule, refreshStatistics, type StatisticsSchedule, type StatisticsTarget } from '../shared/table-statistics.ts';
 import { POSTS } from '../posts/post-store.ts';
 import { BANDS_TABLE } from '../quality/similarity-index.ts';
-import { JOB_ROUTES } from './job-route-store.ts';
+import { JOB_ROUTES, readJobRouteRange } from './job-route-store.ts';
 import { PLAN_PAGES } from '../plan/plan-page-store.ts';
 
 /** Results are written in chunks: big enough to be fast, small enough that memory stays flat. */
@@ -38,6 +38,12 @@ const INGESTED_TABLES: readonly StatisticsTarget[] = [
 	{ table: JOB_ROUTES, columns: ['generation_id', 'position', 'route', 'state'] },
 	{ table: PLAN_PAGES, columns: ['pseo_id', 'route', 'has_post', 'priority'] },
 ];
+
+/**
+ * Routes read per query while a part's input is built: the part is streamed from the job's rows, never read whole
+ * (operating contract: a bulk job of any size in flat memory).
+ */
+const ROUTES_PER_READ = 1000;
 
 /** Metadata key that tags a provider batch with its job, so a lost create can be found and adopted. */
 const BATCH_JOB_KEY = 'pseo_generation_id';
@@ -65,12 +71,13 @@ export interface BatchSettings {
  * - ends the job when every part is ingested, else comes back after the poll interval (the schedule lives in the
  *   database; Azure's batches may run for days and are simply polled on).
  */
-export async function runBatchStep(job: JobRecord, deps: RunnerDeps, settings: BatchSettings): Promise<void> {
+export async function runBatchStep(job: JobHead, deps: RunnerDeps, settings: BatchSettings): Promise<void> {
 	const { database, worker, logger } = deps;
 	if ('unavailable' in deps.provider) {
 		const reason = deps.provider.unavailable;
-		const settled = await settledRoutes(database, job);
-		const remaining = job.routes.filter((item) => !settled.has(item.route));
+		const whole = await withRoutes(database, job);
+		const settled = await settledRoutes(database, whole);
+		const remaining = whole.routes.filter((item) => !settled.has(item.route));
 		await recordOutcomes(database, job, worker, remaining.map((item) => ({ route: item.route, error: reason })), logger);
 		await finishJob(database, job.id, worker, reason);
 		return;
@@ -79,7 +86,7 @@ export async function runBatchStep(job: JobRecord, deps: RunnerDeps, settings: B
 	const parts = await readParts(database, job.id);
 	if (parts.length === 0 && job.batch_id) {
 		// A job submitted before jobs had parts: its one batch runs every route.
-		const legacy = { part: 0, route_start: 0, route_end: job.routes.length, batch_id: job.batch_id, input_file_id: job.batch_input_file_id, resubmit_of: null };
+		const legacy = { part: 0, route_start: 0, route_end: job.route_count, batch_id: job.batch_id, input_file_id: job.batch_input_file_id, resubmit_of: null };
 		await savePart(database, job.id, worker, legacy);
 		parts.push({ ...legacy, status: 'running' });
 	}
@@ -115,11 +122,10 @@ export async function runBatchStep(job: JobRecord, deps: RunnerDeps, settings: B
 
 	let covered = parts.reduce((end, part) => (part.resubmit_of === null ? Math.max(end, part.route_end) : end), 0);
 	const expiredParts = parts.filter((part) => part.status === 'expired');
-	if (expiredParts.length > 0 || covered < job.routes.length) {
-		const settled = await settledRoutes(database, job);
+	if (expiredParts.length > 0 || covered < job.route_count) {
 		let next = parts.length;
 		for (const expired of expiredParts) {
-			const saved = await submitPart(job, deps, provider, await jobContext(), settled, settings, { part: next, start: expired.route_start, end: expired.route_end, resubmitOf: expired.part });
+			const saved = await submitPart(job, deps, provider, await jobContext(), settings, { part: next, start: expired.route_start, end: expired.route_end, resubmitOf: expired.part });
 			if (saved) {
 				parts.push(saved);
 				next++;
@@ -128,13 +134,13 @@ export async function runBatchStep(job: JobRecord, deps: RunnerDeps, settings: B
 				await setPartStatus(database, job.id, worker, expired.part, 'ingested');
 			}
 		}
-		while (covered < job.routes.length) {
-			const saved = await submitPart(job, deps, provider, await jobContext(), settled, settings, { part: next, start: covered, end: null, resubmitOf: null });
+		while (covered < job.route_count) {
+			const saved = await submitPart(job, deps, provider, await jobContext(), settings, { part: next, start: covered, end: null, resubmitOf: null });
 			if (!saved) break; // every route left is already settled
 			parts.push(saved);
 			next++;
 			covered = saved.route_end;
-			if (covered < job.routes.length) faultPoint('between-parts');
+			if (covered < job.route_count) faultPoint('between-parts');
 		}
 	}
 
@@ -160,11 +166,10 @@ interface PartPlan {
  * limits) to the provider and creates the batch. Null when no route of the range is left to send.
  */
 async function submitPart(
-	job: JobRecord,
+	job: JobHead,
 	deps: RunnerDeps,
 	provider: GenerationProvider,
 	context: JobContext,
-	settled: ReadonlySet<string>,
 	settings: BatchSettings,
 	plan: PartPlan,
 ): Promise<JobPart | null> {
@@ -181,26 +186,42 @@ async function submitPart(
 		return { ...adopted, status: 'running' };
 	}
 
-	const routes = job.routes;
-	const limit = plan.end ?? routes.length;
-	if (!routes.slice(plan.start, limit).some((item) => !settled.has(item.route))) return null;
-	let end = plan.start;
+	const limit = plan.end ?? job.route_count;
+	// The range's unsettled routes, read from the job's rows a page at a time, with the position they end.
+	async function* unsettled(from: number): AsyncGenerator<{ item: PlanPage; end: number } | { item: null; end: number }> {
+		for (let start = from; start < limit; start += ROUTES_PER_READ) {
+			const page = await readJobRouteRange(database, job.id, start, Math.min(start + ROUTES_PER_READ, limit));
+			const settled = await settledAmong(
+				database,
+				job,
+				page.map((item) => item.route),
+			);
+			for (const { position, ...item } of page) yield settled.has(item.route) ? { item: null, end: position + 1 } : { item, end: position + 1 };
+		}
+	}
+	// Settled routes at the start of the range are skipped before anything is uploaded; none left, no part.
+	let first = plan.start;
+	for await (const next of unsettled(plan.start)) {
+		if (next.item) break;
+		first = next.end;
+	}
+	if (first >= limit) return null;
+	let end = first;
 	let count = 0;
 	let bytes = 0;
 	// Lines are built as the upload reads them, so a part never sits in memory whole.
 	async function* lines(): AsyncGenerator<string> {
-		for (let i = plan.start; i < limit; i++) {
-			const item = routes[i]!;
-			if (settled.has(item.route)) {
-				end = i + 1;
+		for await (const next of unsettled(first)) {
+			if (!next.item) {
+				end = next.end;
 				continue;
 			}
-			const line = provider.buildBatchLine(item.route, await buildPageRequest(context, item));
+			const line = provider.buildBatchLine(next.item.route, await buildPageRequest(context, next.item));
 			const size = Buffer.byteLength(line) + 1;
 			if (plan.end === null && count > 0 && (count >= settings.maxRequests || bytes + size > settings.maxBytes)) return;
 			count++;
 			bytes += size;
-			end = i + 1;
+			end = next.end;
 			yield line;
 		}
 	}
@@ -240,7 +261,7 @@ interface IngestTiming {
  * failed with the batch's reason, or, when `resubmit` holds, left for the resubmission, and counted as `unanswered`.
  */
 async function ingestPart(
-	job: JobRecord,
+	job: JobHead,
 	part: JobPart,
 	batch: BatchInfo,
 	context: JobContext,
@@ -264,9 +285,14 @@ async function ingestPart(
 		unanswered,
 		timing: { pages: timing.pages, ms: Math.round(performance.now() - started), judgeMs: Math.round(timing.judgeMs), writeMs: Math.round(timing.writeMs), waitMs: Math.round(timing.waitMs) },
 	});
-	const slice = job.routes.slice(part.route_start, part.route_end);
-	const items = new Map(slice.map((item) => [item.route, item]));
-	const settled = await settledRoutes(database, job, slice);
+	// The part's own routes only: a job of several parts is never read whole.
+	const slice = await readJobRouteRange(database, job.id, part.route_start, part.route_end);
+	const items = new Map(slice.map(({ position: _position, ...item }) => [item.route, item]));
+	const settled = await settledAmong(
+		database,
+		job,
+		slice.map((item) => item.route),
+	);
 	const gate = createQualityGate(database, job.pseo_id, deps.quality);
 	const seen = new Set<string>();
 	const unansweredRoutes = new Set<string>();

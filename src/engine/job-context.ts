@@ -4,7 +4,8 @@ import type { PlanPage } from '../plan/plan-page.ts';
 import { readPlan } from '../plan/plan-store.ts';
 import { readPlanPages, readPlanRoutes } from '../plan/plan-page-store.ts';
 import { readWebsite } from '../websites/website-store.ts';
-import type { JobRecord } from './job-types.ts';
+import type { JobHead } from './job-types.ts';
+import { readJobRouteNames, readJobRoutes } from './job-route-store.ts';
 
 /** The `n` most relevant other pages of the plan for a page. */
 type SiblingPicker = (item: PlanPage, n?: number) => Sibling[];
@@ -27,22 +28,27 @@ export interface JobContext {
 	instructions: string | null;
 }
 
-export async function loadJobContext(knex: Knex, job: JobRecord): Promise<JobContext> {
+/**
+ * The context of a job's pages. `jobRoutes` are the job's routes when the caller holds them; a bulk step, which
+ * never holds a large job whole, passes none, and the route names are read instead.
+ */
+export async function loadJobContext(knex: Knex, job: JobHead, jobRoutes?: readonly PlanPage[]): Promise<JobContext> {
 	const website = await readWebsite(knex, job.pseo_id);
 	const plan = job.main_json_id ? await readPlan(knex, job.main_json_id) : null;
 	const planRoutes = await readPlanRoutes(knex, job.pseo_id);
+	const jobRouteNames = jobRoutes ? jobRoutes.map((page) => page.route) : await readJobRouteNames(knex, job.id);
 	let picker: Promise<SiblingPicker> | undefined;
 	const buildPicker = async (): Promise<SiblingPicker> => {
 		// The website's plan pages are the siblings; the job's own routes stand in when the plan is gone.
 		const planPages = await readPlanPages(knex, job.pseo_id);
-		return createSiblingPicker(planPages.length > 0 ? planPages : job.routes);
+		return createSiblingPicker(planPages.length > 0 ? planPages : (jobRoutes ?? (await readJobRoutes(knex, job.id)).routes));
 	};
 	return {
 		masterPrompt: website?.master_prompt ?? '',
 		websiteUrl: website?.website_url ?? '',
 		language: plan?.language_code ?? 'en-US',
 		businessDescription: plan?.description ?? null,
-		allowedRoutes: new Set([...planRoutes, ...job.routes.map((page) => page.route)]),
+		allowedRoutes: new Set([...planRoutes, ...jobRouteNames]),
 		siblingPicker: () =>
 			(picker ??= buildPicker().catch((error: unknown) => {
 				// A failed read is tried again by the next page, not remembered.

@@ -77,12 +77,40 @@ export async function readJobRoutes(knex: Knex, jobId: number): Promise<{ routes
 	const routes: PlanPage[] = [];
 	const failed: FailedRoute[] = [];
 	for (const row of rows) {
-		const extra = jsonFromDb<Partial<PlanPage>>(row['page'], {});
-		const route = String(row['route']);
-		routes.push({ ...extra, route, title: String(row['title'] ?? route), priority: Number(extra.priority ?? 0) });
-		if (row['state'] === 'failed') failed.push({ route, error: (row['error'] as string | null) ?? 'Generation failed.' });
+		const page = planPageOf(row);
+		routes.push(page);
+		if (row['state'] === 'failed') failed.push({ route: page.route, error: (row['error'] as string | null) ?? 'Generation failed.' });
 	}
 	return { routes, failed };
+}
+
+/** A job's routes at positions `[start, end)`, in its order, each with its position. */
+export async function readJobRouteRange(knex: Knex, jobId: number, start: number, end: number): Promise<(PlanPage & { position: number })[]> {
+	const rows = (await knex(JOB_ROUTES)
+		.where('generation_id', jobId)
+		.andWhere('position', '>=', start)
+		.andWhere('position', '<', end)
+		.orderBy('position')
+		.select('position', 'route', 'title', 'page')) as Record<string, unknown>[];
+	return rows.map((row) => ({ ...planPageOf(row), position: Number(row['position']) }));
+}
+
+/** How many routes a job has: its last position plus one, read from the (generation_id, position) index. */
+export async function countJobRoutes(knex: Knex, jobId: number): Promise<number> {
+	const row = (await knex(JOB_ROUTES).where('generation_id', jobId).max('position as last').first()) as { last: number | string | null } | undefined;
+	return row?.last === null || row?.last === undefined ? 0 : Number(row.last) + 1;
+}
+
+/** The route of every page of a job, in no particular order: the links a page of it may make. */
+export async function readJobRouteNames(knex: Knex, jobId: number): Promise<string[]> {
+	const rows = (await knex(JOB_ROUTES).where('generation_id', jobId).select('route')) as { route: string }[];
+	return rows.map((row) => row.route);
+}
+
+function planPageOf(row: Record<string, unknown>): PlanPage {
+	const extra = jsonFromDb<Partial<PlanPage>>(row['page'], {});
+	const route = String(row['route']);
+	return { ...extra, route, title: String(row['title'] ?? route), priority: Number(extra.priority ?? 0) };
 }
 
 /** The failed routes of each job, in the job's order. */

@@ -13,11 +13,13 @@ import {
 	LeaseLostError,
 	legacyJobRoutes,
 	readJob,
+	readJobHead,
 	recordOutcomes,
 	releaseJob,
 	renewLease,
+	settledAmong,
 } from './job-store.ts';
-import { JOB_ROUTES, migrateJobRoutes } from './job-route-store.ts';
+import { JOB_ROUTES, migrateJobRoutes, readJobRouteNames, readJobRouteRange } from './job-route-store.ts';
 import { readParts, savePart, setPartStatus } from './part-store.ts';
 
 /*
@@ -188,6 +190,31 @@ describe.each(VENDORS)('job store on %s', (vendor) => {
 			expect(states).toEqual({ in_part: 2, created: 1, failed: 1 });
 
 			expect((await readJob(knex, id))!.failed_routes).toEqual([{ route: '/b', error: 'provider failed' }]);
+		});
+
+		it('a job is read without its routes by position range, page at a time, with its route count and what is settled', async () => {
+			const routes = Array.from({ length: 7 }, (_, i) => `/r${i}`);
+			const { id, pseoId } = await freshJob(routes);
+			const head = (await readJobHead(knex, id))!;
+			expect(head).toMatchObject({ id, pseo_id: pseoId, route_count: 7, requested_count: 7 });
+			expect('routes' in head).toBe(false);
+			const middle = await readJobRouteRange(knex, id, 2, 5);
+			expect(middle.map((item) => [item.position, item.route, item.title, item.priority])).toEqual([
+				[2, '/r2', 'Page /r2', 5],
+				[3, '/r3', 'Page /r3', 4],
+				[4, '/r4', 'Page /r4', 3],
+			]);
+			expect(await readJobRouteRange(knex, id, 6, 100)).toHaveLength(1);
+			expect(new Set(await readJobRouteNames(knex, id))).toEqual(new Set(routes));
+			expect((await readJobHead(knex, (await freshJob([])).id))!.route_count).toBe(0);
+
+			// Settled: a post of the website (any job's) or this job's recorded failure; the rest is still to do.
+			expect(await claimJob(knex, id, 'w', LEASE_MS, silentLogger)).toBe(true);
+			await recordOutcomes(knex, head, 'w', [{ route: '/r1', content: content('/r1') }, { route: '/r3', error: 'bad output' }], silentLogger);
+			expect(await settledAmong(knex, head, ['/r0', '/r1', '/r2', '/r3'])).toEqual(new Set(['/r1', '/r3']));
+			const whole = (await readJob(knex, id))!;
+			expect(whole.routes.map((item) => item.route)).toEqual(routes);
+			expect(whole.failed_routes).toEqual([{ route: '/r3', error: 'bad output' }]);
 		});
 
 		it('a job stored with its routes as JSON gets them as rows on start-up, once, with their states, even on two instances at once', async () => {

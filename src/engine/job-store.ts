@@ -5,13 +5,13 @@ import { insertPosts, isRewrittenBy, postedRoutes, type NewPost, type PageConten
 import type { PostReviser } from '../posts/post-revisions.ts';
 import { dbTimestamp, insertedId, jsonFromDb, vendorOf } from '../shared/database.ts';
 import { itemsChanged } from '../shared/item-events.ts';
-import { failedAmong, insertJobRoutes, JOB_ROUTES, migrateJob, readJobRoutes, settleJobRoutes, type LegacyRouteReader } from './job-route-store.ts';
+import { countJobRoutes, failedAmong, insertJobRoutes, JOB_ROUTES, migrateJob, readJobRoutes, settleJobRoutes, type LegacyRouteReader } from './job-route-store.ts';
 import type { Logger } from '../shared/logger.ts';
 import { retryConflicts, transact } from '../shared/transaction.ts';
 import { addPostCount } from '../websites/website-store.ts';
 import { indexPages } from '../quality/similarity-index.ts';
 import { markPosted } from '../plan/plan-page-store.ts';
-import type { FailedRoute, JobMode, JobRecord } from './job-types.ts';
+import type { FailedRoute, JobHead, JobMode, JobRecord } from './job-types.ts';
 
 /*
  * The engine's writes to jobs, posts and counters. They use Knex directly because each is an atomic conditional
@@ -187,13 +187,26 @@ export async function releaseJob(knex: Knex, jobId: number, worker: string, poll
 		.update({ lease_owner: null, lease_expires_at: null, next_poll_at: pollAt });
 }
 
+/** A job with its routes and failed routes: for the runners that walk every route, and for retries. */
 export async function readJob(knex: Knex, jobId: number): Promise<JobRecord | null> {
+	const head = await readJobHead(knex, jobId);
+	return head && withRoutes(knex, head);
+}
+
+/** A job's routes and failed routes, read for a job whose record is at hand. */
+export async function withRoutes(knex: Knex, head: JobHead): Promise<JobRecord> {
+	const { routes, failed } = await readJobRoutes(knex, head.id);
+	return { ...head, routes, failed_routes: failed };
+}
+
+/** A job's record without its routes, with their number. */
+export async function readJobHead(knex: Knex, jobId: number): Promise<JobHead | null> {
 	const row = (await knex(JOBS).where('id', jobId).first()) as Record<string, unknown> | undefined;
 	if (!row) return null;
-	let { routes, failed } = await readJobRoutes(knex, jobId);
+	let routeCount = await countJobRoutes(knex, jobId);
 	// A job stored with its routes as JSON after this instance started (by an instance of the previous version).
-	if (routes.length === 0 && row['routes'] !== null && row['routes'] !== undefined && (await migrateJob(knex, jobId, legacyJobRoutes))) {
-		({ routes, failed } = await readJobRoutes(knex, jobId));
+	if (routeCount === 0 && row['routes'] !== null && row['routes'] !== undefined && (await migrateJob(knex, jobId, legacyJobRoutes))) {
+		routeCount = await countJobRoutes(knex, jobId);
 	}
 	return {
 		id: Number(row['id']),
@@ -204,8 +217,7 @@ export async function readJob(knex: Knex, jobId: number): Promise<JobRecord | nu
 		requested_count: Number(row['requested_count']),
 		created_count: Number(row['created_count']),
 		failed_count: Number(row['failed_count']),
-		failed_routes: failed,
-		routes,
+		route_count: routeCount,
 		token_rate: Number(row['token_rate']),
 		main_json_id: row['main_json_id'] === null ? null : Number(row['main_json_id']),
 		batch_id: (row['batch_id'] as string | null) ?? null,
@@ -232,11 +244,18 @@ export async function settledRoutes(knex: Knex, job: JobRecord, routes: readonly
 	return done;
 }
 
+/** {@link settledRoutes} for a job read without its routes: its failures among `routes` are read too. */
+export async function settledAmong(knex: Knex, job: JobHead, routes: readonly string[]): Promise<Set<string>> {
+	const done = await doneRoutes(knex, job, routes);
+	for (const route of await failedAmong(knex, job.id, routes)) done.add(route);
+	return done;
+}
+
 /**
  * Routes of the job that already have their post: any post for a job of new pages; for a regeneration, only a post
  * this very job rewrote (the post it rewrites exists from the start).
  */
-async function doneRoutes(knex: Knex, job: JobRecord, routes: readonly string[]): Promise<Set<string>> {
+async function doneRoutes(knex: Knex, job: JobHead, routes: readonly string[]): Promise<Set<string>> {
 	if (job.regenerate_post_id === null) return postedRoutes(knex, job.pseo_id, routes);
 	return (await isRewrittenBy(knex, job.regenerate_post_id, job.id)) ? new Set(routes) : new Set();
 }
@@ -265,7 +284,7 @@ export interface PageUsage {
  */
 export async function recordOutcomes(
 	knex: Knex,
-	job: JobRecord,
+	job: JobHead,
 	worker: string,
 	outcomes: PageOutcome[],
 	logger: Logger,
@@ -283,7 +302,7 @@ export async function recordOutcomes(
 
 async function recordInTransaction(
 	trx: Knex.Transaction,
-	job: JobRecord,
+	job: JobHead,
 	worker: string,
 	outcomes: PageOutcome[],
 	revise: PostReviser | undefined,
@@ -372,7 +391,7 @@ async function recordInTransaction(
 	return { created, failed };
 }
 
-function newPosts(job: JobRecord, outcomes: readonly PageOutcome[]): NewPost[] {
+function newPosts(job: JobHead, outcomes: readonly PageOutcome[]): NewPost[] {
 	return outcomes.flatMap((outcome) =>
 		outcome.content
 			? [{ pseo_id: job.pseo_id, generation_id: job.id, user_id: job.user_id, route: outcome.route, language: outcome.language ?? null, content: outcome.content }]

@@ -8,8 +8,12 @@ export interface FailedRoute {
 type JobStatus = 'pending' | 'running' | 'completed' | 'failed';
 export type JobMode = 'on_demand' | 'bulk';
 
-/** A generation job as the engine reads it from the jobs table (job-store.ts). */
-export interface JobRecord {
+/**
+ * A generation job's record without its routes: what a bulk step that only polls its parts needs. A job's routes
+ * are rows (job-route-store.ts), read in full only by the runners that walk all of them, and by a bulk step part
+ * by part, so a 100,000-page job is never held whole for a poll.
+ */
+export interface JobHead {
 	id: number;
 	pseo_id: number;
 	user_id: string;
@@ -18,8 +22,8 @@ export interface JobRecord {
 	requested_count: number;
 	created_count: number;
 	failed_count: number;
-	failed_routes: FailedRoute[];
-	routes: PlanPage[];
+	/** How many routes the job has (positions 0 to route_count - 1). */
+	route_count: number;
 	token_rate: number;
 	main_json_id: number | null;
 	batch_id: string | null;
@@ -32,4 +36,10 @@ export interface JobRecord {
 	regenerate_post_id: number | null;
 	/** The owner's instructions for a regeneration, added to the page prompt. */
 	instructions: string | null;
+}
+
+/** A generation job with its routes, in its order, and those that failed with their errors. */
+export interface JobRecord extends JobHead {
+	routes: PlanPage[];
+	failed_routes: FailedRoute[];
 }

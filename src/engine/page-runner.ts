@@ -43,7 +43,7 @@ export async function runPages(job: JobRecord, deps: RunnerDeps): Promise<void> 
 		return;
 	}
 	const provider = deps.provider;
-	const context = await loadJobContext(database, job);
+	const context = await loadJobContext(database, job, job.routes);
 
 	const gate = createQualityGate(database, job.pseo_id, deps.quality);
 	const store = coalesceWrites<PageOutcome>(async (outcomes) => {

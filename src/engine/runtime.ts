@@ -7,7 +7,7 @@ import type { Logger } from '../shared/logger.ts';
 import { runCancel } from './cancel-runner.ts';
 import { runBatchStep } from './batch-runner.ts';
 import type { GenerationProvider } from '../provider/generation-provider.ts';
-import { claimJob, findClaimable, LeaseLostError, readJob, releaseJob, renewLease } from './job-store.ts';
+import { claimJob, findClaimable, LeaseLostError, readJobHead, releaseJob, renewLease, withRoutes } from './job-store.ts';
 import { runPages, type RunnerDeps } from './page-runner.ts';
 import type { PostReviser } from '../posts/post-revisions.ts';
 
@@ -97,7 +97,8 @@ export class GenerationRuntime {
 				.catch((error: unknown) => logger.warn({ err: error, jobId }, 'pseo lease renewal failed'));
 		}, Math.max(100, Math.floor(config.leaseMs / 3)));
 		try {
-			const job = await readJob(database, jobId);
+			// A bulk step in batch mode reads its routes part by part; the other runners walk every route.
+			const job = await readJobHead(database, jobId);
 			if (!job) return;
 			const deps: RunnerDeps = {
 				database,
@@ -112,11 +113,11 @@ export class GenerationRuntime {
 			logger.debug({ jobId, mode: job.mode, attempt: job.attempts }, 'pseo job claimed');
 			if (job.cancelled) {
 				// Its owner cancelled it and the request that began the cancel did not finish it.
-				await runCancel(job, { ...deps, batchMode: config.bulkMode === 'batch' });
+				await runCancel(await withRoutes(database, job), { ...deps, batchMode: config.bulkMode === 'batch' });
 			} else if (job.mode === 'bulk' && config.bulkMode === 'batch') {
 				await runBatchStep(job, deps, { pollIntervalMs: config.batchPollIntervalMs, maxRequests: config.batchMaxRequests, maxBytes: config.batchMaxBytes });
 			} else {
-				await runPages(job, deps);
+				await runPages(await withRoutes(database, job), deps);
 			}
 		} catch (error) {
 			if (this.#stopping) return; // drain() hands the job back
