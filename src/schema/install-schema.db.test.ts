@@ -103,4 +103,25 @@ describe.skipIf(!vendorAvailable('postgres'))('start-up storage on postgres', ()
 		expect(await indexState('pseo_post_bands_route')).toBe(true);
 		expect(await indexState('pseo_posts_pseo_id_index')).toBeNull();
 	});
+
+	it('drops the invalid indexes an interrupted REINDEX CONCURRENTLY left beside ours, and nothing else', async () => {
+		const exists = async (name: string) =>
+			((await db.knex.raw('SELECT count(*)::int AS n FROM pg_class WHERE relname = ?', [name])) as { rows: { n: number }[] }).rows[0]!.n === 1;
+		// What REINDEX CONCURRENTLY leaves when it dies: its new copy (and, dying while swapping, the old one) invalid.
+		for (const name of ['pseo_post_bands_lookup_ccnew', 'pseo_post_bands_lookup_ccnew1', 'pseo_posts_pseo_route_unique_ccold', 'pseo_someone_elses_ccnew']) {
+			await db.knex.raw(`CREATE INDEX ${name} ON ?? (pseo_id)`, [name.startsWith('pseo_posts') ? POSTS : BANDS_TABLE]);
+			await db.knex.raw('UPDATE pg_index SET indisvalid = false WHERE indexrelid = ?::regclass', [name]);
+		}
+		// A valid index that only looks like a leftover is someone's own: it stays.
+		await db.knex.raw('CREATE INDEX pseo_post_bands_route_ccnew ON ?? (route)', [BANDS_TABLE]);
+
+		await ensureIndexes(db.knex);
+		expect(await exists('pseo_post_bands_lookup_ccnew')).toBe(false);
+		expect(await exists('pseo_post_bands_lookup_ccnew1')).toBe(false);
+		expect(await exists('pseo_posts_pseo_route_unique_ccold')).toBe(false);
+		expect(await exists('pseo_someone_elses_ccnew')).toBe(true);
+		expect(await exists('pseo_post_bands_route_ccnew')).toBe(true);
+		expect(await exists('pseo_post_bands_lookup')).toBe(true);
+		for (const name of ['pseo_someone_elses_ccnew', 'pseo_post_bands_route_ccnew']) await db.knex.raw(`DROP INDEX ${name}`);
+	});
 });

@@ -175,16 +175,28 @@ function createIndexSql(index: IndexSpec, concurrently = false): string {
  * swaps in the new index without a moment without one, unless another session is building it right now. Two
  * instances starting together may both try one build: the loser's error is retried by the caller, and then finds
  * the index.
+ *
+ * A REINDEX CONCURRENTLY that dies (a killed instance, a cancelled statement) leaves its own invalid index beside
+ * the one it rebuilt, `<name>_ccnew` (or `_ccold`, when it died while swapping them), and the next one would leave
+ * `<name>_ccnew1`: each is written to by every insert and read by nothing. Those of our indexes are dropped first,
+ * unless a build runs on their table right now (it may be the one they belong to).
  */
 async function ensurePostgresIndexes(knex: Knex, indexes: readonly IndexSpec[], logger?: Logger): Promise<void> {
 	const names = [...indexes.map((index) => index.name), ...REDUNDANT_INDEXES, JOB_ROUTES_BY_STATE];
+	const leftover = new RegExp(`^(${indexes.map((index) => index.name).join('|')})_cc(new|old)[0-9]*$`);
 	const found = (await knex.raw(
 		`SELECT c.relname AS name, i.indisvalid AS valid,
-			EXISTS (SELECT 1 FROM pg_stat_progress_create_index p WHERE p.index_relid = c.oid) AS building
+			EXISTS (SELECT 1 FROM pg_stat_progress_create_index p WHERE p.index_relid = c.oid) AS building,
+			EXISTS (SELECT 1 FROM pg_stat_progress_create_index p WHERE p.relid = i.indrelid) AS table_building
 		FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid
-		WHERE c.relnamespace = (SELECT oid FROM pg_namespace WHERE nspname = current_schema()) AND c.relname = ANY(?)`,
+		WHERE c.relnamespace = (SELECT oid FROM pg_namespace WHERE nspname = current_schema()) AND (c.relname = ANY(?) OR c.relname LIKE 'pseo%\_cc%')`,
 		[arrayLiteral(names)],
-	)) as { rows: { name: string; valid: boolean; building: boolean }[] };
+	)) as { rows: { name: string; valid: boolean; building: boolean; table_building: boolean }[] };
+	for (const row of found.rows) {
+		if (!leftover.test(row.name) || row.valid || row.table_building) continue;
+		logger?.info({ index: row.name }, 'pseo: dropping the invalid index an interrupted REINDEX CONCURRENTLY left');
+		await knex.raw(`DROP INDEX CONCURRENTLY IF EXISTS ${row.name}`);
+	}
 	const present = new Map(found.rows.map((row) => [row.name, row]));
 	for (const index of indexes) {
 		const state = present.get(index.name);
