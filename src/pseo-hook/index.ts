@@ -19,7 +19,8 @@ import { providerFor } from '../provider/create-provider.ts';
 import { createPostReviser } from '../posts/post-revisions.ts';
 import { GenerationRuntime } from '../engine/runtime.ts';
 import { migratePlanDocuments, PLANS } from '../plan/plan-store.ts';
-import { unmarkPosted } from '../plan/plan-page-store.ts';
+import { PLAN_PAGES, unmarkPosted } from '../plan/plan-page-store.ts';
+import { forgetPlanCatalogs } from '../engine/plan-catalog.ts';
 import { POSTS, routesOfPosts } from '../posts/post-store.ts';
 import { setRuntime } from '../engine/runtime-registry.ts';
 import { migrateJobRoutes } from '../engine/job-route-store.ts';
@@ -110,6 +111,10 @@ export default defineHook(({ init, filter, action }, context) => {
 		const fields = payload as Record<string, unknown>;
 		return 'main_json' in fields ? { ...fields, pages_stored_at: null } : fields;
 	});
+
+	// Small jobs share a website's plan routes and sibling picker (engine/plan-catalog.ts): an editor's change to a
+	// plan page is seen by the next job on this instance, not up to a minute later.
+	for (const event of ['create', 'update', 'delete']) action(`${PLAN_PAGES}.items.${event}`, () => forgetPlanCatalogs());
 
 	// A deleted post's route is ungenerated again: the plan page says so, and the next job may take it.
 	filter(`${POSTS}.items.delete`, async (keys) => {
