@@ -204,8 +204,11 @@ export async function readJobHead(knex: Knex, jobId: number): Promise<JobHead | 
 	const row = (await knex(JOBS).where('id', jobId).first()) as Record<string, unknown> | undefined;
 	if (!row) return null;
 	let routeCount = await countJobRoutes(knex, jobId);
-	// A job stored with its routes as JSON after this instance started (by an instance of the previous version).
-	if (routeCount === 0 && row['routes'] !== null && row['routes'] !== undefined && (await migrateJob(knex, jobId, legacyJobRoutes))) {
+	// A job stored with its routes as JSON after this instance started (by an instance of the previous version). The
+	// rows are counted again whoever wrote them: another instance migrating the same job makes this one's attempt
+	// return false, once that instance's rows are in.
+	if (routeCount === 0 && row['routes'] !== null && row['routes'] !== undefined) {
+		await migrateJob(knex, jobId, legacyJobRoutes);
 		routeCount = await countJobRoutes(knex, jobId);
 	}
 	return {

@@ -57,31 +57,37 @@ interface SharedEntry {
 	timer: NodeJS.Timeout;
 }
 
-const shared = new Map<number, SharedEntry>();
+/** Per database (a process may hold several, as tests do), per website. */
+const sharedByDatabase = new WeakMap<Knex, Map<number, SharedEntry>>();
 
 /** The website's catalog shared by the instance's small jobs, read again when the plan changed (see above). */
 export async function sharedPlanCatalog(knex: Knex, pseoId: number): Promise<PlanCatalog> {
+	let shared = sharedByDatabase.get(knex);
+	if (!shared) sharedByDatabase.set(knex, (shared = new Map()));
 	const fingerprint = await planFingerprint(knex, pseoId);
 	const cached = shared.get(pseoId);
 	if (cached && cached.fingerprint === fingerprint) return cached.catalog;
-	if (cached) forget(pseoId, cached);
+	if (cached) forget(shared, pseoId, cached);
 	const catalog = loadPlanCatalog(knex, pseoId);
-	const entry: SharedEntry = { fingerprint, catalog, timer: setTimeout(() => forget(pseoId, entry), SHARED_TTL_MS).unref() };
+	const entries = shared;
+	const entry: SharedEntry = { fingerprint, catalog, timer: setTimeout(() => forget(entries, pseoId, entry), SHARED_TTL_MS).unref() };
 	shared.set(pseoId, entry);
-	catalog.catch(() => forget(pseoId, entry));
+	catalog.catch(() => forget(entries, pseoId, entry));
 	for (const [oldest, other] of shared) {
 		if (shared.size <= SHARED_WEBSITES) break;
-		forget(oldest, other);
+		forget(shared, oldest, other);
 	}
 	return catalog;
 }
 
-/** Drops every shared catalog: a plan page was changed through Directus. */
-export function forgetPlanCatalogs(): void {
-	for (const [pseoId, entry] of shared) forget(pseoId, entry);
+/** Drops the database's shared catalogs: a plan page was changed through Directus. */
+export function forgetPlanCatalogs(knex: Knex): void {
+	const shared = sharedByDatabase.get(knex);
+	if (!shared) return;
+	for (const [pseoId, entry] of shared) forget(shared, pseoId, entry);
 }
 
-function forget(pseoId: number, entry: SharedEntry): void {
+function forget(shared: Map<number, SharedEntry>, pseoId: number, entry: SharedEntry): void {
 	clearTimeout(entry.timer);
 	if (shared.get(pseoId) === entry) shared.delete(pseoId);
 }

@@ -114,7 +114,7 @@ export default defineHook(({ init, filter, action }, context) => {
 
 	// Small jobs share a website's plan routes and sibling picker (engine/plan-catalog.ts): an editor's change to a
 	// plan page is seen by the next job on this instance, not up to a minute later.
-	for (const event of ['create', 'update', 'delete']) action(`${PLAN_PAGES}.items.${event}`, () => forgetPlanCatalogs());
+	for (const event of ['create', 'update', 'delete']) action(`${PLAN_PAGES}.items.${event}`, () => forgetPlanCatalogs(database));
 
 	// A deleted post's route is ungenerated again: the plan page says so, and the next job may take it.
 	filter(`${POSTS}.items.delete`, async (keys) => {

@@ -189,7 +189,7 @@ async function ensurePostgresIndexes(knex: Knex, indexes: readonly IndexSpec[], 
 			EXISTS (SELECT 1 FROM pg_stat_progress_create_index p WHERE p.index_relid = c.oid) AS building,
 			EXISTS (SELECT 1 FROM pg_stat_progress_create_index p WHERE p.relid = i.indrelid) AS table_building
 		FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid
-		WHERE c.relnamespace = (SELECT oid FROM pg_namespace WHERE nspname = current_schema()) AND (c.relname = ANY(?) OR c.relname LIKE 'pseo%\_cc%')`,
+		WHERE c.relnamespace = (SELECT oid FROM pg_namespace WHERE nspname = current_schema()) AND (c.relname = ANY(?) OR c.relname LIKE 'pseo%\\_cc%')`,
 		[arrayLiteral(names)],
 	)) as { rows: { name: string; valid: boolean; building: boolean; table_building: boolean }[] };
 	for (const row of found.rows) {
