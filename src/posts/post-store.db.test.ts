@@ -3,10 +3,29 @@ import { insertPendingJob, insertUser, insertWebsite, openTestDatabase, vendorAv
 import { dbTimestamp, jsonFromDb } from '../shared/database.ts';
 import { insertPosts, POSTS, type NewPost } from './post-store.ts';
 
+/** A post of a job, every column set, with text that needs escaping. */
+const post = (pseoId: number, userId: string, jobId: number, route: string, body: string): NewPost => ({
+	pseo_id: pseoId,
+	generation_id: jobId,
+	user_id: userId,
+	route,
+	language: 'en-GB',
+	content: {
+		title: `Title ${route}`,
+		meta_title: 'Meta title',
+		meta_description: null,
+		h1: 'Heading',
+		body,
+		faq: [{ question: 'Why "quotes"?', answer: 'Because\nlines.' }],
+		internal_links: [{ route: '/other', anchor: 'Other' }],
+		quality: { status: 'warn', score: 90, issues: [{ check: 'meta_title', detail: '10 characters', severity: 'warn' }], signature: 'c2ln' },
+	},
+});
+
 /*
- * Storing a chunk of generated posts: one statement on PostgreSQL (a JSON document of rows, ON CONFLICT on the
- * (pseo_id, route) key), multi-row inserts with a per-row fallback elsewhere. Either way every column reads back
- * as written, and the routes that already had a post are reported and left as they were.
+ * Storing a chunk of generated posts: one statement on PostgreSQL (a JSON document of rows, ON CONFLICT DO NOTHING),
+ * multi-row inserts with a per-row fallback elsewhere. Either way every column reads back as written, and the
+ * routes that already had a post are reported and left as they were.
  */
 describe.each(VENDORS)('insertPosts on %s', (vendor) => {
 	describe.skipIf(!vendorAvailable(vendor))(vendor, () => {
@@ -15,24 +34,6 @@ describe.each(VENDORS)('insertPosts on %s', (vendor) => {
 			db = await openTestDatabase(vendor, 2);
 		});
 		afterAll(async () => db?.dispose());
-
-		const post = (pseoId: number, userId: string, jobId: number, route: string, body: string): NewPost => ({
-			pseo_id: pseoId,
-			generation_id: jobId,
-			user_id: userId,
-			route,
-			language: 'en-GB',
-			content: {
-				title: `Title ${route}`,
-				meta_title: 'Meta title',
-				meta_description: null,
-				h1: 'Heading',
-				body,
-				faq: [{ question: 'Why "quotes"?', answer: 'Because\nlines.' }],
-				internal_links: [{ route: '/other', anchor: 'Other' }],
-				quality: { status: 'warn', score: 90, issues: [{ check: 'meta_title', detail: '10 characters', severity: 'warn' }], signature: 'c2ln' },
-			},
-		});
 
 		it('stores every column, and reports the routes that already had a post without touching them', async () => {
 			const userId = await insertUser(db.knex, 0);
@@ -77,26 +78,39 @@ describe.each(VENDORS)('insertPosts on %s', (vendor) => {
 			)) as Record<string, string>;
 			expect(types).toEqual({ faq: 'array', links: 'array', issues: 'array' });
 		});
+	});
+});
 
-		it.runIf(vendor === 'postgres')('stores posts when the (pseo_id, route) unique index is missing, as before the index existed', async () => {
-			const userId = await insertUser(db.knex, 0);
-			const pseoId = await insertWebsite(db.knex, userId);
-			const jobId = await insertPendingJob(db.knex, { userId, pseoId, routes: ['/a'] });
-			// `ON CONFLICT (pseo_id, route)` would have no arbiter without it (PostgreSQL answers 42P10).
-			await db.knex.raw('DROP INDEX pseo_posts_pseo_route_unique');
-			try {
-				const duplicates = await db.knex.transaction((trx) =>
-					insertPosts(trx, [post(pseoId, userId, jobId, '/x', 'Body x.'), post(pseoId, userId, jobId, '/y', 'Body y.')], dbTimestamp(trx)),
-				);
-				expect(duplicates).toEqual(new Set());
-				const rows = (await db.knex(POSTS).where('pseo_id', pseoId).orderBy('route').select('route', 'body')) as { route: string; body: string }[];
-				expect(rows).toEqual([
-					{ route: '/x', body: 'Body x.' },
-					{ route: '/y', body: 'Body y.' },
-				]);
-			} finally {
-				await db.knex.raw('CREATE UNIQUE INDEX pseo_posts_pseo_route_unique ON ?? (pseo_id, route)', [POSTS]);
-			}
-		});
+/*
+ * PostgreSQL only: its one-statement insert names no conflict target, so it must work without the (pseo_id, route)
+ * unique index (a start-up that could not build it yet). MariaDB cannot be in that state: the index serves the
+ * website foreign key there, which refuses its drop.
+ */
+describe.skipIf(!vendorAvailable('postgres'))('insertPosts on postgres without its unique index', () => {
+	let db: TestDatabase;
+	beforeAll(async () => {
+		db = await openTestDatabase('postgres', 2);
+	});
+	afterAll(async () => db?.dispose());
+
+	it('stores posts when the (pseo_id, route) unique index is missing, as before the index existed', async () => {
+		const userId = await insertUser(db.knex, 0);
+		const pseoId = await insertWebsite(db.knex, userId);
+		const jobId = await insertPendingJob(db.knex, { userId, pseoId, routes: ['/a'] });
+		// `ON CONFLICT (pseo_id, route)` would have no arbiter without it (PostgreSQL answers 42P10).
+		await db.knex.raw('DROP INDEX pseo_posts_pseo_route_unique');
+		try {
+			const duplicates = await db.knex.transaction((trx) =>
+				insertPosts(trx, [post(pseoId, userId, jobId, '/x', 'Body x.'), post(pseoId, userId, jobId, '/y', 'Body y.')], dbTimestamp(trx)),
+			);
+			expect(duplicates).toEqual(new Set());
+			const rows = (await db.knex(POSTS).where('pseo_id', pseoId).orderBy('route').select('route', 'body')) as { route: string; body: string }[];
+			expect(rows).toEqual([
+				{ route: '/x', body: 'Body x.' },
+				{ route: '/y', body: 'Body y.' },
+			]);
+		} finally {
+			await db.knex.raw('CREATE UNIQUE INDEX pseo_posts_pseo_route_unique ON ?? (pseo_id, route)', [POSTS]);
+		}
 	});
 });
