@@ -1,8 +1,9 @@
 import type { GenerationProvider } from '../provider/generation-provider.ts';
 import { BATCH_PART_KEY } from './batch-runner.ts';
 import { readParts } from './part-store.ts';
-import { finishJob, recordOutcomes, settledRoutes } from './job-store.ts';
-import type { JobRecord } from './job-types.ts';
+import { finishJob, recordOutcomes, settledAmong } from './job-store.ts';
+import { readJobRouteRange } from './job-route-store.ts';
+import type { JobHead } from './job-types.ts';
 import type { RunnerDeps } from './page-runner.ts';
 
 /** The error of every page a cancel stopped, in `failed_routes`. */
@@ -10,6 +11,8 @@ const CANCELLED = 'cancelled';
 
 /** Pages recorded per transaction: a cancel of a large job moves in bounded steps. */
 const CHUNK = 250;
+/** Routes read per query: a large job is walked through its route rows, never held whole. */
+const ROUTES_PER_READ = 1000;
 
 export type CancelDeps = Pick<RunnerDeps, 'database' | 'logger' | 'worker' | 'provider'> & {
 	/** Bulk jobs run through the provider's Batch API (PSEO_BULK_MODE=batch). */
@@ -23,17 +26,26 @@ export type CancelDeps = Pick<RunnerDeps, 'database' | 'logger' | 'worker' | 'pr
  * instance died on the way, by whichever worker claims the job next. Every step can run again: stored pages and
  * recorded failures are skipped, refunds carry idempotency keys.
  */
-export async function runCancel(job: JobRecord, deps: CancelDeps): Promise<JobRecord['status']> {
+export async function runCancel(job: JobHead, deps: CancelDeps): Promise<JobHead['status']> {
 	const { database, logger, worker } = deps;
 	if (job.mode === 'bulk' && deps.batchMode && !('unavailable' in deps.provider)) await stopBatch(job, deps);
-	const settled = await settledRoutes(database, job);
-	const remaining = job.routes.filter((item) => !settled.has(item.route));
-	for (let i = 0; i < remaining.length; i += CHUNK) {
-		const chunk = remaining.slice(i, i + CHUNK).map((item) => ({ route: item.route, error: CANCELLED }));
-		await recordOutcomes(database, job, worker, chunk, logger);
+	let cancelled = 0;
+	for (let start = 0; start < job.route_count; start += ROUTES_PER_READ) {
+		const page = await readJobRouteRange(database, job.id, start, start + ROUTES_PER_READ);
+		const settled = await settledAmong(
+			database,
+			job,
+			page.map((item) => item.route),
+		);
+		const remaining = page.filter((item) => !settled.has(item.route));
+		for (let i = 0; i < remaining.length; i += CHUNK) {
+			const chunk = remaining.slice(i, i + CHUNK).map((item) => ({ route: item.route, error: CANCELLED }));
+			await recordOutcomes(database, job, worker, chunk, logger);
+		}
+		cancelled += remaining.length;
 	}
 	const status = await finishJob(database, job.id, worker, 'Cancelled by its owner.');
-	logger.info({ jobId: job.id, cancelledPages: remaining.length, status }, 'pseo job cancelled');
+	logger.info({ jobId: job.id, cancelledPages: cancelled, status }, 'pseo job cancelled');
 	return status;
 }
 
@@ -42,7 +54,7 @@ export async function runCancel(job: JobRecord, deps: CancelDeps): Promise<JobRe
  * when a create happened whose id was never stored. A batch that has already finished cannot be cancelled; the
  * provider says so and nothing is lost, so that refusal is only logged.
  */
-async function stopBatch(job: JobRecord, deps: CancelDeps): Promise<void> {
+async function stopBatch(job: JobHead, deps: CancelDeps): Promise<void> {
 	const provider = deps.provider as GenerationProvider;
 	const parts = await readParts(deps.database, job.id);
 	const running = parts.filter((part) => part.status === 'running').map((part) => part.batch_id);

@@ -97,7 +97,7 @@ export class GenerationRuntime {
 				.catch((error: unknown) => logger.warn({ err: error, jobId }, 'pseo lease renewal failed'));
 		}, Math.max(100, Math.floor(config.leaseMs / 3)));
 		try {
-			// A bulk step in batch mode reads its routes part by part; the other runners walk every route.
+			// Bulk steps in batch mode and cancels read a job's routes a part or a page at a time; chat runners walk them all.
 			const job = await readJobHead(database, jobId);
 			if (!job) return;
 			const deps: RunnerDeps = {
@@ -113,7 +113,7 @@ export class GenerationRuntime {
 			logger.debug({ jobId, mode: job.mode, attempt: job.attempts }, 'pseo job claimed');
 			if (job.cancelled) {
 				// Its owner cancelled it and the request that began the cancel did not finish it.
-				await runCancel(await withRoutes(database, job), { ...deps, batchMode: config.bulkMode === 'batch' });
+				await runCancel(job, { ...deps, batchMode: config.bulkMode === 'batch' });
 			} else if (job.mode === 'bulk' && config.bulkMode === 'batch') {
 				await runBatchStep(job, deps, { pollIntervalMs: config.batchPollIntervalMs, maxRequests: config.batchMaxRequests, maxBytes: config.batchMaxBytes });
 			} else {

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { Knex } from 'knex';
 import type { PseoConfig } from '../config/config.ts';
 import { runCancel } from '../engine/cancel-runner.ts';
-import { LeaseLostError, markCancelled, readJob, renewLease } from '../engine/job-store.ts';
+import { LeaseLostError, markCancelled, readJobHead, renewLease } from '../engine/job-store.ts';
 import { ConflictError } from '../errors/index.ts';
 import type { GenerationProvider } from '../provider/generation-provider.ts';
 import { faultPoint } from '../shared/fault-injection.ts';
@@ -37,7 +37,7 @@ export async function cancelJob(deps: CancelJobDeps, userId: string, jobId: numb
 		renewLease(database, jobId, owner, config.leaseMs).catch((error: unknown) => logger.warn({ err: error, jobId }, 'pseo cancel: lease renewal failed'));
 	}, Math.max(100, Math.floor(config.leaseMs / 3)));
 	try {
-		const job = await readJob(database, jobId);
+		const job = await readJobHead(database, jobId);
 		if (job) await runCancel(job, { database, logger, worker: owner, provider: deps.provider, batchMode: config.bulkMode === 'batch' });
 	} catch (error) {
 		// A second cancel took the job over meanwhile, and finishes it.
