@@ -93,6 +93,34 @@ describe.each(LEGS)('durability on %s', (leg) => {
 			expect(fake.countChat()).toBeLessThanOrEqual(12);
 		});
 
+		it('a long concurrent-mode job leaves the queue open: a page of another job triggered after it is written within a few of its pages', async () => {
+			await runWith(CONCURRENT);
+			const big = await planned(directus, 1000, 40);
+			const small = await planned(directus, 100, 1);
+			fake.configure({ holdChat: true });
+			const bulk = await call(directus, 'POST', BULK, { token: big.user.token, body: { pseo_id: big.pseoId, post_count: 40 } });
+			expect(bulk.status).toBe(202);
+			await eventually(async () => fake.heldChat() === 2, 30_000, 'two pages of the bulk job at the provider');
+			const one = await call(directus, 'POST', ON_DEMAND, { token: small.user.token, body: { pseo_id: small.pseoId, post_count: 1 } });
+			expect(one.status).toBe(202);
+			await eventually(async () => (await jobRow(directus, one.body.generation_id)).status === 'running', 30_000, 'the one-page job claimed');
+			// Pages go through as the provider answers them; the bulk job's 38 others were queued before this one.
+			await eventually(
+				async () => {
+					fake.releaseChat(fake.heldChat());
+					return (await jobRow(directus, one.body.generation_id)).status === 'completed';
+				},
+				30_000,
+				'the one-page job done',
+			);
+			const meanwhile = await jobRow(directus, bulk.body.generation_id);
+			expect(meanwhile.status).toBe('running');
+			expect(meanwhile.created_count).toBeLessThanOrEqual(8);
+			fake.configure({ holdChat: false });
+			fake.releaseChat(fake.heldChat());
+			expect(await waitForJob(directus, big.user, bulk.body.generation_id)).toMatchObject({ status: 'completed', created_count: 40 });
+		});
+
 		it('5 SIGTERM hands a running job back at once and the next start finishes it', async () => {
 			// With a one-minute lease on both starts, only a job that was handed back can be resumed within the wait
 			// below.

@@ -7,10 +7,14 @@ import { finishJob, LeaseLostError, recordOutcomes, settledRoutes, type PageOutc
 import type { ReportedUsage } from '../provider/types.ts';
 import type { PostReviser } from '../posts/post-revisions.ts';
 import type { JobRecord } from './job-types.ts';
+import type { PlanPage } from '../plan/plan-page.ts';
 import { generatePage } from './page-request.ts';
 import { createQualityGate, type QualitySettings } from '../quality/quality-gate.ts';
 import type { QualityIssue } from '../quality/page-checks.ts';
 import { passQualityGate } from './quality-pass.ts';
+
+/** A chat job's pages in the queue at once, per slot of PSEO_CONCURRENCY: enough that no slot waits for the next. */
+const PAGES_QUEUED_PER_SLOT = 2;
 
 export interface RunnerDeps {
 	database: Knex;
@@ -54,7 +58,7 @@ export async function runPages(job: JobRecord, deps: RunnerDeps): Promise<void> 
 		}
 	});
 	let dropped = false;
-	const tasks = remaining.map((item) =>
+	const runPage = (item: PlanPage) =>
 		queue
 			.add(
 				async (): Promise<PageOutcome | null> => {
@@ -93,9 +97,28 @@ export async function runPages(job: JobRecord, deps: RunnerDeps): Promise<void> 
 					return;
 				}
 				throw error;
-			}),
-	);
-	await Promise.all(tasks);
+			});
+	// The job's pages go to the instance's queue a few at a time, not all at once: the queue is shared, first in first
+	// out, so a 10,000-page job queued whole kept every other job's pages (another user's one page included) waiting
+	// behind all of it, and held a closure and two promises per page.
+	const limit = Math.max(1, queue.concurrency) * PAGES_QUEUED_PER_SLOT;
+	const inFlight = new Set<Promise<void>>();
+	let failure: { error: unknown } | undefined;
+	for (const item of remaining) {
+		if (failure || signal.aborted) break;
+		const tracked: Promise<void> = runPage(item)
+			.then(
+				() => {},
+				(error: unknown) => {
+					failure ??= { error };
+				},
+			)
+			.finally(() => inFlight.delete(tracked));
+		inFlight.add(tracked);
+		while (inFlight.size >= limit) await Promise.race(inFlight);
+	}
+	await Promise.all(inFlight);
+	if (failure) throw failure.error;
 	if (signal.aborted || dropped) return;
 	await finishJob(database, job.id, worker);
 }
