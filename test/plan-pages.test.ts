@@ -117,15 +117,23 @@ describe.each(INTERFACE_LEGS)('plan pages on %s', (leg) => {
 				const [post] = await adminItems(directus, 'pseo_posts', `filter[pseo_id][_eq]=${pseoId}&filter[route][_eq]=${encodeURIComponent(route)}`);
 				return new Map((post.internal_links as { route: string; anchor: string }[]).map((link) => [link.route, link.anchor]));
 			};
+			const planPageId = async (route: string) =>
+				(await adminItems(directus, 'pseo_plan_pages', `filter[pseo_id][_eq]=${pseoId}&filter[route][_eq]=${encodeURIComponent(route)}`))[0]!.id;
 			// The first page links to the two others, by the titles the plan gives them (the fake's anchors are those).
 			await onDemand();
 			expect(await linksOf(plan[0]!.route)).toEqual(new Map([[plan[1]!.route, 'Page 2'], [plan[2]!.route, 'Page 3']]));
 
 			// The editor renames the third page: the same number of pages, the same last page.
-			const [third] = await adminItems(directus, 'pseo_plan_pages', `filter[pseo_id][_eq]=${pseoId}&filter[route][_eq]=${encodeURIComponent(plan[2]!.route)}`);
-			expect((await call(directus, 'PATCH', `/items/pseo_plan_pages/${third.id}`, { token: user.token, body: { title: 'Boiler Repair in Leeds' } })).status).toBe(200);
+			const renamed = await call(directus, 'PATCH', `/items/pseo_plan_pages/${await planPageId(plan[2]!.route)}`, { token: user.token, body: { title: 'Boiler Repair in Leeds' } });
+			expect(renamed.status).toBe(200);
 			await onDemand();
 			expect(await linksOf(plan[1]!.route)).toEqual(new Map([[plan[0]!.route, 'Page 1'], [plan[2]!.route, 'Boiler Repair in Leeds']]));
+
+			// The editor deletes the first page from the plan: the next page no longer links to it.
+			const deleted = await call(directus, 'DELETE', `/items/pseo_plan_pages/${await planPageId(plan[0]!.route)}`, { token: user.token });
+			expect(deleted.status).toBe(204);
+			await onDemand();
+			expect(await linksOf(plan[2]!.route)).toEqual(new Map([[plan[1]!.route, 'Page 2']]));
 		});
 
 		it('another user neither sees nor changes the rows; a deleted post makes its route ungenerated again', async () => {

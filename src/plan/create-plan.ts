@@ -9,6 +9,7 @@ import { generatePlan } from './generate-plan.ts';
 import type { PlanRequest } from './plan-request.ts';
 import type { PlanPageItem } from './plan-schema.ts';
 import { completePlan, extendLock, failPlan, startPlan } from './plan-store.ts';
+import { bumpPlanVersion } from './plan-page-store.ts';
 
 export interface CreatePlanDeps {
 	database: Knex;
@@ -64,6 +65,7 @@ export async function createPlan(deps: CreatePlanDeps, userId: string, request: 
 			logger,
 		});
 		await completePlan(database, planId, plan);
+		await bumpPlanVersion(database, [pseo.id], logger);
 		logger.info({ planId, pseoId: pseo.id, pages: plan.total_pages, skippedExisting: onSite.length }, 'pseo content plan stored');
 		return { main_json: { pages: plan.pages }, total_pages: plan.total_pages };
 	} catch (error) {

@@ -6,7 +6,7 @@ import { requireOwnedPseo } from '../websites/ownership.ts';
 import type { ImportRequest } from './import-request.ts';
 import { fileRows, inlineRows, type OpenedFile } from './import-source.ts';
 import { pageFromRow } from './import-template.ts';
-import { countPlanPages, deletePlanPages, insertPlanPages, type StoredPlanPage } from './plan-page-store.ts';
+import { bumpPlanVersion, countPlanPages, deletePlanPages, insertPlanPages, type StoredPlanPage } from './plan-page-store.ts';
 import { completeImport, extendLock, failPlan, startPlan } from './plan-store.ts';
 
 export interface ImportDeps {
@@ -110,6 +110,7 @@ export async function importPlan(deps: ImportDeps, userId: string, request: Impo
 			});
 			return { total_pages: totalPages, added: counts.added, skipped };
 		});
+		await bumpPlanVersion(database, [pseo.id], logger);
 		logger.info({ planId, pseoId: pseo.id, ...result }, 'pseo plan import stored');
 		return result;
 	} catch (error) {

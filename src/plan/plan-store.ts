@@ -6,7 +6,7 @@ import { dbTimestamp, insertedId, isUniqueViolation, jsonFromDb } from '../share
 import type { Logger } from '../shared/logger.ts';
 import { transact } from '../shared/transaction.ts';
 import type { PlanPage } from './plan-page.ts';
-import { replacePlanPages } from './plan-page-store.ts';
+import { bumpPlanVersion, replacePlanPages } from './plan-page-store.ts';
 import { postedRoutes } from '../posts/post-store.ts';
 import { readWebsite } from '../websites/website-store.ts';
 
@@ -176,15 +176,17 @@ export async function ensurePlanPages(knex: Knex, pseoId: number, logger: Logger
 		| undefined;
 	if (!current || (current.pages_stored_at !== null && current.pages_stored_at !== undefined)) return;
 	// Several first uses at once (parallel triggers) may meet in the indexes' locks on MySQL: a deadlock runs again.
-	await transact(knex, async (trx) => {
+	const stored = await transact(knex, async (trx) => {
 		const claimed = await trx(PLANS).where({ id: current.id }).whereNull('pages_stored_at').update({ pages_stored_at: dbTimestamp(trx) });
-		if (claimed !== 1) return;
+		if (claimed !== 1) return false;
 		const row = (await trx(PLANS).where('id', current.id).first('id', 'user_id', 'language_code', 'description', 'main_json')) as Record<string, unknown>;
 		// The rows belong to the website's owner, whoever wrote the plan (an admin, through the items API).
 		const userId = (await readWebsite(trx, pseoId))?.backend_user_id ?? (row['user_id'] as string | null) ?? null;
 		const owner = { pseoId, userId, planId: Number(current.id) };
 		await replacePlanPages(trx, owner, toStoredPlan(row).pages, await postedRoutes(trx, pseoId));
+		return true;
 	}, { logger, what: 'plan pages from a plan document', context: { pseoId, planId: current.id } });
+	if (stored) await bumpPlanVersion(knex, [pseoId], logger);
 }
 
 /** Start-up migration, additive: every website's current plan gets its rows, if it has none yet. */

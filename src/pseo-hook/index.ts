@@ -19,8 +19,7 @@ import { providerFor } from '../provider/create-provider.ts';
 import { createPostReviser } from '../posts/post-revisions.ts';
 import { GenerationRuntime } from '../engine/runtime.ts';
 import { migratePlanDocuments, PLANS } from '../plan/plan-store.ts';
-import { PLAN_PAGES, unmarkPosted } from '../plan/plan-page-store.ts';
-import { forgetPlanCatalogs } from '../engine/plan-catalog.ts';
+import { bumpPlanVersion, PLAN_PAGES, unmarkPosted, websitesOfPlanPages } from '../plan/plan-page-store.ts';
 import { POSTS, routesOfPosts } from '../posts/post-store.ts';
 import { setRuntime } from '../engine/runtime-registry.ts';
 import { migrateJobRoutes } from '../engine/job-route-store.ts';
@@ -112,9 +111,29 @@ export default defineHook(({ init, filter, action }, context) => {
 		return 'main_json' in fields ? { ...fields, pages_stored_at: null } : fields;
 	});
 
-	// Small jobs share a website's plan routes and sibling picker (engine/plan-catalog.ts): an editor's change to a
-	// plan page is seen by the next job on this instance, not up to a minute later.
-	for (const event of ['create', 'update', 'delete']) action(`${PLAN_PAGES}.items.${event}`, () => forgetPlanCatalogs(database));
+	// Small jobs share a website's plan routes and sibling picker (engine/plan-catalog.ts), read again when the
+	// website's plan version changes: an editor's change to plan pages bumps it once committed, so the next job on any
+	// instance sees it. A delete's rows are gone by then: their websites are read in the filter and handed to the
+	// action with the array of keys the delete goes on with (every website's, should another hook replace it). An
+	// update that moves a page to another website bumps every website's too: the one it left is no longer known.
+	const deletedFrom = new WeakMap<object, number[]>();
+	const planPagesChanged = async (websites: () => Promise<readonly number[] | 'all'>) => {
+		try {
+			await bumpPlanVersion(database, await websites(), logger);
+		} catch (error) {
+			logger.warn({ err: error }, 'pseo: the websites of changed plan pages could not be read');
+		}
+	};
+	filter(`${PLAN_PAGES}.items.delete`, async (keys) => {
+		const going = [...(keys as (string | number)[])];
+		deletedFrom.set(going, await websitesOfPlanPages(database, going));
+		return going;
+	});
+	action(`${PLAN_PAGES}.items.delete`, ({ keys }) => planPagesChanged(async () => deletedFrom.get(keys as object) ?? 'all'));
+	action(`${PLAN_PAGES}.items.create`, ({ key }) => planPagesChanged(() => websitesOfPlanPages(database, [key as string | number])));
+	action(`${PLAN_PAGES}.items.update`, ({ keys, payload }) =>
+		planPagesChanged(async () => ('pseo_id' in (payload as object) ? 'all' : websitesOfPlanPages(database, keys as (string | number)[]))),
+	);
 
 	// A deleted post's route is ungenerated again: the plan page says so, and the next job may take it.
 	filter(`${POSTS}.items.delete`, async (keys) => {
