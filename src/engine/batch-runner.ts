@@ -2,7 +2,8 @@ import { setImmediate } from 'node:timers/promises';
 import { FINAL_BATCH_STATES, type BatchInfo, type GenerationProvider } from '../provider/generation-provider.ts';
 import { faultPoint } from '../shared/fault-injection.ts';
 import { loadJobContext, type JobContext } from './job-context.ts';
-import { finishJob, recordOutcomes, releaseJob, settledAmong, settledRoutes, withRoutes, type PageOutcome } from './job-store.ts';
+import { finishJob, recordOutcomes, releaseJob, settledAmong, type PageOutcome } from './job-store.ts';
+import { failUnsettled, walkJobRoutes } from './route-walk.ts';
 import type { JobHead } from './job-types.ts';
 import { buildPageRequest, generatePage, pageFromBatchLine } from './page-request.ts';
 import { errorMessage, type RunnerDeps } from './page-runner.ts';
@@ -39,12 +40,6 @@ const INGESTED_TABLES: readonly StatisticsTarget[] = [
 	{ table: PLAN_PAGES, columns: ['pseo_id', 'route', 'has_post', 'priority'] },
 ];
 
-/**
- * Routes read per query while a part's input is built: the part is streamed from the job's rows, never read whole
- * (operating contract: a bulk job of any size in flat memory).
- */
-const ROUTES_PER_READ = 1000;
-
 /** Metadata key that tags a provider batch with its job, so a lost create can be found and adopted. */
 const BATCH_JOB_KEY = 'pseo_generation_id';
 /** Metadata key that names the part a batch runs, `<job id>:<part>`: the adopt lookup of one part. */
@@ -75,10 +70,7 @@ export async function runBatchStep(job: JobHead, deps: RunnerDeps, settings: Bat
 	const { database, worker, logger } = deps;
 	if ('unavailable' in deps.provider) {
 		const reason = deps.provider.unavailable;
-		const whole = await withRoutes(database, job);
-		const settled = await settledRoutes(database, whole);
-		const remaining = whole.routes.filter((item) => !settled.has(item.route));
-		await recordOutcomes(database, job, worker, remaining.map((item) => ({ route: item.route, error: reason })), logger);
+		await failUnsettled(database, job, worker, reason, logger);
 		await finishJob(database, job.id, worker, reason);
 		return;
 	}
@@ -189,14 +181,8 @@ async function submitPart(
 	const limit = plan.end ?? job.route_count;
 	// The range's unsettled routes, read from the job's rows a page at a time, with the position they end.
 	async function* unsettled(from: number): AsyncGenerator<{ item: PlanPage; end: number } | { item: null; end: number }> {
-		for (let start = from; start < limit; start += ROUTES_PER_READ) {
-			const page = await readJobRouteRange(database, job.id, start, Math.min(start + ROUTES_PER_READ, limit));
-			const settled = await settledAmong(
-				database,
-				job,
-				page.map((item) => item.route),
-			);
-			for (const { position, ...item } of page) yield settled.has(item.route) ? { item: null, end: position + 1 } : { item, end: position + 1 };
+		for await (const { routes, settled } of walkJobRoutes(database, job, from, limit)) {
+			for (const { position, ...item } of routes) yield settled.has(item.route) ? { item: null, end: position + 1 } : { item, end: position + 1 };
 		}
 	}
 	// Settled routes at the start of the range are skipped before anything is uploaded; none left, no part.

@@ -1,18 +1,13 @@
 import type { GenerationProvider } from '../provider/generation-provider.ts';
 import { BATCH_PART_KEY } from './batch-runner.ts';
 import { readParts } from './part-store.ts';
-import { finishJob, recordOutcomes, settledAmong } from './job-store.ts';
-import { readJobRouteRange } from './job-route-store.ts';
+import { finishJob } from './job-store.ts';
+import { failUnsettled } from './route-walk.ts';
 import type { JobHead } from './job-types.ts';
 import type { RunnerDeps } from './page-runner.ts';
 
 /** The error of every page a cancel stopped, in `failed_routes`. */
 const CANCELLED = 'cancelled';
-
-/** Pages recorded per transaction: a cancel of a large job moves in bounded steps. */
-const CHUNK = 250;
-/** Routes read per query: a large job is walked through its route rows, never held whole. */
-const ROUTES_PER_READ = 1000;
 
 export type CancelDeps = Pick<RunnerDeps, 'database' | 'logger' | 'worker' | 'provider'> & {
 	/** Bulk jobs run through the provider's Batch API (PSEO_BULK_MODE=batch). */
@@ -29,21 +24,7 @@ export type CancelDeps = Pick<RunnerDeps, 'database' | 'logger' | 'worker' | 'pr
 export async function runCancel(job: JobHead, deps: CancelDeps): Promise<JobHead['status']> {
 	const { database, logger, worker } = deps;
 	if (job.mode === 'bulk' && deps.batchMode && !('unavailable' in deps.provider)) await stopBatch(job, deps);
-	let cancelled = 0;
-	for (let start = 0; start < job.route_count; start += ROUTES_PER_READ) {
-		const page = await readJobRouteRange(database, job.id, start, start + ROUTES_PER_READ);
-		const settled = await settledAmong(
-			database,
-			job,
-			page.map((item) => item.route),
-		);
-		const remaining = page.filter((item) => !settled.has(item.route));
-		for (let i = 0; i < remaining.length; i += CHUNK) {
-			const chunk = remaining.slice(i, i + CHUNK).map((item) => ({ route: item.route, error: CANCELLED }));
-			await recordOutcomes(database, job, worker, chunk, logger);
-		}
-		cancelled += remaining.length;
-	}
+	const cancelled = await failUnsettled(database, job, worker, CANCELLED, logger);
 	const status = await finishJob(database, job.id, worker, 'Cancelled by its owner.');
 	logger.info({ jobId: job.id, cancelledPages: cancelled, status }, 'pseo job cancelled');
 	return status;

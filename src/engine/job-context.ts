@@ -8,7 +8,7 @@ import type { JobHead } from './job-types.ts';
 import { readJobRouteNames, readJobRoutes } from './job-route-store.ts';
 
 /** Jobs of at most this many routes share their website's plan catalog (engine/plan-catalog.ts). */
-const SHARED_CATALOG_ROUTES = 100;
+export const SHARED_CATALOG_ROUTES = 100;
 
 /** Everything a page prompt needs besides the page itself, loaded once per job run. */
 export interface JobContext {

@@ -194,7 +194,7 @@ export async function readJob(knex: Knex, jobId: number): Promise<JobRecord | nu
 }
 
 /** A job's routes and failed routes, read for a job whose record is at hand. */
-export async function withRoutes(knex: Knex, head: JobHead): Promise<JobRecord> {
+async function withRoutes(knex: Knex, head: JobHead): Promise<JobRecord> {
 	const { routes, failed } = await readJobRoutes(knex, head.id);
 	return { ...head, routes, failed_routes: failed };
 }
@@ -233,21 +233,7 @@ export async function readJobHead(knex: Knex, jobId: number): Promise<JobHead | 
 	};
 }
 
-/**
- * Routes of the job (or of `routes`, a slice of them) that already have a post or a recorded failure: they are
- * done and never redone.
- */
-export async function settledRoutes(knex: Knex, job: JobRecord, routes: readonly PlanPage[] = job.routes): Promise<Set<string>> {
-	const done = await doneRoutes(
-		knex,
-		job,
-		routes.map((item) => item.route),
-	);
-	for (const failure of job.failed_routes) done.add(failure.route);
-	return done;
-}
-
-/** {@link settledRoutes} for a job read without its routes: its failures among `routes` are read too. */
+/** Which of `routes` the job has settled: posted (see doneRoutes), or failed. */
 export async function settledAmong(knex: Knex, job: JobHead, routes: readonly string[]): Promise<Set<string>> {
 	const done = await doneRoutes(knex, job, routes);
 	for (const route of await failedAmong(knex, job.id, routes)) done.add(route);

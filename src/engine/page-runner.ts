@@ -2,11 +2,13 @@ import type { Knex } from 'knex';
 import type PQueue from 'p-queue';
 import type { Logger } from '../shared/logger.ts';
 import type { GenerationProvider } from '../provider/generation-provider.ts';
-import { loadJobContext } from './job-context.ts';
-import { finishJob, LeaseLostError, recordOutcomes, settledRoutes, type PageOutcome, type PageUsage } from './job-store.ts';
+import { loadJobContext, SHARED_CATALOG_ROUTES } from './job-context.ts';
+import { finishJob, LeaseLostError, recordOutcomes, type PageOutcome, type PageUsage } from './job-store.ts';
+import { readJobRouteRange } from './job-route-store.ts';
+import { failUnsettled, unsettledRoutes } from './route-walk.ts';
 import type { ReportedUsage } from '../provider/types.ts';
 import type { PostReviser } from '../posts/post-revisions.ts';
-import type { JobRecord } from './job-types.ts';
+import type { JobHead } from './job-types.ts';
 import type { PlanPage } from '../plan/plan-page.ts';
 import { generatePage } from './page-request.ts';
 import { createQualityGate, type QualitySettings } from '../quality/quality-gate.ts';
@@ -35,19 +37,19 @@ export interface RunnerDeps {
  * (or failed and refunded) as soon as it is done, pages that finish while a write runs sharing the next
  * transaction, so a crash loses at most the pages in flight, and a resumed job skips every route already settled.
  */
-export async function runPages(job: JobRecord, deps: RunnerDeps): Promise<void> {
+export async function runPages(job: JobHead, deps: RunnerDeps): Promise<void> {
 	const { database, logger, worker, queue, signal } = deps;
-	const settled = await settledRoutes(database, job);
-	const remaining = job.routes.filter((item) => !settled.has(item.route));
-
 	if ('unavailable' in deps.provider) {
 		const reason = deps.provider.unavailable;
-		await recordOutcomes(database, job, worker, remaining.map((item) => ({ route: item.route, error: reason })), logger);
+		await failUnsettled(database, job, worker, reason, logger);
 		await finishJob(database, job.id, worker, reason);
 		return;
 	}
 	const provider = deps.provider;
-	const context = await loadJobContext(database, job, job.routes);
+	// A job's routes are walked from its rows as the queue takes them (route-walk.ts), never held whole; a small job's
+	// are read at once, for the plan catalog the instance shares between small jobs (job-context.ts).
+	const small = job.route_count <= SHARED_CATALOG_ROUTES;
+	const context = await loadJobContext(database, job, small ? await readJobRouteRange(database, job.id, 0, job.route_count) : undefined);
 
 	const gate = createQualityGate(database, job.pseo_id, deps.quality);
 	const store = coalesceWrites<PageOutcome>(async (outcomes) => {
@@ -104,7 +106,7 @@ export async function runPages(job: JobRecord, deps: RunnerDeps): Promise<void> 
 	const limit = Math.max(1, queue.concurrency) * PAGES_QUEUED_PER_SLOT;
 	const inFlight = new Set<Promise<void>>();
 	let failure: { error: unknown } | undefined;
-	for (const item of remaining) {
+	for await (const item of unsettledRoutes(database, job)) {
 		if (failure || signal.aborted) break;
 		const tracked: Promise<void> = runPage(item)
 			.then(

@@ -7,7 +7,7 @@ import type { Logger } from '../shared/logger.ts';
 import { runCancel } from './cancel-runner.ts';
 import { runBatchStep } from './batch-runner.ts';
 import type { GenerationProvider } from '../provider/generation-provider.ts';
-import { claimJob, findClaimable, LeaseLostError, readJobHead, releaseJob, renewLease, withRoutes } from './job-store.ts';
+import { claimJob, findClaimable, LeaseLostError, readJobHead, releaseJob, renewLease } from './job-store.ts';
 import { runPages, type RunnerDeps } from './page-runner.ts';
 import type { PostReviser } from '../posts/post-revisions.ts';
 
@@ -117,7 +117,7 @@ export class GenerationRuntime {
 			} else if (job.mode === 'bulk' && config.bulkMode === 'batch') {
 				await runBatchStep(job, deps, { pollIntervalMs: config.batchPollIntervalMs, maxRequests: config.batchMaxRequests, maxBytes: config.batchMaxBytes });
 			} else {
-				await runPages(await withRoutes(database, job), deps);
+				await runPages(job, deps);
 			}
 		} catch (error) {
 			if (this.#stopping) return; // drain() hands the job back
