@@ -25,6 +25,7 @@ interface Service {
 	depends_on?: Record<string, { condition: string }>;
 	deploy?: { replicas?: number };
 	restart?: string;
+	init?: boolean;
 	stop_grace_period?: string;
 	configs?: { source: string; target: string }[];
 }
@@ -233,11 +234,17 @@ describe('docker-compose.yml and .env.example', () => {
 		}
 	});
 
-	it('5 a stopping replica has time to drain: stop grace > PM2 kill timeout > PSEO_SHUTDOWN_GRACE_MS', () => {
-		const grace = readConfig(effective).shutdownGraceMs;
-		const pm2 = Number(effective['PM2_KILL_TIMEOUT']);
-		expect(effective['PM2_INSTANCES']).toBe('1');
-		expect(pm2).toBeGreaterThan(grace);
-		expect(durationMs(directus.stop_grace_period ?? '10s')).toBeGreaterThan(pm2);
+	it('5 a stopping replica has time to drain: Node gets the SIGTERM, and the stop grace outlasts PSEO_SHUTDOWN_GRACE_MS', () => {
+		// Node is not PID 1: an init forwards the signal (Node as PID 1 would get no default SIGTERM handling).
+		expect(directus.init).toBe(true);
+		expect(durationMs(directus.stop_grace_period ?? '10s')).toBeGreaterThan(readConfig(effective).shutdownGraceMs);
+	});
+
+	it('starts each replica as one Node process with the heap flag npm start uses', () => {
+		const startScript = read('scripts/start.mjs');
+		expect(startScript).toContain('--heap-growing-percent=30');
+		expect(directus.command).toEqual(['node', '--heap-growing-percent=30', 'cli.js', 'start']);
+		// The one-shot bootstrap runs the migrations; the replicas only start.
+		expect(services['bootstrap']!.command).toEqual(['node', 'cli.js', 'bootstrap']);
 	});
 });
