@@ -1,6 +1,6 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { startFakeProvider, type FakeProvider } from './support/fake-provider/server.ts';
-import { adminItems, call, createUser, createWebsite, expectEnvelope, planPages, seedPlan, waitForJob } from './support/api.ts';
+import { adminItems, call, createUser, createWebsite, eventually, expectEnvelope, planPages, seedPlan, waitForJob } from './support/api.ts';
 import { startDirectus, type DirectusInstance } from './support/directus.ts';
 import { INTERFACE_LEGS, legAvailable } from './support/legs.ts';
 
@@ -134,6 +134,17 @@ describe.each(INTERFACE_LEGS)('plan pages on %s', (leg) => {
 			expect(deleted.status).toBe(204);
 			await onDemand();
 			expect(await linksOf(plan[2]!.route)).toEqual(new Map([[plan[1]!.route, 'Page 2']]));
+
+			// An admin moves a page to another website: the plans of both changed (the one it left read before the move).
+			const { id: elsewhere } = await createWebsite(directus, user);
+			const versionOf = async (id: number) => Number((await adminItems(directus, 'pseo', `filter[id][_eq]=${id}&fields=plan_version`))[0]!.plan_version);
+			const [left, reached] = [await versionOf(pseoId), await versionOf(elsewhere)];
+			const other = await createWebsite(directus, user);
+			const untouched = await versionOf(other.id);
+			const moved = await call(directus, 'PATCH', `/items/pseo_plan_pages/${await planPageId(plan[1]!.route)}`, { token: directus.adminToken, body: { pseo_id: elsewhere } });
+			expect(moved.status).toBe(200);
+			await eventually(async () => (await versionOf(pseoId)) > left && (await versionOf(elsewhere)) > reached, 10_000, 'both websites\' plan versions bumped');
+			expect(await versionOf(other.id)).toBe(untouched);
 		});
 
 		it('another user neither sees nor changes the rows; a deleted post makes its route ungenerated again', async () => {

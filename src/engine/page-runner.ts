@@ -106,18 +106,23 @@ export async function runPages(job: JobHead, deps: RunnerDeps): Promise<void> {
 	const limit = Math.max(1, queue.concurrency) * PAGES_QUEUED_PER_SLOT;
 	const inFlight = new Set<Promise<void>>();
 	let failure: { error: unknown } | undefined;
-	for await (const item of unsettledRoutes(database, job)) {
-		if (failure || signal.aborted) break;
-		const tracked: Promise<void> = runPage(item)
-			.then(
-				() => {},
-				(error: unknown) => {
-					failure ??= { error };
-				},
-			)
-			.finally(() => inFlight.delete(tracked));
-		inFlight.add(tracked);
-		while (inFlight.size >= limit) await Promise.race(inFlight);
+	try {
+		for await (const item of unsettledRoutes(database, job)) {
+			if (failure || signal.aborted) break;
+			const tracked: Promise<void> = runPage(item)
+				.then(
+					() => {},
+					(error: unknown) => {
+						failure ??= { error };
+					},
+				)
+				.finally(() => inFlight.delete(tracked));
+			inFlight.add(tracked);
+			while (inFlight.size >= limit) await Promise.race(inFlight);
+		}
+	} catch (error) {
+		// A failed read of the next routes: the pages already started finish and are stored before the step fails.
+		failure ??= { error };
 	}
 	await Promise.all(inFlight);
 	if (failure) throw failure.error;

@@ -1,6 +1,7 @@
 import type { Knex } from 'knex';
 import { dbTimestamp, existingRoutes } from '../shared/database.ts';
 import type { Logger } from '../shared/logger.ts';
+import { retryConflicts } from '../shared/transaction.ts';
 import { WEBSITES } from '../websites/website-store.ts';
 import type { PlanPage } from './plan-page.ts';
 
@@ -49,9 +50,16 @@ export async function readPlanVersion(knex: Knex, pseoId: number): Promise<numbe
 export async function bumpPlanVersion(knex: Knex, pseoIds: readonly number[] | 'all', logger: Logger): Promise<void> {
 	if (pseoIds !== 'all' && pseoIds.length === 0) return;
 	try {
-		const query = knex(WEBSITES);
-		if (pseoIds !== 'all') query.whereIn('id', [...new Set(pseoIds)]);
-		await query.update({ plan_version: knex.raw('coalesce(plan_version, 0) + 1') });
+		// An ingest holds the website row for its chunk's transaction: on MySQL the bump waiting for it can be chosen as
+		// the deadlock victim (a shared lock taken through the posts' foreign key, then upgraded), and is run again.
+		await retryConflicts(
+			async () => {
+				const query = knex(WEBSITES);
+				if (pseoIds !== 'all') query.whereIn('id', [...new Set(pseoIds)]);
+				await query.update({ plan_version: knex.raw('coalesce(plan_version, 0) + 1') });
+			},
+			{ logger, what: 'plan version bump', context: { pseoIds } },
+		);
 	} catch (error) {
 		logger.warn({ err: error, pseoIds }, 'pseo: the plan version could not be bumped; other instances see the plan change within a minute');
 	}

@@ -113,26 +113,65 @@ export default defineHook(({ init, filter, action }, context) => {
 
 	// Small jobs share a website's plan routes and sibling picker (engine/plan-catalog.ts), read again when the
 	// website's plan version changes: an editor's change to plan pages bumps it once committed, so the next job on any
-	// instance sees it. A delete's rows are gone by then: their websites are read in the filter and handed to the
-	// action with the array of keys the delete goes on with (every website's, should another hook replace it). An
-	// update that moves a page to another website bumps every website's too: the one it left is no longer known.
-	const deletedFrom = new WeakMap<object, number[]>();
+	// instance sees it. The websites a change leaves are read before it (a delete's rows are gone by the action, an
+	// update may move a page to another website) and handed to the action with the array of keys the change goes on
+	// with; those it reaches are read after it. Bumps of one turn of the event loop go as one statement: creating
+	// thousands of pages through the items API runs one action per page.
+	const before = new WeakMap<object, readonly number[] | 'all'>();
+	const bumps = { websites: new Set<number>(), all: false, scheduled: false };
 	const planPagesChanged = async (websites: () => Promise<readonly number[] | 'all'>) => {
 		try {
-			await bumpPlanVersion(database, await websites(), logger);
+			const found = await websites();
+			if (found === 'all') bumps.all = true;
+			else for (const id of found) bumps.websites.add(id);
 		} catch (error) {
-			logger.warn({ err: error }, 'pseo: the websites of changed plan pages could not be read');
+			logger.warn({ err: error }, 'pseo: the websites of changed plan pages could not be read; every website\'s plan version is bumped');
+			bumps.all = true;
+		}
+		if (bumps.scheduled) return;
+		bumps.scheduled = true;
+		setImmediate(() => {
+			const websites = bumps.all ? 'all' : [...bumps.websites];
+			Object.assign(bumps, { websites: new Set<number>(), all: false, scheduled: false });
+			void bumpPlanVersion(database, websites, logger);
+		});
+	};
+	const websitesBefore = async (keys: readonly (string | number)[], eventContext: unknown): Promise<readonly number[] | 'all'> => {
+		try {
+			// The event's own connection: the change may run inside a transaction (SQLite has a single connection).
+			return await websitesOfPlanPages((eventContext as { database?: typeof database } | undefined)?.database ?? database, keys);
+		} catch (error) {
+			// The change goes ahead; its action bumps every website instead.
+			logger.warn({ err: error }, 'pseo: the websites of plan pages could not be read before their change');
+			return 'all';
 		}
 	};
-	filter(`${PLAN_PAGES}.items.delete`, async (keys) => {
+	const previousOr = (keys: unknown): readonly number[] | 'all' => before.get(keys as object) ?? 'all';
+	filter(`${PLAN_PAGES}.items.delete`, async (keys, _meta, eventContext) => {
 		const going = [...(keys as (string | number)[])];
-		deletedFrom.set(going, await websitesOfPlanPages(database, going));
+		before.set(going, await websitesBefore(going, eventContext));
 		return going;
 	});
-	action(`${PLAN_PAGES}.items.delete`, ({ keys }) => planPagesChanged(async () => deletedFrom.get(keys as object) ?? 'all'));
-	action(`${PLAN_PAGES}.items.create`, ({ key }) => planPagesChanged(() => websitesOfPlanPages(database, [key as string | number])));
+	// An update's action gets the very array of keys its filter got.
+	filter(`${PLAN_PAGES}.items.update`, async (payload, meta, eventContext) => {
+		const { keys } = meta as { keys: (string | number)[] };
+		if ('pseo_id' in (payload as object)) before.set(keys, await websitesBefore(keys, eventContext));
+		return payload;
+	});
+	action(`${PLAN_PAGES}.items.delete`, ({ keys }) => planPagesChanged(async () => previousOr(keys)));
+	action(`${PLAN_PAGES}.items.create`, ({ key, payload }) =>
+		planPagesChanged(async () => {
+			const pseoId = Number((payload as { pseo_id?: unknown }).pseo_id);
+			return Number.isInteger(pseoId) && pseoId > 0 ? [pseoId] : websitesOfPlanPages(database, [key as string | number]);
+		}),
+	);
 	action(`${PLAN_PAGES}.items.update`, ({ keys, payload }) =>
-		planPagesChanged(async () => ('pseo_id' in (payload as object) ? 'all' : websitesOfPlanPages(database, keys as (string | number)[]))),
+		planPagesChanged(async () => {
+			const after = await websitesOfPlanPages(database, keys as (string | number)[]);
+			if (!('pseo_id' in (payload as object))) return after;
+			const left = previousOr(keys);
+			return left === 'all' ? 'all' : [...left, ...after];
+		}),
 	);
 
 	// A deleted post's route is ungenerated again: the plan page says so, and the next job may take it.
