@@ -83,6 +83,21 @@ describe.each(VENDORS)('token ledger on %s', (vendor) => {
 			]);
 		});
 
+		it('a key longer than the column (a page refund naming a 500-character route) books once, under its digest', async () => {
+			const userId = await insertUser(knex, 0);
+			const route = `/${'long-route-'.repeat(45)}`.slice(0, 500);
+			const key = `refund:generation:123:${route}`;
+			for (let i = 0; i < 2; i++) await knex.transaction((trx) => refundTokens(trx, userId, 3, { route, idempotencyKey: key }));
+			expect(await readBalance(knex, userId)).toBe(3);
+			const rows = (await knex(LEDGER_TABLE).where('user_id', userId).select('route', 'idempotency_key')) as { route: string; idempotency_key: string }[];
+			expect(rows).toHaveLength(1);
+			expect(rows[0]!.route).toBe(route);
+			expect(rows[0]!.idempotency_key).toMatch(/^sha256:[0-9a-f]{64}$/);
+			// A key that fits is stored as it is.
+			await knex.transaction((trx) => refundTokens(trx, userId, 1, { idempotencyKey: 'refund:generation:123:/short' }));
+			expect(await knex(LEDGER_TABLE).where({ user_id: userId, idempotency_key: 'refund:generation:123:/short' }).first('id')).toBeTruthy();
+		});
+
 		it('a refund without a key books every time', async () => {
 			const userId = await insertUser(knex, 0);
 			for (let i = 0; i < 3; i++) await knex.transaction((trx) => refundTokens(trx, userId, 2));

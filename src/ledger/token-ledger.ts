@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import type { Knex } from 'knex';
 import { InsufficientTokensError } from '../errors/index.ts';
 import { dbTimestamp, insertedId, isUniqueViolation, vendorOf } from '../shared/database.ts';
@@ -7,6 +8,20 @@ export const BALANCE_FIELD = 'pseo_token_balance';
 export const LEDGER_TABLE = 'pseo_token_ledger';
 
 type LedgerReason = 'grant' | 'charge' | 'refund';
+
+/** Characters the ledger's `idempotency_key` column holds. */
+const KEY_LENGTH = 255;
+
+/**
+ * An idempotency key as the ledger stores it: itself while it fits the column, else the SHA-256 of it. A page's
+ * refund key names its route, and routes may have 500 characters: such a key failed the refund's insert, and with
+ * it the transaction of every outcome of its chunk, at every retry. JavaScript counts UTF-16 units, never fewer
+ * than the column's characters; a route begins with `/`, so no short key looks like a digest.
+ */
+function storedKey(key: string | null | undefined): string | null {
+	if (!key) return null;
+	return key.length <= KEY_LENGTH ? key : `sha256:${createHash('sha256').update(key).digest('hex')}`;
+}
 
 /** What a ledger row points at; all optional. */
 export interface LedgerReference {
@@ -180,7 +195,7 @@ async function insertEntry(
 			main_json_id: reference.mainJsonId ?? null,
 			route: reference.route ?? null,
 			note: reference.note ?? null,
-			idempotency_key: reference.idempotencyKey ?? null,
+			idempotency_key: storedKey(reference.idempotencyKey),
 			date_created: dbTimestamp(trx),
 		},
 		['id'],
