@@ -187,6 +187,7 @@ describe.each(INTERFACE_LEGS)('generation engine on %s', (leg) => {
 				[{ pseo_id: String(pseoId), post_count: 1 }, 400],
 				[{ pseo_id: pseoId, post_count: 1.5 }, 400],
 				[{ pseo_id: -1, post_count: 1 }, 400],
+				[{ pseo_id: 3_000_000_000, post_count: 1 }, 400],
 				['[1]', 400],
 				['{oops', 400],
 				[{ pseo_id: 999_999, post_count: 1 }, 404],
@@ -247,7 +248,8 @@ describe.each(INTERFACE_LEGS)('generation engine on %s', (leg) => {
 			expectEnvelope(await call(directus, 'GET', `/pseo-endpoints/generations?pseo_id=${pseoId}`, { token: stranger.token }), 403);
 			expectEnvelope(await call(directus, 'GET', `/pseo-endpoints/generations/${ids[0]}`, { token: directus.adminToken }), 403);
 			expectEnvelope(await call(directus, 'GET', '/pseo-endpoints/generations/99999999', { token: user.token }), 404);
-			for (const bad of ['abc', '0', '-1', '1.5', '1e3', '01', '99999999999999999999']) {
+			// 2147483648 is past the 32-bit integer ids of PostgreSQL and MySQL, whose queries would fail on it (a 500).
+			for (const bad of ['abc', '0', '-1', '1.5', '1e3', '01', '99999999999999999999', '2147483648', '3000000000']) {
 				expectEnvelope(await call(directus, 'GET', `/pseo-endpoints/generations/${bad}`, { token: user.token }), 400);
 			}
 			for (const query of ['', '?pseo_id=', '?pseo_id=x', `?pseo_id=${pseoId}&pseo_id=${pseoId}`]) {

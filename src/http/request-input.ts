@@ -1,6 +1,7 @@
 import type { Accountability } from '@directus/types';
 import type { Request } from 'express';
 import { InvalidPayloadError, UnauthorizedError } from '../errors/index.ts';
+import { MAX_ID } from '../shared/database.ts';
 
 /** The caller's accountability; 401 for an anonymous request (interface section 5). */
 export function requireUser(req: Request): Accountability & { user: string } {
@@ -22,7 +23,8 @@ const DIGITS = /^[1-9]\d*$/;
 
 /**
  * Parses an identifier from a path or query string. Only a plain positive integer is accepted: `1.0`, `01`,
- * `1e3`, `-1`, `abc`, repeated parameters and values beyond 2^53 are all 400 (operating contract section 4).
+ * `1e3`, `-1`, `abc`, repeated parameters and values beyond the largest id ({@link MAX_ID}) are all 400 (operating
+ * contract section 4).
  */
 export function parseIdParam(value: unknown, name: string): number {
 	if (value === undefined || value === '') {
@@ -31,11 +33,12 @@ export function parseIdParam(value: unknown, name: string): number {
 	if (typeof value !== 'string' || !DIGITS.test(value) || !Number.isSafeInteger(Number(value))) {
 		throw new InvalidPayloadError({ reason: `"${name}" must be a positive integer.` });
 	}
+	if (Number(value) > MAX_ID) throw new InvalidPayloadError({ reason: `"${name}" must be at most ${MAX_ID}.` });
 	return Number(value);
 }
 
 /** A body field that must be a JSON number holding a positive integer. */
-export function requirePositiveInteger(body: Record<string, unknown>, name: string): number {
+export function requirePositiveInteger(body: Record<string, unknown>, name: string, max = Number.MAX_SAFE_INTEGER): number {
 	const value = body[name];
 	if (value === undefined || value === null) {
 		throw new InvalidPayloadError({ reason: `"${name}" is required.` });
@@ -43,5 +46,6 @@ export function requirePositiveInteger(body: Record<string, unknown>, name: stri
 	if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < 1) {
 		throw new InvalidPayloadError({ reason: `"${name}" must be a positive integer, received ${JSON.stringify(value)}.` });
 	}
+	if (value > max) throw new InvalidPayloadError({ reason: `"${name}" must be at most ${max}, received ${value}.` });
 	return value;
 }

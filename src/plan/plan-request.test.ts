@@ -45,6 +45,11 @@ describe('parsePlanRequest', () => {
 		it.each([[0], [-3], [1.5], [Number.NaN], [Number.MAX_SAFE_INTEGER + 1]])('must be a positive safe integer, not %j', (value) => {
 			expect(reasonOf(body({ pseo_id: value }))).toMatch(/"pseo_id" must be a positive integer/);
 		});
+
+		it('must fit the 32-bit integer ids of PostgreSQL and MySQL', () => {
+			expect(reasonOf(body({ pseo_id: 2_147_483_648 }))).toBe('"pseo_id" must be at most 2147483647, received 2147483648.');
+			expect(() => parsePlanRequest(body({ pseo_id: 2_147_483_647 }))).not.toThrow();
+		});
 	});
 
 	describe('language_code', () => {

@@ -1,4 +1,5 @@
 import { InvalidPayloadError } from '../errors/index.ts';
+import { MAX_ID } from '../shared/database.ts';
 
 /** A validated body of POST /generate/main-json (interface 4.8). */
 export interface PlanRequest {
@@ -61,6 +62,7 @@ export function parsePseoId(value: unknown): number {
 	if (!Number.isSafeInteger(value) || value < 1) {
 		throw new InvalidPayloadError({ reason: `"pseo_id" must be a positive integer, received ${value}.` });
 	}
+	if (value > MAX_ID) throw new InvalidPayloadError({ reason: `"pseo_id" must be at most ${MAX_ID}, received ${value}.` });
 	return value;
 }
 

@@ -1,7 +1,7 @@
 import type { Knex } from 'knex';
 import { ConflictError, ForbiddenError, InvalidPayloadError, NotFoundError } from '../errors/index.ts';
 import { selectPostIds } from '../posts/post-publishing.ts';
-import { isoFromDb, isUniqueViolation, jsonFromDb } from '../shared/database.ts';
+import { isoFromDb, isUniqueViolation, jsonFromDb, MAX_ID } from '../shared/database.ts';
 import { readWebsite } from '../websites/website-store.ts';
 import { requireOwnedPseo } from '../websites/ownership.ts';
 import { hasActivePublication, insertPublication, PUBLICATIONS, PUBLICATIONS_VIEW_FIELDS, readPublicationOwner, type Schedule } from './publication-store.ts';
@@ -32,12 +32,12 @@ export function parsePublishBody(body: Record<string, unknown>, now: number = Da
 	const unknown = Object.keys(body).filter((key) => !['pseo_id', 'post_ids', 'status', 'schedule'].includes(key));
 	if (unknown.length > 0) fail(`Unknown field(s): ${unknown.join(', ')}. Accepted: pseo_id, post_ids, status, schedule.`);
 	const pseoId = body['pseo_id'];
-	if (typeof pseoId !== 'number' || !Number.isSafeInteger(pseoId) || pseoId < 1) fail('"pseo_id" must be a positive integer.');
+	if (typeof pseoId !== 'number' || !Number.isSafeInteger(pseoId) || pseoId < 1 || pseoId > MAX_ID) fail(`"pseo_id" must be a positive integer of at most ${MAX_ID}.`);
 	let postIds: number[] | null = null;
 	if (body['post_ids'] !== undefined && body['post_ids'] !== null) {
 		const ids = body['post_ids'];
 		if (!Array.isArray(ids) || ids.length === 0 || ids.length > MAX_POST_IDS) fail(`"post_ids" must be an array of 1 to ${MAX_POST_IDS} post ids.`);
-		for (const id of ids as unknown[]) if (typeof id !== 'number' || !Number.isSafeInteger(id) || id < 1) fail('"post_ids" must hold positive integers only.');
+		for (const id of ids as unknown[]) if (typeof id !== 'number' || !Number.isSafeInteger(id) || id < 1 || id > MAX_ID) fail(`"post_ids" must hold positive integers of at most ${MAX_ID} only.`);
 		postIds = [...new Set(ids as number[])];
 	}
 	const status = body['status'] ?? null;

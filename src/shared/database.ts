@@ -42,6 +42,12 @@ export function jsonFromDb<T>(value: unknown, fallback: T): T {
 	return value as T;
 }
 
+/**
+ * The largest id a row of ours can have: Directus makes integer primary keys 32-bit on PostgreSQL and MySQL, which
+ * refuse a larger value in a query with an error (a 500) rather than finding nothing.
+ */
+export const MAX_ID = 2_147_483_647;
+
 /** True when a write failed on a unique index, on SQLite, PostgreSQL or MySQL. */
 export function isUniqueViolation(error: unknown): boolean {
 	if (typeof error !== 'object' || error === null) return false;

@@ -6,6 +6,7 @@ import type { JobMode } from '../../engine/job-types.ts';
 import { asyncHandler } from '../../http/async-handler.ts';
 import { requireObjectBody, requirePositiveInteger, requireUser } from '../../http/request-input.ts';
 import { respond } from '../../http/respond.ts';
+import { MAX_ID } from '../../shared/database.ts';
 import { faultPoint } from '../../shared/fault-injection.ts';
 import type { ServiceContext } from '../../shared/services.ts';
 
@@ -19,7 +20,7 @@ export function registerTriggers(router: Router, context: ServiceContext, notify
 		asyncHandler(async (req, res) => {
 			const accountability = requireUser(req);
 			const body = requireObjectBody(req);
-			const pseoId = requirePositiveInteger(body, 'pseo_id');
+			const pseoId = requirePositiveInteger(body, 'pseo_id', MAX_ID);
 			const postCount = requirePositiveInteger(body, 'post_count');
 			if (mode === 'on_demand' && postCount !== 1) {
 				throw new InvalidPayloadError({ reason: '"post_count" must be 1 for on-demand generation (test mode).' });
