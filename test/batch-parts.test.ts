@@ -154,6 +154,23 @@ describe.each(LEGS)('bulk jobs in parts on %s', (leg) => {
 			await expectLedgerBalances(directus, user);
 		});
 
+		it('a part whose batch the provider no longer knows fails its lines, refunded, and the job ends', async () => {
+			const user = await createUser(directus, { balance: 100 });
+			const { pseoId } = await plannedSite(directus, user, 3);
+			fake.configure({ holdBatches: true });
+			const res = await call(directus, 'POST', BULK, { token: user.token, body: { pseo_id: pseoId, post_count: 3 } });
+			const id = res.body.generation_id as number;
+			await eventually(async () => batchesOf(fake, id) === 1, 30_000, 'the part\'s batch created');
+			// The provider forgets every batch (one deleted at the provider, a key moved to another project): 404.
+			fake.reset();
+			const job = await waitForJob(directus, user, id);
+			expect(job['status']).toBe('failed');
+			expect(job['failed_count']).toBe(3);
+			expect(job['failed_routes'].every((failure: { error: string }) => /no longer knows this batch/.test(failure.error))).toBe(true);
+			expect(await balanceOf(directus, user.id)).toBe(100);
+			await expectLedgerBalances(directus, user);
+		});
+
 		it('a line the provider answers unusably is written once more through chat, at no extra charge', async () => {
 			const user = await createUser(directus, { balance: 100 });
 			const { pseoId, routes } = await plannedSite(directus, user, 3);

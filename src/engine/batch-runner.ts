@@ -1,12 +1,14 @@
 import { setImmediate } from 'node:timers/promises';
 import { FINAL_BATCH_STATES, type BatchInfo, type GenerationProvider } from '../provider/generation-provider.ts';
 import { faultPoint } from '../shared/fault-injection.ts';
+import type { Logger } from '../shared/logger.ts';
+import { ProviderCallError } from '../provider/provider-call-error.ts';
 import { loadJobContext, type JobContext } from './job-context.ts';
-import { finishJob, recordOutcomes, releaseJob, settledAmong, type PageOutcome } from './job-store.ts';
+import { finishJob, holdsLease, LeaseLostError, recordOutcomes, releaseJob, settledAmong, type PageOutcome } from './job-store.ts';
 import { failUnsettled, walkJobRoutes } from './route-walk.ts';
 import type { JobHead } from './job-types.ts';
 import { buildPageRequest, generatePage, pageFromBatchLine } from './page-request.ts';
-import { errorMessage, type RunnerDeps } from './page-runner.ts';
+import { errorMessage, isAbortError, type RunnerDeps } from './page-runner.ts';
 import { readParts, savePart, setPartStatus, type JobPart } from './part-store.ts';
 import { createQualityGate, type QualityGate } from '../quality/quality-gate.ts';
 import type { QualityIssue } from '../quality/page-checks.ts';
@@ -98,7 +100,7 @@ export async function runBatchStep(job: JobHead, deps: RunnerDeps, settings: Bat
 	};
 	for (const part of parts) {
 		if (part.status !== 'running') continue;
-		const batch = await provider.retrieveBatch(part.batch_id);
+		const batch = await retrievePart(provider, part, job.id, logger);
 		if (!FINAL_BATCH_STATES.has(batch.status)) {
 			logger.debug({ jobId: job.id, part: part.part, batchId: batch.id, status: batch.status }, 'pseo batch still running');
 			continue;
@@ -142,6 +144,23 @@ export async function runBatchStep(job: JobHead, deps: RunnerDeps, settings: Bat
 	}
 	const status = await finishJob(database, job.id, worker);
 	logger.info({ jobId: job.id, parts: parts.length, status }, 'pseo batch job finished');
+}
+
+/**
+ * A part's batch as the provider reports it. A batch the provider no longer knows (404: deleted, or the API key now
+ * belongs to another project) never finishes: it is taken as failed, so that the part's lines fail and are refunded
+ * and the job ends, instead of the job being polled for ever with its tokens held. (A refused key, 401 or 403, is
+ * left to retry: an admin who fixes the key gets the job going again.)
+ */
+async function retrievePart(provider: GenerationProvider, part: JobPart, jobId: number, logger: Logger): Promise<BatchInfo> {
+	try {
+		return await provider.retrieveBatch(part.batch_id);
+	} catch (error) {
+		if (!(error instanceof ProviderCallError) || error.status !== 404) throw error;
+		logger.warn({ jobId, part: part.part, batchId: part.batch_id }, 'pseo batch part: the provider no longer knows its batch; its lines fail and are refunded');
+		const errors = [{ code: 'batch_not_found', message: 'the provider no longer knows this batch', line: null }];
+		return { id: part.batch_id, status: 'failed', outputFileId: null, errorFileId: null, requestCounts: { total: 0, completed: 0, failed: 0 }, metadata: {}, errors, createdAt: null };
+	}
 }
 
 interface PartPlan {
@@ -212,6 +231,11 @@ async function submitPart(
 		}
 	}
 	const inputFileId = await provider.uploadBatchFile(lines(), `pseo-generation-${job.id}-part-${plan.part}.jsonl`);
+	// The upload of a large part takes minutes. A job cancelled meanwhile (the cancel takes its lease and found no
+	// batch to stop), handed to another worker, or an instance stopping, must not get a batch that nothing would
+	// cancel, ingest or refund: the worker makes sure it still holds the job right before the create. (A create that
+	// outruns a cancel arriving in between is stopped by the cancel's lookup by metadata.)
+	if (deps.signal.aborted || !(await holdsLease(database, job.id, worker))) throw new LeaseLostError(job.id);
 	const routeEnd = plan.end ?? end;
 	const batch = await provider.createBatch(inputFileId, {
 		[BATCH_JOB_KEY]: String(job.id),
@@ -301,8 +325,9 @@ async function ingestPart(
 		if (chunk.length === 0) return;
 		const outcomes = chunk;
 		chunk = [];
-		await timed('judgeMs', async () => {
-			await retryByChat(
+		let abandoned = new Set<string>();
+		const kept = await timed('judgeMs', async () => {
+			abandoned = await retryByChat(
 				outcomes.filter((outcome) => !unansweredRoutes.has(outcome.route)),
 				items,
 				context,
@@ -310,13 +335,22 @@ async function ingestPart(
 				provider,
 				job.id,
 			);
-			if (!deps.signal.aborted) await gateChunk(outcomes, items, context, gate, deps, provider, job.id);
+			// Lines whose retry the stopping instance dropped are left unsettled, for the ingest that resumes the part.
+			const rest = abandoned.size > 0 ? outcomes.filter((outcome) => !abandoned.has(outcome.route)) : outcomes;
+			if (!deps.signal.aborted) await gateChunk(rest, items, context, gate, deps, provider, job.id);
+			return rest;
 		});
 		if (deps.signal.aborted) return;
 		await timed('waitMs', () => writing);
-		writing = record(outcomes);
+		writing = record(kept);
 		// A failed write surfaces at the next flush or at the end; this only keeps it from being reported unhandled.
 		writing.catch(() => {});
+		if (abandoned.size > 0) {
+			// The instance is stopping: the step ends here, with the part still running, so that the worker resuming
+			// the job ingests it again and reaches the lines left unsettled (settled ones are skipped).
+			await writing;
+			throw new DOMException(`The instance is stopping; ${abandoned.size} line(s) are left for the resumed ingest.`, 'AbortError');
+		}
 	};
 
 	let parsed = 0;
@@ -364,8 +398,9 @@ async function retryByChat(
 	deps: RunnerDeps,
 	provider: GenerationProvider,
 	jobId: number,
-): Promise<void> {
+): Promise<Set<string>> {
 	const { logger, signal, queue } = deps;
+	const abandoned = new Set<string>();
 	await Promise.all(
 		outcomes.map(async (outcome) => {
 			const item = items.get(outcome.route);
@@ -378,10 +413,16 @@ async function retryByChat(
 				delete outcome.error;
 			} catch (error) {
 				if (signal.aborted) return;
+				// Dropped from the queue by a shutdown (drain clears it before it aborts the jobs): not a second failure.
+				if (isAbortError(error)) {
+					abandoned.add(outcome.route);
+					return;
+				}
 				logger.warn({ jobId, route: item.route, error: errorMessage(error) }, 'pseo batch line failed again through chat');
 			}
 		}),
 	);
+	return abandoned;
 }
 
 /**

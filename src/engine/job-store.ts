@@ -177,6 +177,11 @@ export async function renewLease(knex: Knex, jobId: number, worker: string, leas
 	return updated === 1;
 }
 
+/** True while `worker` holds the running job's lease (a cancel takes the lease over). */
+export async function holdsLease(knex: Knex, jobId: number, worker: string): Promise<boolean> {
+	return (await knex(JOBS).where({ id: jobId, lease_owner: worker, status: 'running' }).first('id')) !== undefined;
+}
+
 /**
  * Hands a running job back: with `pollAt`, it is due again then (a batch waiting on the provider); without, it is
  * claimable at once (shutdown).

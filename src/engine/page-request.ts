@@ -61,7 +61,14 @@ export async function generatePage(
 	return toContent(checked.page);
 }
 
-/** A batch line's page outcome; `unanswered` when the batch expired before the provider ran the request. */
+/**
+ * Error codes of lines the provider never ran: the batch expired, or was cancelled (by the job's cancel or from the
+ * provider's side), before their turn. Such a line is left for a resubmission or failed, never retried through chat:
+ * a cancelled batch of 50,000 lines would otherwise become 50,000 chat calls.
+ */
+const UNANSWERED_CODES = new Set(['batch_expired', 'batch_cancelled', 'batch_canceled']);
+
+/** A batch line's page outcome; `unanswered` when the batch ended before the provider ran the request. */
 export type BatchLineOutcome = PageOutcome & { unanswered?: boolean };
 
 /** A batch output or error line as a page outcome; null for a line that names no request. */
@@ -71,7 +78,7 @@ export function pageFromBatchLine(line: string, context: JobContext): BatchLineO
 	const route = parsed.customId;
 	const usage = parsed.usage ? { ...parsed.usage, requests: 1 } : undefined;
 	const billed = usage ? { usage } : {};
-	if (!parsed.ok) return { route, error: parsed.error, ...billed, ...(parsed.code === 'batch_expired' ? { unanswered: true } : {}) };
+	if (!parsed.ok) return { route, error: parsed.error, ...billed, ...(parsed.code && UNANSWERED_CODES.has(parsed.code) ? { unanswered: true } : {}) };
 	const checked = validatePageOutput(parsed.content, context.allowedRoutes, route);
 	if (!checked.ok) return { route, error: checked.error, ...billed };
 	return { route, content: toContent(checked.page), language: context.language, ...billed };

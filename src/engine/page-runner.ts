@@ -164,6 +164,7 @@ export function errorMessage(error: unknown): string {
 	return message.length > 500 ? `${message.slice(0, 497)}...` : message;
 }
 
-function isAbortError(error: unknown): boolean {
+/** The rejection of a task p-queue dropped (`clear()` at shutdown) or of an aborted call. */
+export function isAbortError(error: unknown): boolean {
 	return error instanceof Error && error.name === 'AbortError';
 }
