@@ -10,6 +10,7 @@ import type { GenerationProvider } from '../provider/generation-provider.ts';
 import { claimJob, findClaimable, LeaseLostError, readJobHead, releaseJob, renewLease } from './job-store.ts';
 import { runPages, type RunnerDeps } from './page-runner.ts';
 import type { PostReviser } from '../posts/post-revisions.ts';
+import { releaseAbandonedPlans } from '../plan/plan-store.ts';
 
 export interface RuntimeOptions {
 	database: Knex;
@@ -36,6 +37,7 @@ export class GenerationRuntime {
 	readonly #maxJobs: number;
 	#timer: NodeJS.Timeout | null = null;
 	#sweeping: Promise<void> | null = null;
+	#releasingPlans: Promise<unknown> | null = null;
 	#stopping = false;
 
 	constructor(options: RuntimeOptions) {
@@ -47,9 +49,27 @@ export class GenerationRuntime {
 	/** Starts the schedule; the first sweep runs at once (start-up recovery). */
 	start(): void {
 		if (this.#timer || this.#stopping) return;
-		this.#timer = setInterval(() => this.kick(), this.#options.config.sweepIntervalMs);
+		const tick = () => {
+			this.kick();
+			this.#releaseAbandonedPlans();
+		};
+		this.#timer = setInterval(tick, this.#options.config.sweepIntervalMs);
 		this.#timer.unref();
-		this.kick();
+		tick();
+	}
+
+	/**
+	 * Content plans whose request died with its instance hold their user's plan lock and charge until the lock
+	 * lapses; the schedule fails and refunds them then, whether or not their user asks for another plan.
+	 */
+	#releaseAbandonedPlans(): void {
+		if (this.#stopping || this.#releasingPlans) return;
+		const { database, logger } = this.#options;
+		this.#releasingPlans = releaseAbandonedPlans(database, logger)
+			.catch((error: unknown) => logger.warn({ err: error }, 'pseo: abandoned content plans could not be released; the next sweep tries again'))
+			.finally(() => {
+				this.#releasingPlans = null;
+			});
 	}
 
 	/** Looks for claimable jobs now (after a trigger, say) instead of at the next tick. */

@@ -68,14 +68,35 @@ export interface PlanStart {
 	userCap: number | null;
 }
 
-/** Frees the user's abandoned plan lock, refunding its charge, in one transaction. */
-async function releaseStaleLock(knex: Knex, userId: string, logger: Logger): Promise<void> {
+/** Abandoned plan locks released per sweep; the next sweep takes the rest. */
+const ABANDONED_PER_SWEEP = 50;
+
+/**
+ * Frees every abandoned plan lock (its request's instance died, so nothing renews it), refunding each plan's charge,
+ * without waiting for its user to ask for another plan: run by every instance's sweep. Returns how many were freed.
+ */
+export async function releaseAbandonedPlans(knex: Knex, logger: Logger): Promise<number> {
+	const users = (await knex(PLANS)
+		.whereNotNull('active_user_id')
+		.andWhere('lock_expires_at', '<', Date.now())
+		.limit(ABANDONED_PER_SWEEP)
+		.select('active_user_id')) as { active_user_id: string }[];
+	let released = 0;
+	for (const userId of new Set(users.map((row) => row.active_user_id))) {
+		if (await releaseStaleLock(knex, userId, logger)) released++;
+	}
+	if (released > 0) logger.info({ plans: released }, 'pseo: abandoned content plans failed and refunded');
+	return released;
+}
+
+/** Frees the user's abandoned plan lock, refunding its charge, in one transaction; true when it freed one. */
+async function releaseStaleLock(knex: Knex, userId: string, logger: Logger): Promise<boolean> {
 	const stale = (await knex(PLANS)
 		.where('active_user_id', userId)
 		.andWhere('lock_expires_at', '<', Date.now())
 		.first('id', 'pseo_id', 'tokens_charged')) as { id: number; pseo_id: number; tokens_charged: number } | undefined;
-	if (!stale) return;
-	await transact(knex, async (trx) => {
+	if (!stale) return false;
+	return transact(knex, async (trx) => {
 		await lockPayer(trx, userId);
 		const updated = await trx(PLANS)
 			.where({ id: stale.id, active_user_id: userId })
@@ -87,7 +108,8 @@ async function releaseStaleLock(knex: Knex, userId: string, logger: Logger): Pro
 				error: 'Abandoned: the request that generated this plan stopped before it finished. The tokens were refunded.',
 				date_updated: dbTimestamp(trx),
 			});
-		if (updated === 1) await refundPlan(trx, userId, { id: Number(stale.id), pseoId: Number(stale.pseo_id) }, Number(stale.tokens_charged));
+		if (updated === 1 && Number(stale.tokens_charged) > 0) await refundPlan(trx, userId, { id: Number(stale.id), pseoId: Number(stale.pseo_id) }, Number(stale.tokens_charged));
+		return updated === 1;
 	}, { logger, what: 'stale plan lock release', context: { userId, planId: stale.id } });
 }
 
