@@ -161,6 +161,53 @@ describe.skipIf(missing.length > 0)('crash windows on PostgreSQL with two instan
 		expect(ledger.map((row) => [row.reason, Number(row.amount)])).toEqual([['grant', 10_000], ['charge', -300 * BATCH_RATE]]);
 	});
 
+	it('5 a new part\'s create lost, then an expiry: the lost batch is adopted as that part, the expired one resubmitted once', async () => {
+		const user = await createUser(a, { balance: 10_000 });
+		const site = await plannedSite(a, user, 300);
+		// Batches wait for releaseBatches(), then end expired with half of their lines answered.
+		fake.configure({ holdBatches: true, batchEndState: 'expired', batchPartialFraction: 0.5 });
+		let id = 0;
+		const survivor = await crashAt('between-parts', async () => {
+			const res = await call(a, 'POST', BULK, { token: user.token, body: { pseo_id: site.pseoId, post_count: 300 } });
+			expect(res.status).toBe(202);
+			id = res.body.generation_id as number;
+		});
+		// The survivor resumes the job once its lease lapses, creates the second part's batch (routes 260 to 300) and
+		// dies before storing it. Armed at once: the survivor must not get there first.
+		writeFileSync(faultFile, 'after-batch-create');
+		await eventually(async () => !survivor.running(), 60_000, 'the survivor to die at after-batch-create');
+		writeFileSync(faultFile, '');
+		expect(survivor.output()).toContain('fault point after-batch-create reached');
+		expect(batchesOf(fake, id)).toBe(2);
+		const parts = async () =>
+			(await query<{ part: number; route_start: number; resubmit_of: number | null }>(databaseName, 'SELECT part, route_start, resubmit_of FROM pseo_generation_parts WHERE generation_id = $1 ORDER BY part', [id])).map(
+				(row) => [Number(row.part), Number(row.route_start), row.resubmit_of === null ? null : Number(row.resubmit_of)],
+			);
+		expect(await parts()).toEqual([[0, 0, null]]);
+
+		// Both batches expire while both instances are down (a batch's end is set when it is created). The next step
+		// finds part 0 expired and looks for part 1 to resubmit it: the batch tagged part 1 is the lost new part, which
+		// is stored as such; part 0, and then part 1, are resubmitted once each, and their batches complete.
+		fake.configure({ batchEndState: 'completed' });
+		fake.releaseBatches();
+		for (const instance of cluster.instances) if (!instance.running()) await instance.restart();
+		await eventually(async () => (await parts()).length === 4, 60_000, 'both expired parts resubmitted');
+		expect(await parts()).toEqual([
+			[0, 0, null],
+			[1, PART_LINES, null],
+			[2, 0, 0],
+			[3, PART_LINES, 1],
+		]);
+		fake.releaseBatches();
+
+		const job = await waitForJob(a, user, id, 60_000);
+		expect(job).toMatchObject({ status: 'completed', requested_count: 300, created_count: 300, failed_count: 0, failed_routes: [] });
+		expect(batchesOf(fake, id)).toBe(4);
+		await expectPostsOnce(a, site.pseoId, site.routes);
+		const ledger = await expectLedgerBalances(a, user);
+		expect(ledger.map((row) => [row.reason, Number(row.amount)])).toEqual([['grant', 10_000], ['charge', -300 * BATCH_RATE]]);
+	});
+
 	it('5 a crash after the trigger committed and before its 202 left: the job is accepted, runs once and is charged once', async () => {
 		const user = await createUser(a, { balance: 1000 });
 		const site = await plannedSite(a, user, 2);

@@ -44,6 +44,9 @@ const INGESTED_TABLES: readonly StatisticsTarget[] = [
 
 /** Metadata key that tags a provider batch with its job, so a lost create can be found and adopted. */
 const BATCH_JOB_KEY = 'pseo_generation_id';
+/** Metadata key that says which expired part a batch resubmits (`none` for a new part), for its adoption. */
+const RESUBMIT_KEY = 'resubmit_of';
+const NEW_PART = 'none';
 /** Metadata key that names the part a batch runs, `<job id>:<part>`: the adopt lookup of one part. */
 export const BATCH_PART_KEY = 'pseo_generation_part';
 
@@ -114,28 +117,36 @@ export async function runBatchStep(job: JobHead, deps: RunnerDeps, settings: Bat
 		logger.info({ jobId: job.id, part: part.part, batchId: batch.id, batchStatus: batch.status, unanswered, ...timing }, 'pseo batch part ingested');
 	}
 
-	let covered = parts.reduce((end, part) => (part.resubmit_of === null ? Math.max(end, part.route_end) : end), 0);
-	const expiredParts = parts.filter((part) => part.status === 'expired');
-	if (expiredParts.length > 0 || covered < job.route_count) {
-		let next = parts.length;
-		for (const expired of expiredParts) {
-			const saved = await submitPart(job, deps, provider, await jobContext(), settings, { part: next, start: expired.route_start, end: expired.route_end, resubmitOf: expired.part });
-			if (saved) {
-				parts.push(saved);
-				next++;
-			} else {
-				expired.status = 'ingested';
-				await setPartStatus(database, job.id, worker, expired.part, 'ingested');
-			}
+	// Parts are numbered in the order they are submitted, resubmissions of expired parts first. A part's batch may
+	// come back from a lost create as something else than this step planned (a new part lost before an expiry, whose
+	// resubmission now takes its number): it is stored as what its metadata says it is, and what the step planned
+	// waits for the next step.
+	const coveredBy = () => parts.reduce((end, part) => (part.resubmit_of === null ? Math.max(end, part.route_end) : end), 0);
+	let covered = coveredBy();
+	let next = parts.length;
+	const stored = (saved: JobPart) => {
+		parts.push(saved);
+		next++;
+		const repeated = saved.resubmit_of === null ? undefined : parts.find((part) => part.part === saved.resubmit_of);
+		if (repeated) repeated.status = 'ingested';
+		covered = coveredBy();
+	};
+	for (const expired of parts.filter((part) => part.status === 'expired')) {
+		// An adopted batch may have been this part's resubmission already.
+		if (expired.status !== 'expired') continue;
+		const saved = await submitPart(job, deps, provider, await jobContext(), settings, { part: next, start: expired.route_start, end: expired.route_end, resubmitOf: expired.part });
+		if (saved) {
+			stored(saved);
+		} else {
+			expired.status = 'ingested';
+			await setPartStatus(database, job.id, worker, expired.part, 'ingested');
 		}
-		while (covered < job.route_count) {
-			const saved = await submitPart(job, deps, provider, await jobContext(), settings, { part: next, start: covered, end: null, resubmitOf: null });
-			if (!saved) break; // every route left is already settled
-			parts.push(saved);
-			next++;
-			covered = saved.route_end;
-			if (covered < job.route_count) faultPoint('between-parts');
-		}
+	}
+	while (covered < job.route_count) {
+		const saved = await submitPart(job, deps, provider, await jobContext(), settings, { part: next, start: covered, end: null, resubmitOf: null });
+		if (!saved) break; // every route left is already settled
+		stored(saved);
+		if (covered < job.route_count) faultPoint('between-parts');
 	}
 
 	if (parts.some((part) => part.status !== 'ingested')) {
@@ -191,9 +202,13 @@ async function submitPart(
 	if (existing) {
 		const start = Number(existing.metadata['route_start']);
 		const end = Number(existing.metadata['route_end']);
-		const adopted = { part: plan.part, route_start: start, route_end: end, batch_id: existing.id, input_file_id: null, resubmit_of: plan.resubmitOf };
+		// What the batch was created as, which may not be what this step planned for the number (see runBatchStep).
+		// A batch created before its metadata said so is taken as planned, as it always was.
+		const recorded = existing.metadata[RESUBMIT_KEY];
+		const resubmitOf = recorded === NEW_PART ? null : recorded !== undefined && /^\d+$/.test(recorded) ? Number(recorded) : plan.resubmitOf;
+		const adopted = { part: plan.part, route_start: start, route_end: end, batch_id: existing.id, input_file_id: null, resubmit_of: resubmitOf };
 		await savePart(database, job.id, worker, adopted);
-		logger.info({ jobId: job.id, part: plan.part, batchId: existing.id }, 'pseo batch part adopted after a lost create');
+		logger.info({ jobId: job.id, part: plan.part, batchId: existing.id, routeStart: start, resubmitOf }, 'pseo batch part adopted after a lost create');
 		return { ...adopted, status: 'running' };
 	}
 
@@ -243,6 +258,7 @@ async function submitPart(
 		pseo_id: String(job.pseo_id),
 		route_start: String(plan.start),
 		route_end: String(routeEnd),
+		[RESUBMIT_KEY]: plan.resubmitOf === null ? NEW_PART : String(plan.resubmitOf),
 	});
 	faultPoint('after-batch-create');
 	const saved = { part: plan.part, route_start: plan.start, route_end: routeEnd, batch_id: batch.id, input_file_id: inputFileId, resubmit_of: plan.resubmitOf };
