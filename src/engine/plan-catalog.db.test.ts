@@ -1,7 +1,8 @@
 import knexFactory, { type Knex } from 'knex';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { insertUser, insertWebsite, openTestDatabase, silentLogger, vendorAvailable, VENDORS, type TestDatabase } from '../../test/support/db-under-test.ts';
-import { bumpPlanVersion, insertPlanPages, PLAN_PAGES } from '../plan/plan-page-store.ts';
+import { insertPlanPages, PLAN_PAGES } from '../plan/plan-page-store.ts';
+import { bumpPlanVersion } from '../plan/plan-version.ts';
 import { sharedPlanCatalog } from './plan-catalog.ts';
 
 /*

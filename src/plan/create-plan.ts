@@ -9,7 +9,7 @@ import { generatePlan } from './generate-plan.ts';
 import type { PlanRequest } from './plan-request.ts';
 import type { PlanPageItem } from './plan-schema.ts';
 import { completePlan, extendLock, failPlan, startPlan } from './plan-store.ts';
-import { bumpPlanVersion } from './plan-page-store.ts';
+import { bumpPlanVersion } from './plan-version.ts';
 
 export interface CreatePlanDeps {
 	database: Knex;

@@ -6,7 +6,8 @@ import { requireOwnedPseo } from '../websites/ownership.ts';
 import type { ImportRequest } from './import-request.ts';
 import { fileRows, inlineRows, type OpenedFile } from './import-source.ts';
 import { pageFromRow } from './import-template.ts';
-import { bumpPlanVersion, countPlanPages, deletePlanPages, insertPlanPages, type StoredPlanPage } from './plan-page-store.ts';
+import { countPlanPages, deletePlanPages, insertPlanPages, type StoredPlanPage } from './plan-page-store.ts';
+import { bumpPlanVersion } from './plan-version.ts';
 import { completeImport, extendLock, failPlan, startPlan } from './plan-store.ts';
 
 export interface ImportDeps {

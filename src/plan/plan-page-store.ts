@@ -1,8 +1,5 @@
 import type { Knex } from 'knex';
 import { dbTimestamp, existingRoutes } from '../shared/database.ts';
-import type { Logger } from '../shared/logger.ts';
-import { retryConflicts } from '../shared/transaction.ts';
-import { WEBSITES } from '../websites/website-store.ts';
 import type { PlanPage } from './plan-page.ts';
 
 /*
@@ -29,51 +26,6 @@ export interface PlanOwner {
 
 /** A plan page with the data row it was made from (an import's), if any. */
 export type StoredPlanPage = PlanPage & { variables?: Record<string, unknown> | null };
-
-/**
- * The website's plan version (`pseo.plan_version`): what the shared plan catalogs of small jobs compare to know
- * that a plan changed (engine/plan-catalog.ts). Null when the website does not exist.
- */
-export async function readPlanVersion(knex: Knex, pseoId: number): Promise<number | null> {
-	const row = (await knex(WEBSITES).where('id', pseoId).first('plan_version')) as { plan_version: number | string | null } | undefined;
-	return row ? Number(row.plan_version ?? 0) : null;
-}
-
-/**
- * Tells every instance that these websites' plans changed (all websites': a change whose websites are unknown),
- * after the change is committed, never inside its transaction: the ingest of a job locks the website row and then
- * its plan pages, so a plan writer that took the row first (or a long import that held it) would deadlock with it or
- * stop it. A catalog read between the commit and this bump is of the new plan, under the old version: the bump
- * makes the next job read it once more, which is the only cost. A failure is logged, not thrown (the plan is stored;
- * the catalogs' time limit still applies).
- */
-export async function bumpPlanVersion(knex: Knex, pseoIds: readonly number[] | 'all', logger: Logger): Promise<void> {
-	if (pseoIds !== 'all' && pseoIds.length === 0) return;
-	try {
-		// An ingest holds the website row for its chunk's transaction: on MySQL the bump waiting for it can be chosen as
-		// the deadlock victim (a shared lock taken through the posts' foreign key, then upgraded), and is run again.
-		await retryConflicts(
-			async () => {
-				const query = knex(WEBSITES);
-				if (pseoIds !== 'all') query.whereIn('id', [...new Set(pseoIds)]);
-				await query.update({ plan_version: knex.raw('coalesce(plan_version, 0) + 1') });
-			},
-			{ logger, what: 'plan version bump', context: { pseoIds } },
-		);
-	} catch (error) {
-		logger.warn({ err: error, pseoIds }, 'pseo: the plan version could not be bumped; other instances see the plan change within a minute');
-	}
-}
-
-/** The websites of these plan pages (by id), each once. */
-export async function websitesOfPlanPages(knex: Knex, ids: readonly (string | number)[]): Promise<number[]> {
-	const websites = new Set<number>();
-	for (let i = 0; i < ids.length; i += ROUTES_PER_QUERY) {
-		const rows = (await knex(PLAN_PAGES).whereIn('id', ids.slice(i, i + ROUTES_PER_QUERY)).distinct('pseo_id')) as { pseo_id: number | string }[];
-		for (const row of rows) websites.add(Number(row.pseo_id));
-	}
-	return [...websites];
-}
 
 /** Replaces a website's plan pages with `pages`, inside the caller's transaction; `has_post` from the posts that exist. */
 export async function replacePlanPages(trx: Knex.Transaction, owner: PlanOwner, pages: readonly StoredPlanPage[], posted: ReadonlySet<string>): Promise<number> {

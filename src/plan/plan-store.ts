@@ -6,7 +6,8 @@ import { dbTimestamp, insertedId, isUniqueViolation, jsonFromDb } from '../share
 import type { Logger } from '../shared/logger.ts';
 import { transact } from '../shared/transaction.ts';
 import type { PlanPage } from './plan-page.ts';
-import { bumpPlanVersion, replacePlanPages } from './plan-page-store.ts';
+import { replacePlanPages } from './plan-page-store.ts';
+import { bumpPlanVersion } from './plan-version.ts';
 import { postedRoutes } from '../posts/post-store.ts';
 import { readWebsite } from '../websites/website-store.ts';
 

@@ -19,7 +19,8 @@ import { providerFor } from '../provider/create-provider.ts';
 import { createPostReviser } from '../posts/post-revisions.ts';
 import { GenerationRuntime } from '../engine/runtime.ts';
 import { migratePlanDocuments, PLANS } from '../plan/plan-store.ts';
-import { bumpPlanVersion, PLAN_PAGES, unmarkPosted, websitesOfPlanPages } from '../plan/plan-page-store.ts';
+import { PLAN_PAGES, unmarkPosted } from '../plan/plan-page-store.ts';
+import { trackPlanPageChanges } from '../plan/plan-version.ts';
 import { POSTS, routesOfPosts } from '../posts/post-store.ts';
 import { setRuntime } from '../engine/runtime-registry.ts';
 import { migrateJobRoutes } from '../engine/job-route-store.ts';
@@ -111,68 +112,17 @@ export default defineHook(({ init, filter, action }, context) => {
 		return 'main_json' in fields ? { ...fields, pages_stored_at: null } : fields;
 	});
 
-	// Small jobs share a website's plan routes and sibling picker (engine/plan-catalog.ts), read again when the
-	// website's plan version changes: an editor's change to plan pages bumps it once committed, so the next job on any
-	// instance sees it. The websites a change leaves are read before it (a delete's rows are gone by the action, an
-	// update may move a page to another website) and handed to the action with the array of keys the change goes on
-	// with; those it reaches are read after it. Bumps of one turn of the event loop go as one statement: creating
-	// thousands of pages through the items API runs one action per page.
-	const before = new WeakMap<object, readonly number[] | 'all'>();
-	const bumps = { websites: new Set<number>(), all: false, scheduled: false };
-	const planPagesChanged = async (websites: () => Promise<readonly number[] | 'all'>) => {
-		try {
-			const found = await websites();
-			if (found === 'all') bumps.all = true;
-			else for (const id of found) bumps.websites.add(id);
-		} catch (error) {
-			logger.warn({ err: error }, 'pseo: the websites of changed plan pages could not be read; every website\'s plan version is bumped');
-			bumps.all = true;
-		}
-		if (bumps.scheduled) return;
-		bumps.scheduled = true;
-		setImmediate(() => {
-			const websites = bumps.all ? 'all' : [...bumps.websites];
-			Object.assign(bumps, { websites: new Set<number>(), all: false, scheduled: false });
-			void bumpPlanVersion(database, websites, logger);
-		});
-	};
-	const websitesBefore = async (keys: readonly (string | number)[], eventContext: unknown): Promise<readonly number[] | 'all'> => {
-		try {
-			// The event's own connection: the change may run inside a transaction (SQLite has a single connection).
-			return await websitesOfPlanPages((eventContext as { database?: typeof database } | undefined)?.database ?? database, keys);
-		} catch (error) {
-			// The change goes ahead; its action bumps every website instead.
-			logger.warn({ err: error }, 'pseo: the websites of plan pages could not be read before their change');
-			return 'all';
-		}
-	};
-	const previousOr = (keys: unknown): readonly number[] | 'all' => before.get(keys as object) ?? 'all';
-	filter(`${PLAN_PAGES}.items.delete`, async (keys, _meta, eventContext) => {
-		const going = [...(keys as (string | number)[])];
-		before.set(going, await websitesBefore(going, eventContext));
-		return going;
-	});
-	// An update's action gets the very array of keys its filter got.
+	// Small jobs share a website's plan catalog (engine/plan-catalog.ts) until its plan version changes: an editor's
+	// change to plan pages bumps it once committed, so the next job on any instance sees it.
+	const planPages = trackPlanPageChanges(database, logger);
+	filter(`${PLAN_PAGES}.items.delete`, (keys, _meta, eventContext) => planPages.beforeDelete(keys, eventContext));
 	filter(`${PLAN_PAGES}.items.update`, async (payload, meta, eventContext) => {
-		const { keys } = meta as { keys: (string | number)[] };
-		if ('pseo_id' in (payload as object)) before.set(keys, await websitesBefore(keys, eventContext));
+		await planPages.beforeUpdate(payload, (meta as { keys: unknown }).keys, eventContext);
 		return payload;
 	});
-	action(`${PLAN_PAGES}.items.delete`, ({ keys }) => planPagesChanged(async () => previousOr(keys)));
-	action(`${PLAN_PAGES}.items.create`, ({ key, payload }) =>
-		planPagesChanged(async () => {
-			const pseoId = Number((payload as { pseo_id?: unknown }).pseo_id);
-			return Number.isInteger(pseoId) && pseoId > 0 ? [pseoId] : websitesOfPlanPages(database, [key as string | number]);
-		}),
-	);
-	action(`${PLAN_PAGES}.items.update`, ({ keys, payload }) =>
-		planPagesChanged(async () => {
-			const after = await websitesOfPlanPages(database, keys as (string | number)[]);
-			if (!('pseo_id' in (payload as object))) return after;
-			const left = previousOr(keys);
-			return left === 'all' ? 'all' : [...left, ...after];
-		}),
-	);
+	action(`${PLAN_PAGES}.items.delete`, ({ keys }) => planPages.afterDelete(keys));
+	action(`${PLAN_PAGES}.items.create`, ({ key, payload }) => planPages.afterCreate(key, payload));
+	action(`${PLAN_PAGES}.items.update`, ({ keys, payload }) => planPages.afterUpdate(keys, payload));
 
 	// A deleted post's route is ungenerated again: the plan page says so, and the next job may take it.
 	filter(`${POSTS}.items.delete`, async (keys) => {
