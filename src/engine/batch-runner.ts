@@ -341,9 +341,8 @@ async function ingestPart(
 		if (chunk.length === 0) return;
 		const outcomes = chunk;
 		chunk = [];
-		let abandoned = new Set<string>();
-		const kept = await timed('judgeMs', async () => {
-			abandoned = await retryByChat(
+		const { kept, abandoned } = await timed('judgeMs', async () => {
+			const abandoned = await retryByChat(
 				outcomes.filter((outcome) => !unansweredRoutes.has(outcome.route)),
 				items,
 				context,
@@ -352,9 +351,9 @@ async function ingestPart(
 				job.id,
 			);
 			// Lines whose retry the stopping instance dropped are left unsettled, for the ingest that resumes the part.
-			const rest = abandoned.size > 0 ? outcomes.filter((outcome) => !abandoned.has(outcome.route)) : outcomes;
-			if (!deps.signal.aborted) await gateChunk(rest, items, context, gate, deps, provider, job.id);
-			return rest;
+			const kept = abandoned.size > 0 ? outcomes.filter((outcome) => !abandoned.has(outcome.route)) : outcomes;
+			if (!deps.signal.aborted) await gateChunk(kept, items, context, gate, deps, provider, job.id);
+			return { kept, abandoned };
 		});
 		if (deps.signal.aborted) return;
 		await timed('waitMs', () => writing);

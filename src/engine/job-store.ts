@@ -195,11 +195,7 @@ export async function releaseJob(knex: Knex, jobId: number, worker: string, poll
 /** A job with its routes and failed routes: for the runners that walk every route, and for retries. */
 export async function readJob(knex: Knex, jobId: number): Promise<JobRecord | null> {
 	const head = await readJobHead(knex, jobId);
-	return head && withRoutes(knex, head);
-}
-
-/** A job's routes and failed routes, read for a job whose record is at hand. */
-async function withRoutes(knex: Knex, head: JobHead): Promise<JobRecord> {
+	if (!head) return null;
 	const { routes, failed } = await readJobRoutes(knex, head.id);
 	return { ...head, routes, failed_routes: failed };
 }

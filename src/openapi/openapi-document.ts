@@ -1,4 +1,5 @@
 import { PAGE_TYPES, SEARCH_INTENTS } from '../plan/plan-schema.ts';
+import { MAX_ID } from '../shared/database.ts';
 
 /*
  * The OpenAPI 3.1 description of every route under /pseo-endpoints, served by GET /pseo-endpoints/openapi.json.
@@ -49,7 +50,7 @@ const schemas: Record<string, Json> = {
 		description: 'ISO 8601 UTC timestamp with milliseconds.',
 		examples: ['2026-01-31T09:30:00.000Z'],
 	},
-	Identifier: { type: 'integer', minimum: 1, description: 'A positive integer identifier.', examples: [1] },
+	Identifier: { type: 'integer', minimum: 1, maximum: MAX_ID, description: 'A positive integer identifier (32-bit, as PostgreSQL and MySQL store it).', examples: [1] },
 	ErrorEnvelope: {
 		description:
 			'Every error under /pseo-endpoints, Directus\'s own included (an invalid token, malformed JSON, an unknown path), has this shape (interface section 7).',

@@ -22,10 +22,10 @@ describe.each(VENDORS)('abandoned content plans on %s', (vendor) => {
 				startPlan(knex, { userId, pseoId: await insertWebsite(knex, userId), languageCode: 'en-US', description: null, rate: 10, lockMs, userCap: null }, silentLogger);
 			const died = await insertUser(knex, 100);
 			const alive = await insertUser(knex, 100);
-			const abandoned = await start(died, 1);
+			// A lock that lapsed a minute ago (its request's instance died), and one still held.
+			const abandoned = await start(died, -60_000);
 			const running = await start(alive, 60_000);
 			expect([await readBalance(knex, died), await readBalance(knex, alive)]).toEqual([90, 90]);
-			await new Promise((resolve) => setTimeout(resolve, 20));
 
 			expect(await releaseAbandonedPlans(knex, silentLogger)).toBe(1);
 			expect(await releaseAbandonedPlans(knex, silentLogger)).toBe(0);
