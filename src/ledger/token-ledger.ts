@@ -145,6 +145,12 @@ export async function recordGrant(knex: Knex, userId: string, amount: number, no
  * Tokens spent since `since`: charges less refunds, of one user, or of one website when `pseoId` is given. Read
  * inside the payer-locked transaction of a new charge, so concurrent charges of the same payer cannot both pass a
  * cap: each sees the other's charge or waits for it.
+ *
+ * On MySQL and MariaDB the read is a locking one. InnoDB's REPEATABLE READ answers a plain SELECT from the
+ * snapshot taken at the transaction's first read, which in a plan import is the first batch of pages, seconds
+ * before its charge: charges committed meanwhile were not counted, and the import passed a cap they had used up.
+ * A locking read sees the latest committed rows. (PostgreSQL's READ COMMITTED gives each statement a new
+ * snapshot; SQLite runs one writer at a time.)
  */
 export async function spentSince(trx: Knex.Transaction, since: Date, scope: { userId: string } | { pseoId: number }): Promise<number> {
 	const query = trx(LEDGER_TABLE)
@@ -152,6 +158,7 @@ export async function spentSince(trx: Knex.Transaction, since: Date, scope: { us
 		.andWhere('date_created', '>=', dbTimestamp(trx, since));
 	if ('userId' in scope) query.andWhere('user_id', scope.userId);
 	else query.andWhere('pseo_id', scope.pseoId);
+	if (vendorOf(trx) === 'mysql') query.forShare();
 	const row = (await query.sum({ total: 'amount' }).first()) as { total: unknown } | undefined;
 	return -Number(row?.total ?? 0);
 }

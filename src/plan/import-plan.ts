@@ -4,11 +4,12 @@ import type { Logger } from '../shared/logger.ts';
 import { postedRoutes } from '../posts/post-store.ts';
 import { requireOwnedPseo } from '../websites/ownership.ts';
 import type { ImportRequest } from './import-request.ts';
-import { fileRows, inlineRows, type OpenedFile } from './import-source.ts';
+import { fileRows, inlineRows, type NumberedRow, type OpenedFile } from './import-source.ts';
 import { pageFromRow } from './import-template.ts';
 import { countPlanPages, deletePlanPages, insertPlanPages, type StoredPlanPage } from './plan-page-store.ts';
 import { bumpPlanVersion } from './plan-version.ts';
 import { completeImport, extendLock, failPlan, startPlan } from './plan-store.ts';
+import { retryConflicts } from '../shared/transaction.ts';
 
 export interface ImportDeps {
 	database: Knex;
@@ -41,7 +42,7 @@ const BATCH = 500;
 export async function importPlan(deps: ImportDeps, userId: string, request: ImportRequest): Promise<ImportResult> {
 	const { database, logger, config } = deps;
 	const pseo = await requireOwnedPseo(database, request.pseoId, userId);
-	const file = 'fileId' in request.source ? await deps.openFile(request.source.fileId, userId) : null;
+	let file = 'fileId' in request.source ? await deps.openFile(request.source.fileId, userId) : null;
 	let planId: number;
 	try {
 		planId = await startPlan(
@@ -66,51 +67,28 @@ export async function importPlan(deps: ImportDeps, userId: string, request: Impo
 			).map(pathOf),
 		);
 		const posted = await postedRoutes(database, pseo.id);
-		const rows = file ? fileRows(file) : inlineRows((request.source as { rows: unknown[] }).rows);
-		const result = await database.transaction(async (trx) => {
-			if (request.mode === 'replace') await deletePlanPages(trx, pseo.id);
-			const counts = { added: 0, duplicate: 0, on_site: 0, invalid: 0 };
-			const seen = new Set<string>();
-			const owner = { pseoId: pseo.id, userId, planId };
-			let batch: StoredPlanPage[] = [];
-			const flush = async () => {
-				const added = await insertPlanPages(trx, owner, batch, posted);
-				counts.added += added;
-				counts.duplicate += batch.length - added;
-				batch = [];
-			};
-			for await (const { row } of rows) {
-				const page = pageFromRow(request.template, row);
-				if (page === 'invalid') {
-					counts.invalid++;
-					continue;
-				}
-				if (seen.has(page.route)) {
-					counts.duplicate++;
-					continue;
-				}
-				seen.add(page.route);
-				if (onSite.has(page.route)) {
-					counts.on_site++;
-					continue;
-				}
-				batch.push(page);
-				if (batch.length >= BATCH) await flush();
+		// The rows of each attempt: a rerun reads the file again from its start.
+		let attempts = 0;
+		const openRows = async () => {
+			if (!file) return inlineRows((request.source as { rows: unknown[] }).rows);
+			if (attempts++ > 0) {
+				file.stream.destroy();
+				file = await deps.openFile((request.source as { fileId: string }).fileId, userId);
 			}
-			await flush();
-			const totalPages = await countPlanPages(trx, pseo.id);
-			const skipped = { duplicate: counts.duplicate, on_site: counts.on_site, invalid: counts.invalid };
-			await completeImport(trx, planId, {
-				userId,
-				pseoId: pseo.id,
-				rate: config.tokenPerImportedPage,
-				added: counts.added,
-				totalPages,
-				userCap: config.userDailyTokenCap,
-				summary: { source: 'import', mode: request.mode, template: request.template, added: counts.added, skipped },
-			});
-			return { total_pages: totalPages, added: counts.added, skipped };
-		});
+			return fileRows(file);
+		};
+		// A deadlock runs the import again from the start (its transaction was rolled back whole). InnoDB finds one
+		// when an ingest of the same user's job writes meanwhile: the import's pages hold shared locks on the website
+		// and user rows (their foreign keys), which the ingest's update of the website and the import's own payer
+		// lock then wait for. Without the rerun, an import InnoDB chose to abort answered 500.
+		const owner = { pseoId: pseo.id, userId, planId };
+		const result = await retryConflicts(
+			async () => {
+				const rows = await openRows();
+				return database.transaction((trx) => storeImport(trx, rows, { request, owner, posted, onSite, config }));
+			},
+			{ logger, what: 'plan import', context: { planId, pseoId: pseo.id } },
+		);
 		await bumpPlanVersion(database, [pseo.id], logger);
 		logger.info({ planId, pseoId: pseo.id, ...result }, 'pseo plan import stored');
 		return result;
@@ -121,6 +99,62 @@ export async function importPlan(deps: ImportDeps, userId: string, request: Impo
 	} finally {
 		clearInterval(renew);
 	}
+}
+
+/** What one attempt of an import stores, in the transaction that also charges it and completes its plan record. */
+interface ImportScope {
+	request: ImportRequest;
+	owner: { pseoId: number; userId: string; planId: number };
+	/** Routes the website has posts for, which the new plan pages are marked with. */
+	posted: ReadonlySet<string>;
+	/** Routes on the website's sitemap, skipped as `on_site`. */
+	onSite: ReadonlySet<string>;
+	config: PseoConfig;
+}
+
+async function storeImport(trx: Knex.Transaction, rows: AsyncIterable<NumberedRow>, scope: ImportScope): Promise<ImportResult> {
+	const { request, owner, posted, onSite, config } = scope;
+	if (request.mode === 'replace') await deletePlanPages(trx, owner.pseoId);
+	const counts = { added: 0, duplicate: 0, on_site: 0, invalid: 0 };
+	const seen = new Set<string>();
+	let batch: StoredPlanPage[] = [];
+	const flush = async () => {
+		const added = await insertPlanPages(trx, owner, batch, posted);
+		counts.added += added;
+		counts.duplicate += batch.length - added;
+		batch = [];
+	};
+	for await (const { row } of rows) {
+		const page = pageFromRow(request.template, row);
+		if (page === 'invalid') {
+			counts.invalid++;
+			continue;
+		}
+		if (seen.has(page.route)) {
+			counts.duplicate++;
+			continue;
+		}
+		seen.add(page.route);
+		if (onSite.has(page.route)) {
+			counts.on_site++;
+			continue;
+		}
+		batch.push(page);
+		if (batch.length >= BATCH) await flush();
+	}
+	await flush();
+	const totalPages = await countPlanPages(trx, owner.pseoId);
+	const skipped = { duplicate: counts.duplicate, on_site: counts.on_site, invalid: counts.invalid };
+	await completeImport(trx, owner.planId, {
+		userId: owner.userId,
+		pseoId: owner.pseoId,
+		rate: config.tokenPerImportedPage,
+		added: counts.added,
+		totalPages,
+		userCap: config.userDailyTokenCap,
+		summary: { source: 'import', mode: request.mode, template: request.template, added: counts.added, skipped },
+	});
+	return { total_pages: totalPages, added: counts.added, skipped };
 }
 
 /** A sitemap URL as a route to compare with: its decoded path, lower-case, without a trailing slash. */

@@ -70,3 +70,24 @@ export async function insertPendingJob(knex: Knex, job: { userId: string; pseoId
 		}),
 	);
 }
+
+/**
+ * Waits until some other session of the test database waits for a lock: a transaction the test holds open has
+ * provably stopped the code under test at a known statement.
+ */
+export async function waitForLockWaiter(knex: Knex, timeoutMs = 10_000): Promise<void> {
+	const client = String((knex.client as { config?: { client?: unknown } }).config?.client);
+	const sql =
+		client === 'pg'
+			? `SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`
+			: `SELECT count(*) AS n FROM information_schema.innodb_trx WHERE trx_state = 'LOCK WAIT'`;
+	const deadline = Date.now() + timeoutMs;
+	for (;;) {
+		// Every 100 ms: polling MariaDB's INNODB_TRX every 20 ms kept the session under test from reaching its lock wait.
+		await new Promise((resolve) => setTimeout(resolve, 100));
+		const result = (await knex.raw(sql)) as { rows?: { n: number }[] } | [{ n: number }[]];
+		const rows = 'rows' in result && result.rows ? result.rows : (result as [{ n: number }[]])[0];
+		if (Number(rows[0]?.n ?? 0) > 0) return;
+		if (Date.now() > deadline) throw new Error(`no session waited for a lock within ${timeoutMs} ms`);
+	}
+}
