@@ -8,7 +8,8 @@ import { finishJob, holdsLease, LeaseLostError, recordOutcomes, releaseJob, sett
 import { failUnsettled, walkJobRoutes } from './route-walk.ts';
 import type { JobHead } from './job-types.ts';
 import { buildPageRequest, generatePage, pageFromBatchLine } from './page-request.ts';
-import { errorMessage, isAbortError, type RunnerDeps } from './page-runner.ts';
+import { errorMessage, type RunnerDeps } from './page-runner.ts';
+import { isAbortError } from '../shared/abort-error.ts';
 import { readParts, savePart, setPartStatus, type JobPart } from './part-store.ts';
 import { createQualityGate, type QualityGate } from '../quality/quality-gate.ts';
 import type { QualityIssue } from '../quality/page-checks.ts';

@@ -14,6 +14,7 @@ import { generatePage } from './page-request.ts';
 import { createQualityGate, type QualitySettings } from '../quality/quality-gate.ts';
 import type { QualityIssue } from '../quality/page-checks.ts';
 import { passQualityGate } from './quality-pass.ts';
+import { isAbortError } from '../shared/abort-error.ts';
 
 /** A chat job's pages in the queue at once, per slot of PSEO_CONCURRENCY: enough that no slot waits for the next. */
 const PAGES_QUEUED_PER_SLOT = 2;
@@ -164,7 +165,3 @@ export function errorMessage(error: unknown): string {
 	return message.length > 500 ? `${message.slice(0, 497)}...` : message;
 }
 
-/** The rejection of a task p-queue dropped (`clear()` at shutdown) or of an aborted call. */
-export function isAbortError(error: unknown): boolean {
-	return error instanceof Error && error.name === 'AbortError';
-}

@@ -3,6 +3,7 @@ import type { PlanPage } from '../plan/plan-page.ts';
 import type { PagePlace, QualityGate, QualityReport } from '../quality/quality-gate.ts';
 import type { QualityIssue } from '../quality/page-checks.ts';
 import type { Logger } from '../shared/logger.ts';
+import { isAbortError } from '../shared/abort-error.ts';
 
 /** How a page that failed the gate is written once more: the same request, with the issues named in the prompt. */
 export type Rewrite = (issues: readonly QualityIssue[]) => Promise<PageContent>;
@@ -25,7 +26,8 @@ export interface FirstVerdict {
 /**
  * Runs a page through the quality gate. A page that fails is written once more, with the failed checks named in
  * the prompt, at no extra charge (the page was paid for once); the second version is kept whatever its verdict,
- * and stored with `quality_status: fail` if it fails again. A rewrite that errors keeps the first version.
+ * and stored with `quality_status: fail` if it fails again. A rewrite that errors keeps the first version, unless
+ * the instance is stopping (then the page is left for the job's next worker).
  */
 export async function passQualityGate(
 	content: PageContent,
@@ -67,7 +69,10 @@ export async function rewriteFailed(first: FirstVerdict, rewrite: Rewrite, optio
 	try {
 		second = await rewrite(first.issues);
 	} catch (error) {
-		if (options.signal.aborted) throw error;
+		// A stopping instance: its signal aborted, or its queue dropped the rewrite (a bulk ingest queues its
+		// rewrites, and drain clears the queue before it aborts the jobs). Keeping the first version would store a
+		// page that failed the gate without its second chance; the page is left for the worker that resumes the job.
+		if (options.signal.aborted || isAbortError(error)) throw error;
 		logger.warn({ jobId, route, err: error }, 'pseo quality rewrite failed; the first version is kept');
 		return first.content;
 	}
