@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import manifest from '../package.json' with { type: 'json' };
 import { openApiDocument } from '../src/openapi/openapi-document.ts';
-import { adminItems, balanceOf, call, createUser, createWebsite, expectEnvelope, PSEO_USER_ROLE, type TestUser } from './support/api.ts';
+import { adminItems, balanceOf, call, createUser, createWebsite, eventually, expectEnvelope, ledgerOf, PSEO_USER_ROLE, type TestUser } from './support/api.ts';
 import { startDirectus, type DirectusInstance } from './support/directus.ts';
 import { INTERFACE_LEGS, legAvailable } from './support/legs.ts';
 
@@ -155,6 +155,22 @@ describe.each(INTERFACE_LEGS)('foundation on %s', (leg) => {
 			expect((await call(directus, 'GET', '/pseo-endpoints/balance', { token: carol.token })).body.data.balance).toBe(50);
 			// Each caller sees their own balance only.
 			expect((await call(directus, 'GET', '/pseo-endpoints/balance', { token: bob.token })).body.data.balance).toBe(await balanceOf(directus, bob.id));
+		});
+
+		it("an admin's balance edit sent with other fields of the user changes the balance only when the update succeeds", async () => {
+			const dave = await createUser(directus, { balance: 42 });
+			const grants = async () => (await ledgerOf(directus, dave.id)).filter((row) => row.reason === 'grant').map((row) => Number(row.amount));
+			const before = await grants();
+			// Directus refuses the update (the email belongs to another user) after the extension's filter ran.
+			const refused = await call(directus, 'PATCH', `/users/${dave.id}`, { token: directus.adminToken, body: { email: bob.email, pseo_token_balance: 500 } });
+			expect(refused.status).toBe(400);
+			// The update that succeeds carries its balance; by then a refused edit would have been applied too.
+			const saved = await call(directus, 'PATCH', `/users/${dave.id}`, { token: directus.adminToken, body: { first_name: 'Dave', pseo_token_balance: 60 } });
+			expect(saved.status).toBe(200);
+			await eventually(async () => (await balanceOf(directus, dave.id)) === 60, 10_000, 'the balance of the accepted edit');
+			expect(await grants()).toEqual([...before, 18]);
+			const user = await call(directus, 'GET', `/users/${dave.id}?fields=first_name,email`, { token: directus.adminToken });
+			expect(user.body.data).toEqual({ first_name: 'Dave', email: dave.email });
 		});
 
 		it('5 a login JWT works as a Bearer token', async () => {

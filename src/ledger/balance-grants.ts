@@ -13,14 +13,33 @@ function parseBalance(value: unknown): number {
 	return parsed;
 }
 
+/** A balance edit that waits for the rest of its user update to commit. */
+interface DeferredEdit {
+	keys: string[];
+	balance: number;
+	note: string;
+}
+
+/**
+ * Balance edits that came with other fields of the user, by the accountability of the request that made them:
+ * Directus runs its own checks of those fields (a taken email, a password policy, a field validation) after this
+ * filter, and when it refuses the update, no action follows, and the edit is dropped with the request.
+ */
+const deferred = new WeakMap<Accountability, DeferredEdit>();
+
 /**
  * `users.update` filter: an edit of `pseo_token_balance` (an admin's grant, in the app or with PATCH /users/:id)
- * is taken out of the payload and applied here instead, together with its ledger row, in one transaction per
- * user. Only admins (or the system) may change a balance; Directus's own field permissions would stop others
- * too, but this filter runs before them and must not apply a change they would have refused.
+ * is taken out of the payload and applied with its ledger row instead, in one transaction per user. Only admins
+ * (or the system) may change a balance; Directus's own field permissions would stop others too, but this filter
+ * runs before them and must not apply a change they would have refused.
+ *
+ * A balance sent alone is applied here, so the update's answer shows it. A balance sent with other fields waits
+ * for the update's `users.update` action (`applyDeferredBalanceEdits`): applied here, it stayed when Directus then
+ * refused the other fields, and the admin was told the update failed while the balance had changed. Such an
+ * update may answer with the balance as it was, since the action runs beside the answer.
  */
 export async function applyBalanceEdits(
-	{ database, logger }: { database: Knex; logger: Logger },
+	deps: { database: Knex; logger: Logger },
 	payload: Record<string, unknown>,
 	keys: readonly string[],
 	accountability: Accountability | null,
@@ -30,12 +49,28 @@ export async function applyBalanceEdits(
 		throw new ForbiddenError({ resource: 'field', id: BALANCE_FIELD });
 	}
 	const { [BALANCE_FIELD]: raw, ...rest } = payload;
-	const balance = parseBalance(raw);
-	const note = accountability?.user ? `set by ${accountability.user}` : 'set by the system';
-	for (const userId of keys) {
-		await transact(database, (trx) => setBalanceAsGrant(trx, userId, balance, note), { logger, what: 'balance edit', context: { userId } });
-	}
+	const edit = { keys: [...keys], balance: parseBalance(raw), note: accountability?.user ? `set by ${accountability.user}` : 'set by the system' };
+	if (accountability && Object.keys(rest).length > 0) deferred.set(accountability, edit);
+	else await setBalances(deps, edit);
 	return rest;
+}
+
+/** `users.update` action: the balance edit that waited for this update to commit, if any (see applyBalanceEdits). */
+export async function applyDeferredBalanceEdits(deps: { database: Knex; logger: Logger }, keys: readonly string[], accountability: Accountability | null): Promise<void> {
+	const edit = accountability ? deferred.get(accountability) : undefined;
+	if (!edit || !sameKeys(edit.keys, keys)) return;
+	deferred.delete(accountability!);
+	await setBalances(deps, edit);
+}
+
+async function setBalances({ database, logger }: { database: Knex; logger: Logger }, edit: DeferredEdit): Promise<void> {
+	for (const userId of edit.keys) {
+		await transact(database, (trx) => setBalanceAsGrant(trx, userId, edit.balance, edit.note), { logger, what: 'balance edit', context: { userId } });
+	}
+}
+
+function sameKeys(a: readonly string[], b: readonly string[]): boolean {
+	return a.length === b.length && [...a].sort().join('\n') === [...b].sort().join('\n');
 }
 
 /** `users.create` action: a user created with a starting balance gets that balance recorded as a grant. */

@@ -3,7 +3,7 @@ import type { Accountability, Query } from '@directus/types';
 import type { Application } from 'express';
 import { DELETABLE, guardDelete, guardWrite, OWNER_FIELDS, restrictQuery, WRITABLE_FIELDS, type OwnedCollection } from '../access/ownership-guard.ts';
 import { directusErrorEnvelope, errorHandler } from '../http/error-envelope.ts';
-import { applyBalanceEdits, recordInitialBalance } from '../ledger/balance-grants.ts';
+import { applyBalanceEdits, applyDeferredBalanceEdits, recordInitialBalance } from '../ledger/balance-grants.ts';
 import { compressPostBodies, ensureIndexes, installSchema } from '../schema/install-schema.ts';
 import { provisionListPresets } from '../schema/list-presets.ts';
 import { provisionUsageDashboard } from '../schema/usage-dashboard.ts';
@@ -138,6 +138,13 @@ export default defineHook(({ init, filter, action }, context) => {
 		const { keys } = meta as { keys: string[] };
 		const accountability = accountabilityOf(eventContext);
 		return applyBalanceEdits({ database, logger }, payload as Record<string, unknown>, keys, accountability);
+	});
+
+	action('users.update', async (meta, eventContext) => {
+		const { keys } = meta as { keys: (string | number)[] };
+		await applyDeferredBalanceEdits({ database, logger }, keys.map(String), accountabilityOf(eventContext)).catch((error: unknown) =>
+			logger.error({ err: error, keys }, 'pseo: a balance edit sent with other fields of the user could not be applied after the update'),
+		);
 	});
 
 	action('users.create', async (meta, eventContext) => {
