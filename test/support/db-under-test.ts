@@ -5,7 +5,7 @@
  */
 import { randomBytes, randomUUID } from 'node:crypto';
 import knexFactory, { type Knex } from 'knex';
-import { inject } from 'vitest';
+import { afterAll, beforeAll, describe, inject } from 'vitest';
 import { insertJob } from '../../src/engine/job-store.ts';
 import type { JobMode } from '../../src/engine/job-types.ts';
 import type { Logger } from '../../src/shared/logger.ts';
@@ -90,4 +90,24 @@ export async function waitForLockWaiter(knex: Knex, timeoutMs = 10_000): Promise
 		if (Number(rows[0]?.n ?? 0) > 0) return;
 		if (Date.now() > deadline) throw new Error(`no session waited for a lock within ${timeoutMs} ms`);
 	}
+}
+
+/**
+ * A suite on each vendor this machine has: `body` registers its tests with a getter of the suite's database, a
+ * fresh copy of the template opened before them (with `pool` connections) and dropped after them.
+ */
+export function describeOnVendors(title: string, body: (database: () => TestDatabase, vendor: Vendor) => void, pool?: number): void {
+	describe.each(VENDORS)(`${title} on %s`, (vendor) => {
+		describe.skipIf(!vendorAvailable(vendor))(vendor, () => {
+			let db: TestDatabase | undefined;
+			beforeAll(async () => {
+				db = await openTestDatabase(vendor, pool);
+			});
+			afterAll(async () => db?.dispose());
+			body(() => {
+				if (!db) throw new Error(`the ${vendor} database of "${title}" is not open`);
+				return db;
+			}, vendor);
+		});
+	});
 }
