@@ -9,6 +9,8 @@ export interface CapCheck {
 	pseoId: number;
 	amount: number;
 	userCap: number | null;
+	/** The transaction read before it locked the payer: spending is read with a locking read (see spentSince). */
+	latest?: boolean;
 }
 
 /** Midnight UTC of the day `now` is in: caps count per UTC day. */
@@ -26,12 +28,12 @@ export async function assertWithinDailyCaps(trx: Knex.Transaction, check: CapChe
 	if (check.amount === 0) return;
 	const since = startOfUtcDay(new Date());
 	if (check.userCap !== null) {
-		const left = Math.max(0, check.userCap - (await spentSince(trx, since, { userId: check.userId })));
+		const left = Math.max(0, check.userCap - (await spentSince(trx, since, { userId: check.userId }, check.latest)));
 		if (check.amount > left) throw new SpendCapError({ cap: 'user', limit: check.userCap, left, required: check.amount });
 	}
 	const websiteCap = await readDailyTokenCap(trx, check.pseoId);
 	if (websiteCap !== null) {
-		const left = Math.max(0, websiteCap - (await spentSince(trx, since, { pseoId: check.pseoId })));
+		const left = Math.max(0, websiteCap - (await spentSince(trx, since, { pseoId: check.pseoId }, check.latest)));
 		if (check.amount > left) throw new SpendCapError({ cap: 'website', limit: websiteCap, left, required: check.amount });
 	}
 }

@@ -146,19 +146,21 @@ export async function recordGrant(knex: Knex, userId: string, amount: number, no
  * inside the payer-locked transaction of a new charge, so concurrent charges of the same payer cannot both pass a
  * cap: each sees the other's charge or waits for it.
  *
- * On MySQL and MariaDB the read is a locking one. InnoDB's REPEATABLE READ answers a plain SELECT from the
- * snapshot taken at the transaction's first read, which in a plan import is the first batch of pages, seconds
- * before its charge: charges committed meanwhile were not counted, and the import passed a cap they had used up.
- * A locking read sees the latest committed rows. (PostgreSQL's READ COMMITTED gives each statement a new
- * snapshot; SQLite runs one writer at a time.)
+ * `latest` is for a transaction that read before it locked the payer (a plan import, which locks the payer only
+ * to charge, after storing its pages). On MySQL and MariaDB, REPEATABLE READ answers a plain SELECT from the
+ * snapshot of the transaction's first read, seconds old there: charges committed meanwhile were not counted, and
+ * the import passed a cap they had used up. A locking read sees the latest rows; its share locks (the user's or
+ * the website's ledger rows, through their index) last only until the charge commits, which follows at once.
+ * Every other caller locks the payer first, so its first read is already fresh. (PostgreSQL's READ COMMITTED
+ * gives each statement a new snapshot; SQLite runs one writer at a time.)
  */
-export async function spentSince(trx: Knex.Transaction, since: Date, scope: { userId: string } | { pseoId: number }): Promise<number> {
+export async function spentSince(trx: Knex.Transaction, since: Date, scope: { userId: string } | { pseoId: number }, latest = false): Promise<number> {
 	const query = trx(LEDGER_TABLE)
 		.whereIn('reason', ['charge', 'refund'])
 		.andWhere('date_created', '>=', dbTimestamp(trx, since));
 	if ('userId' in scope) query.andWhere('user_id', scope.userId);
 	else query.andWhere('pseo_id', scope.pseoId);
-	if (vendorOf(trx) === 'mysql') query.forShare();
+	if (latest && vendorOf(trx) === 'mysql') query.forShare();
 	const row = (await query.sum({ total: 'amount' }).first()) as { total: unknown } | undefined;
 	return -Number(row?.total ?? 0);
 }

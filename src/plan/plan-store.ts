@@ -231,7 +231,8 @@ export async function completeImport(
 ): Promise<void> {
 	const amount = input.rate * input.added;
 	await lockPayer(trx, input.userId);
-	await assertWithinDailyCaps(trx, { userId: input.userId, pseoId: input.pseoId, amount, userCap: input.userCap });
+	// The import read and wrote its pages before this lock: its spending must be read as it is now.
+	await assertWithinDailyCaps(trx, { userId: input.userId, pseoId: input.pseoId, amount, userCap: input.userCap, latest: true });
 	if (amount > 0) await chargeTokens(trx, input.userId, amount, { pseoId: input.pseoId, mainJsonId: planId, note: `plan import of ${input.added} page(s)` });
 	const now = dbTimestamp(trx);
 	const updated = await trx(PLANS)

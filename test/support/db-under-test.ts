@@ -72,15 +72,16 @@ export async function insertPendingJob(knex: Knex, job: { userId: string; pseoId
 }
 
 /**
- * Waits until some other session of the test database waits for a lock: a transaction the test holds open has
- * provably stopped the code under test at a known statement.
+ * Waits until some other session of the test database (other suites' databases do not count) waits for a lock: a
+ * transaction the test holds open has provably stopped the code under test at a known statement.
  */
 export async function waitForLockWaiter(knex: Knex, timeoutMs = 10_000): Promise<void> {
 	const client = String((knex.client as { config?: { client?: unknown } }).config?.client);
 	const sql =
 		client === 'pg'
 			? `SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`
-			: `SELECT count(*) AS n FROM information_schema.innodb_trx WHERE trx_state = 'LOCK WAIT'`;
+			: `SELECT count(*) AS n FROM information_schema.innodb_trx t JOIN information_schema.processlist p ON p.id = t.trx_mysql_thread_id
+				WHERE t.trx_state = 'LOCK WAIT' AND p.db = DATABASE()`;
 	const deadline = Date.now() + timeoutMs;
 	for (;;) {
 		// Every 100 ms: polling MariaDB's INNODB_TRX every 20 ms kept the session under test from reaching its lock wait.
