@@ -173,6 +173,40 @@ describe.each(INTERFACE_LEGS)('foundation on %s', (leg) => {
 			expect(user.body.data).toEqual({ first_name: 'Dave', email: dave.email });
 		});
 
+		it("an admin's balance edit in a batch update, or in a GraphQL mutation that Directus refuses, leaves no balance behind", async () => {
+			const erin = await createUser(directus, { balance: 42 });
+			const grants = async () => (await ledgerOf(directus, erin.id)).filter((row) => row.reason === 'grant').map((row) => Number(row.amount));
+			const before = await grants();
+			// A batch update runs in one transaction: the second item's taken email rolls the first item's balance back.
+			const batch = await call(directus, 'PATCH', '/users', {
+				token: directus.adminToken,
+				body: [
+					{ id: erin.id, pseo_token_balance: 70 },
+					{ id: bob.id, email: alice.email },
+				],
+			});
+			expect(batch.status).toBe(400);
+			expect(await balanceOf(directus, erin.id)).toBe(42);
+			// A refused mutation, then an accepted one of the same user in the same document, without a balance.
+			const mutation = `mutation {
+				refused: update_users_item(id: "${erin.id}", data: { email: "${bob.email}", pseo_token_balance: 500 }) { id }
+				accepted: update_users_item(id: "${erin.id}", data: { first_name: "Erin" }) { id }
+			}`;
+			const graphql = await call(directus, 'POST', '/graphql/system', { token: directus.adminToken, body: { query: mutation } });
+			expect(graphql.status).toBe(200);
+			expect(graphql.body.errors).toHaveLength(1);
+			expect(graphql.body.data.accepted).toEqual({ id: erin.id });
+			// The accepted update has committed and its action has run by the time a later request reads the balance.
+			await new Promise((resolve) => setTimeout(resolve, 500));
+			expect(await balanceOf(directus, erin.id)).toBe(42);
+			expect(await grants()).toEqual(before);
+			// And a batch that Directus accepts books its balance with it.
+			const accepted = await call(directus, 'PATCH', '/users', { token: directus.adminToken, body: [{ id: erin.id, first_name: 'E', pseo_token_balance: 80 }] });
+			expect(accepted.status).toBe(200);
+			expect(await balanceOf(directus, erin.id)).toBe(80);
+			expect(await grants()).toEqual([...before, 38]);
+		});
+
 		it('5 a login JWT works as a Bearer token', async () => {
 			const login = await call(directus, 'POST', '/auth/login', { body: { email: alice.email, password: alice.password } });
 			expect(login.status).toBe(200);

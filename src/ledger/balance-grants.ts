@@ -22,48 +22,69 @@ interface DeferredEdit {
 
 /**
  * Balance edits that came with other fields of the user, by the accountability of the request that made them:
- * Directus runs its own checks of those fields (a taken email, a password policy, a field validation) after this
- * filter, and when it refuses the update, no action follows, and the edit is dropped with the request.
+ * Directus checks those fields (a taken email, a password policy, a field validation) after this filter, and when
+ * it refuses the update, no action follows. Directus calls action handlers synchronously at the end of an update,
+ * so an edit still here when the same accountability updates the same users again belongs to an update that was
+ * refused (GraphQL runs the next mutation of a document after a refused one): it is dropped then, or with the
+ * request.
  */
-const deferred = new WeakMap<Accountability, DeferredEdit>();
+const deferred = new WeakMap<Accountability, DeferredEdit[]>();
 
 /**
  * `users.update` filter: an edit of `pseo_token_balance` (an admin's grant, in the app or with PATCH /users/:id)
- * is taken out of the payload and applied with its ledger row instead, in one transaction per user. Only admins
- * (or the system) may change a balance; Directus's own field permissions would stop others too, but this filter
- * runs before them and must not apply a change they would have refused.
- *
- * A balance sent alone is applied here, so the update's answer shows it. A balance sent with other fields waits
- * for the update's `users.update` action (`applyDeferredBalanceEdits`): applied here, it stayed when Directus then
- * refused the other fields, and the admin was told the update failed while the balance had changed. Such an
- * update may answer with the balance as it was, since the action runs beside the answer.
+ * is taken out of the payload and applied with its ledger row instead. Only admins (or the system) may change a
+ * balance; Directus's own field permissions would stop others too, but this filter runs before them and must not
+ * apply a change they would have refused. When is it applied:
+ * - inside the update's transaction, when Directus runs the update in one (a batch update: `PATCH /users` with an
+ *   array, GraphQL's `update_users_batch`), so it commits or rolls back with the update;
+ * - here, in its own transaction per user, when the balance is sent alone (nothing else of the update can be
+ *   refused, and the update's answer shows the new balance);
+ * - otherwise once the update committed, in its `users.update` action (`takeDeferredEdit`): applied here, it
+ *   stayed when Directus then refused the other fields, and the admin was told the update failed while the
+ *   balance had changed. Such an update may answer with the previous balance, since the action runs beside the
+ *   answer.
  */
 export async function applyBalanceEdits(
 	deps: { database: Knex; logger: Logger },
 	payload: Record<string, unknown>,
 	keys: readonly string[],
 	accountability: Accountability | null,
+	updateDatabase?: Knex,
 ): Promise<Record<string, unknown>> {
+	if (accountability) {
+		const stale = deferred.get(accountability)?.filter((edit) => !sameKeys(edit.keys, keys));
+		if (stale) deferred.set(accountability, stale);
+	}
 	if (!(BALANCE_FIELD in payload)) return payload;
 	if (accountability && accountability.admin !== true) {
 		throw new ForbiddenError({ resource: 'field', id: BALANCE_FIELD });
 	}
 	const { [BALANCE_FIELD]: raw, ...rest } = payload;
 	const edit = { keys: [...keys], balance: parseBalance(raw), note: accountability?.user ? `set by ${accountability.user}` : 'set by the system' };
-	if (accountability && Object.keys(rest).length > 0) deferred.set(accountability, edit);
-	else await setBalances(deps, edit);
+	if (updateDatabase?.isTransaction) {
+		for (const userId of edit.keys) await setBalanceAsGrant(updateDatabase as Knex.Transaction, userId, edit.balance, edit.note);
+	} else if (accountability && Object.keys(rest).length > 0) {
+		deferred.set(accountability, [...(deferred.get(accountability) ?? []), edit]);
+	} else {
+		await setBalances(deps, edit);
+	}
 	return rest;
 }
 
-/** `users.update` action: the balance edit that waited for this update to commit, if any (see applyBalanceEdits). */
-export async function applyDeferredBalanceEdits(deps: { database: Knex; logger: Logger }, keys: readonly string[], accountability: Accountability | null): Promise<void> {
-	const edit = accountability ? deferred.get(accountability) : undefined;
-	if (!edit || !sameKeys(edit.keys, keys)) return;
-	deferred.delete(accountability!);
-	await setBalances(deps, edit);
+/**
+ * For the `users.update` action: takes the balance edit that waited for this update (see applyBalanceEdits).
+ * Synchronous, so that it is taken before another update of the same accountability begins.
+ */
+export function takeDeferredEdit(keys: readonly string[], accountability: Accountability | null): DeferredEdit | null {
+	const edits = accountability ? deferred.get(accountability) : undefined;
+	const edit = edits?.find((candidate) => sameKeys(candidate.keys, keys));
+	if (!edit) return null;
+	deferred.set(accountability!, edits!.filter((candidate) => candidate !== edit));
+	return edit;
 }
 
-async function setBalances({ database, logger }: { database: Knex; logger: Logger }, edit: DeferredEdit): Promise<void> {
+/** Applies a balance edit, each user in a transaction of its own that locks the payer first. */
+export async function setBalances({ database, logger }: { database: Knex; logger: Logger }, edit: DeferredEdit): Promise<void> {
 	for (const userId of edit.keys) {
 		await transact(database, (trx) => setBalanceAsGrant(trx, userId, edit.balance, edit.note), { logger, what: 'balance edit', context: { userId } });
 	}

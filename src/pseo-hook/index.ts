@@ -1,9 +1,10 @@
+import type { Knex } from 'knex';
 import { defineHook } from '@directus/extensions-sdk';
 import type { Accountability, Query } from '@directus/types';
 import type { Application } from 'express';
 import { DELETABLE, guardDelete, guardWrite, OWNER_FIELDS, restrictQuery, WRITABLE_FIELDS, type OwnedCollection } from '../access/ownership-guard.ts';
 import { directusErrorEnvelope, errorHandler } from '../http/error-envelope.ts';
-import { applyBalanceEdits, applyDeferredBalanceEdits, recordInitialBalance } from '../ledger/balance-grants.ts';
+import { applyBalanceEdits, recordInitialBalance, setBalances, takeDeferredEdit } from '../ledger/balance-grants.ts';
 import { compressPostBodies, ensureIndexes, installSchema } from '../schema/install-schema.ts';
 import { provisionListPresets } from '../schema/list-presets.ts';
 import { provisionUsageDashboard } from '../schema/usage-dashboard.ts';
@@ -135,14 +136,16 @@ export default defineHook(({ init, filter, action }, context) => {
 	});
 
 	filter('users.update', async (payload, meta, eventContext) => {
-		const { keys } = meta as { keys: string[] };
-		const accountability = accountabilityOf(eventContext);
-		return applyBalanceEdits({ database, logger }, payload as Record<string, unknown>, keys, accountability);
+		const { keys } = meta as { keys: (string | number)[] };
+		const { database: updateDatabase } = eventContext as { database?: Knex };
+		return applyBalanceEdits({ database, logger }, payload as Record<string, unknown>, keys.map(String), accountabilityOf(eventContext), updateDatabase);
 	});
 
-	action('users.update', async (meta, eventContext) => {
+	action('users.update', (meta, eventContext) => {
 		const { keys } = meta as { keys: (string | number)[] };
-		await applyDeferredBalanceEdits({ database, logger }, keys.map(String), accountabilityOf(eventContext)).catch((error: unknown) =>
+		const edit = takeDeferredEdit(keys.map(String), accountabilityOf(eventContext));
+		if (!edit) return;
+		return setBalances({ database, logger }, edit).catch((error: unknown) =>
 			logger.error({ err: error, keys }, 'pseo: a balance edit sent with other fields of the user could not be applied after the update'),
 		);
 	});
