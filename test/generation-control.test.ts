@@ -105,6 +105,30 @@ describe.each(INTERFACE_LEGS)('job controls on %s', (leg) => {
 			expect(refunds.map((row) => Number(row.amount))).toEqual(site.routes.map(() => BATCH_RATE));
 		});
 
+		it('a batch whose create was in flight when the job was cancelled is cancelled at the provider once it exists', async () => {
+			const user = await createUser(directus, { balance: 100 });
+			const site = await plannedSite(directus, user, 4);
+			// The worker checked its lease and sent the create; the provider answers only after the cancel.
+			fake.configure({ holdBatchCreates: true });
+			const started = await call(directus, 'POST', BULK, { token: user.token, body: { pseo_id: site.pseoId, post_count: 4 } });
+			const id = started.body.generation_id as number;
+			await eventually(async () => fake.heldBatchCreates() > 0, 30_000, 'a batch create held at the provider');
+
+			const res = await cancel(directus, user.token, id);
+			expect(res.status).toBe(200);
+			expect(res.body.data).toMatchObject({ status: 'failed', requested_count: 4, created_count: 0, failed_count: 4 });
+			fake.releaseBatchCreates();
+			const late = await eventually(
+				async () => fake.requests.find((entry) => entry.method === 'POST' && entry.path === '/v1/batches' && entry.batchId)?.batchId,
+				30_000,
+				'the batch the held create made',
+			);
+			// The cancel looked for the job's batches before this one existed; the worker that made it stops it.
+			await eventually(async () => fake.requests.some((entry) => entry.method === 'POST' && entry.path === `/v1/batches/${late}/cancel`), 30_000, 'a cancel of the late batch');
+			expect(await balanceOf(directus, user.id)).toBe(100);
+			expect((await jobRow(directus, id)).created_count).toBe(0);
+		});
+
 		it('cancel answers 409 on a finished job, and 400, 403 and 404 as the other job routes do', async () => {
 			const user = await createUser(directus, { balance: 100 });
 			const site = await plannedSite(directus, user, 2);

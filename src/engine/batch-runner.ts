@@ -4,7 +4,7 @@ import { faultPoint } from '../shared/fault-injection.ts';
 import type { Logger } from '../shared/logger.ts';
 import { ProviderCallError } from '../provider/provider-call-error.ts';
 import { loadJobContext, type JobContext } from './job-context.ts';
-import { finishJob, holdsLease, LeaseLostError, recordOutcomes, releaseJob, settledAmong, type PageOutcome } from './job-store.ts';
+import { finishJob, holdsLease, LeaseLostError, readJobHead, recordOutcomes, releaseJob, settledAmong, type PageOutcome } from './job-store.ts';
 import { failUnsettled, walkJobRoutes } from './route-walk.ts';
 import type { JobHead } from './job-types.ts';
 import { buildPageRequest, generatePage, pageFromBatchLine } from './page-request.ts';
@@ -200,18 +200,7 @@ async function submitPart(
 	const tag = `${job.id}:${plan.part}`;
 	// The SDK retries a timed-out create without an idempotency key, so a batch may exist that we never heard of.
 	const existing = await provider.findBatchByMetadata(BATCH_PART_KEY, tag);
-	if (existing) {
-		const start = Number(existing.metadata['route_start']);
-		const end = Number(existing.metadata['route_end']);
-		// What the batch was created as, which may not be what this step planned for the number (see runBatchStep).
-		// A batch created before its metadata said so is taken as planned, as it always was.
-		const recorded = existing.metadata[RESUBMIT_KEY];
-		const resubmitOf = recorded === NEW_PART ? null : recorded !== undefined && /^\d+$/.test(recorded) ? Number(recorded) : plan.resubmitOf;
-		const adopted = { part: plan.part, route_start: start, route_end: end, batch_id: existing.id, input_file_id: null, resubmit_of: resubmitOf };
-		await savePart(database, job.id, worker, adopted);
-		logger.info({ jobId: job.id, part: plan.part, batchId: existing.id, routeStart: start, resubmitOf }, 'pseo batch part adopted after a lost create');
-		return { ...adopted, status: 'running' };
-	}
+	if (existing) return adoptPart(job.id, existing, plan, deps, 'pseo batch part adopted after a lost create');
 
 	const limit = plan.end ?? job.route_count;
 	// The range's unsettled routes, read from the job's rows a page at a time, with the position they end.
@@ -249,9 +238,13 @@ async function submitPart(
 	const inputFileId = await provider.uploadBatchFile(lines(), `pseo-generation-${job.id}-part-${plan.part}.jsonl`);
 	// The upload of a large part takes minutes. A job cancelled meanwhile (the cancel takes its lease and found no
 	// batch to stop), handed to another worker, or an instance stopping, must not get a batch that nothing would
-	// cancel, ingest or refund: the worker makes sure it still holds the job right before the create. (A create that
-	// outruns a cancel arriving in between is stopped by the cancel's lookup by metadata.)
+	// cancel, ingest or refund: the worker makes sure it still holds the job right before the create. A create that
+	// outruns a cancel or a takeover arriving in between is stopped by the cancel's lookup by metadata, or by
+	// cancelIfOrphaned when its part cannot be stored; and the part is looked up once more, for the batch of a
+	// worker that held the job before this one and created it while this upload ran.
 	if (deps.signal.aborted || !(await holdsLease(database, job.id, worker))) throw new LeaseLostError(job.id);
+	const raced = await provider.findBatchByMetadata(BATCH_PART_KEY, tag);
+	if (raced) return adoptPart(job.id, raced, plan, deps, 'pseo batch part adopted from the worker that held the job before');
 	const routeEnd = plan.end ?? end;
 	const batch = await provider.createBatch(inputFileId, {
 		[BATCH_JOB_KEY]: String(job.id),
@@ -263,9 +256,53 @@ async function submitPart(
 	});
 	faultPoint('after-batch-create');
 	const saved = { part: plan.part, route_start: plan.start, route_end: routeEnd, batch_id: batch.id, input_file_id: inputFileId, resubmit_of: plan.resubmitOf };
-	await savePart(database, job.id, worker, saved);
+	try {
+		await savePart(database, job.id, worker, saved);
+	} catch (error) {
+		if (error instanceof LeaseLostError) {
+			await cancelIfOrphaned(provider, deps, job.id, saved).catch((lookup: unknown) =>
+				logger.warn({ err: lookup, jobId: job.id, batchId: batch.id }, 'pseo batch created after the job was lost: its owner could not be looked up'),
+			);
+		}
+		throw error;
+	}
 	logger.info({ jobId: job.id, part: plan.part, batchId: batch.id, lines: count, bytes, resubmitOf: plan.resubmitOf }, 'pseo batch part submitted');
 	return { ...saved, status: 'running' };
+}
+
+/** Stores a batch found by its part's metadata as that part, as what the batch says it was created as. */
+async function adoptPart(jobId: number, batch: BatchInfo, plan: PartPlan, deps: RunnerDeps, message: string): Promise<JobPart> {
+	const start = Number(batch.metadata['route_start']);
+	const end = Number(batch.metadata['route_end']);
+	// What the batch was created as, which may not be what this step planned for the number (see runBatchStep).
+	// A batch created before its metadata said so is taken as planned, as it always was.
+	const recorded = batch.metadata[RESUBMIT_KEY];
+	const resubmitOf = recorded === NEW_PART ? null : recorded !== undefined && /^\d+$/.test(recorded) ? Number(recorded) : plan.resubmitOf;
+	const adopted = { part: plan.part, route_start: start, route_end: end, batch_id: batch.id, input_file_id: null, resubmit_of: resubmitOf };
+	await savePart(deps.database, jobId, deps.worker, adopted);
+	deps.logger.info({ jobId, part: plan.part, batchId: batch.id, routeStart: start, resubmitOf }, message);
+	return { ...adopted, status: 'running' };
+}
+
+/**
+ * A batch created after this worker lost the job (the lease check before the create passed, then a cancel or another
+ * worker took the job) belongs to nobody when the job was cancelled or has ended, or when its part is stored with
+ * another batch: a cancel looked for it by its metadata before it existed, and a new holder made its own. It is
+ * cancelled at the provider, which would otherwise run it, and bill for it, for nothing. A batch whose part is still
+ * to be stored is left alone: whoever holds the job adopts it by its metadata.
+ */
+async function cancelIfOrphaned(provider: GenerationProvider, deps: RunnerDeps, jobId: number, saved: Omit<JobPart, 'status'>): Promise<void> {
+	const { database, logger } = deps;
+	const job = await readJobHead(database, jobId);
+	const stored = (await readParts(database, jobId)).find((part) => part.part === saved.part);
+	const ended = !job || job.cancelled || (job.status !== 'running' && job.status !== 'pending');
+	if (!ended && (stored === undefined || stored.batch_id === saved.batch_id)) return;
+	try {
+		await provider.cancelBatch(saved.batch_id);
+		logger.warn({ jobId, part: saved.part, batchId: saved.batch_id }, 'pseo batch created after the job was cancelled or taken over; cancelled at the provider');
+	} catch (error) {
+		logger.warn({ err: error, jobId, part: saved.part, batchId: saved.batch_id }, 'pseo batch created after the job was lost could not be cancelled at the provider');
+	}
 }
 
 /**

@@ -50,6 +50,11 @@ export interface FakeConfig {
 	 * gives up): a reader caught in the middle of a batch's results. Default null (no hold).
 	 */
 	holdFileAfterLines: number | null;
+	/**
+	 * Batch creates wait, their request read and logged, until `releaseBatchCreates()` (or the client gives up): a
+	 * create in flight while something else happens to its job. Default false.
+	 */
+	holdBatchCreates: boolean;
 	/** Calls whose prompt context has this `task` answer this status (in chat, and as batch lines). Default {}. */
 	chatErrorsForTask: Record<string, TaskError>;
 	/** Plan calls (`plan_clusters`, `plan_pages`) answer 500 (in chat, and as batch lines). Default false. */
@@ -94,6 +99,7 @@ export function defaultConfig(): FakeConfig {
 		hangChat: false,
 		holdChat: false,
 		holdFileAfterLines: null,
+		holdBatchCreates: false,
 		chatErrorsForTask: {},
 		planFail: false,
 		planDuplicateRate: 0,
@@ -186,6 +192,7 @@ const PARSERS: { [K in keyof FakeConfig]: Parser } = {
 	hangChat: (v) => boolean('hangChat', v),
 	holdChat: (v) => boolean('holdChat', v),
 	holdFileAfterLines: (v) => (v === null ? null : nonNegativeInteger('holdFileAfterLines', v)),
+	holdBatchCreates: (v) => boolean('holdBatchCreates', v),
 	chatErrorsForTask: (v) => {
 		if (!isRecord(v)) throw new TypeError(`chatErrorsForTask must be an object of task to status, got ${show(v)}`);
 		const out: Record<string, TaskError> = {};

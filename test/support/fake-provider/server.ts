@@ -50,6 +50,10 @@ export interface FakeProvider {
 	releaseFiles(count?: number): number;
 	/** Downloads waiting for `releaseFiles()`. */
 	heldFiles(): number;
+	/** Lets the batch creates held by `holdBatchCreates` go on, oldest first: all, or the `count` oldest. */
+	releaseBatchCreates(count?: number): number;
+	/** Batch creates waiting for `releaseBatchCreates()`. */
+	heldBatchCreates(): number;
 	close(): Promise<void>;
 	/** Chat-completion requests received, optionally for one route. */
 	countChat(route?: string): number;
@@ -131,6 +135,8 @@ class FakeProviderServer implements FakeProvider {
 	readonly #heldChat = new Set<() => void>();
 	/** Downloads held by `holdFileAfterLines`, the same way. */
 	readonly #heldFiles = new Set<() => void>();
+	/** Batch creates held by `holdBatchCreates`, the same way. */
+	readonly #heldCreates = new Set<() => void>();
 	#log: RequestLogEntry[] = [];
 	#attempts = new Map<string, number>();
 	#files = new FileStore();
@@ -213,6 +219,7 @@ class FakeProviderServer implements FakeProvider {
 	reset(): void {
 		this.releaseChat();
 		this.releaseFiles();
+		this.releaseBatchCreates();
 		this.#config = defaultConfig();
 		this.#log.length = 0;
 		this.#attempts.clear();
@@ -238,6 +245,14 @@ class FakeProviderServer implements FakeProvider {
 
 	heldFiles(): number {
 		return this.#heldFiles.size;
+	}
+
+	releaseBatchCreates(count?: number): number {
+		return releaseOldest(this.#heldCreates, count);
+	}
+
+	heldBatchCreates(): number {
+		return this.#heldCreates.size;
 	}
 
 	async close(): Promise<void> {
@@ -399,7 +414,9 @@ class FakeProviderServer implements FakeProvider {
 	}
 
 	async #createBatch({ req, res, entry }: RouteContext): Promise<void> {
-		const result = this.#batches.create(await readJson(req));
+		const body = await readJson(req);
+		if (this.#config.holdBatchCreates && !(await holdUntilReleased(this.#heldCreates, res))) return;
+		const result = this.#batches.create(body);
 		if (!result.ok) throw new HttpError(result.status, result.error);
 		if (entry) {
 			Object.assign(entry, {
