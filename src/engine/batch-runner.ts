@@ -242,9 +242,10 @@ async function submitPart(
 	// outruns a cancel or a takeover arriving in between is stopped by the cancel's lookup by metadata, or by
 	// cancelIfOrphaned when its part cannot be stored; and the part is looked up once more, for the batch of a
 	// worker that held the job before this one and created it while this upload ran.
-	if (deps.signal.aborted || !(await holdsLease(database, job.id, worker))) throw new LeaseLostError(job.id);
+	// (The lookup first: it may page through the provider's batches, time in which the lease could go.)
 	const raced = await provider.findBatchByMetadata(BATCH_PART_KEY, tag);
 	if (raced) return adoptPart(job.id, raced, plan, deps, 'pseo batch part adopted from the worker that held the job before');
+	if (deps.signal.aborted || !(await holdsLease(database, job.id, worker))) throw new LeaseLostError(job.id);
 	const routeEnd = plan.end ?? end;
 	const batch = await provider.createBatch(inputFileId, {
 		[BATCH_JOB_KEY]: String(job.id),

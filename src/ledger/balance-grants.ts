@@ -29,6 +29,12 @@ interface DeferredEdit {
  * request.
  */
 const deferred = new WeakMap<Accountability, DeferredEdit[]>();
+/**
+ * The same for updates without an accountability (the system, a Flow run with full access, another extension's
+ * services), by the payload this filter returns: without an accountability, Directus hands that very object to
+ * the update's action, and drops it with a refused update.
+ */
+const deferredByPayload = new WeakMap<object, DeferredEdit>();
 
 /**
  * `users.update` filter: an edit of `pseo_token_balance` (an admin's grant, in the app or with PATCH /users/:id)
@@ -63,8 +69,9 @@ export async function applyBalanceEdits(
 	const edit = { keys: [...keys], balance: parseBalance(raw), note: accountability?.user ? `set by ${accountability.user}` : 'set by the system' };
 	if (updateDatabase?.isTransaction) {
 		for (const userId of edit.keys) await setBalanceAsGrant(updateDatabase as Knex.Transaction, userId, edit.balance, edit.note);
-	} else if (accountability && Object.keys(rest).length > 0) {
-		deferred.set(accountability, [...(deferred.get(accountability) ?? []), edit]);
+	} else if (Object.keys(rest).length > 0) {
+		if (accountability) deferred.set(accountability, [...(deferred.get(accountability) ?? []), edit]);
+		else deferredByPayload.set(rest, edit);
 	} else {
 		await setBalances(deps, edit);
 	}
@@ -75,11 +82,17 @@ export async function applyBalanceEdits(
  * For the `users.update` action: takes the balance edit that waited for this update (see applyBalanceEdits).
  * Synchronous, so that it is taken before another update of the same accountability begins.
  */
-export function takeDeferredEdit(keys: readonly string[], accountability: Accountability | null): DeferredEdit | null {
-	const edits = accountability ? deferred.get(accountability) : undefined;
+export function takeDeferredEdit(keys: readonly string[], accountability: Accountability | null, payload: unknown): DeferredEdit | null {
+	if (!accountability) {
+		const edit = typeof payload === 'object' && payload !== null ? deferredByPayload.get(payload) : undefined;
+		if (!edit || !sameKeys(edit.keys, keys)) return null;
+		deferredByPayload.delete(payload as object);
+		return edit;
+	}
+	const edits = deferred.get(accountability);
 	const edit = edits?.find((candidate) => sameKeys(candidate.keys, keys));
 	if (!edit) return null;
-	deferred.set(accountability!, edits!.filter((candidate) => candidate !== edit));
+	deferred.set(accountability, edits!.filter((candidate) => candidate !== edit));
 	return edit;
 }
 

@@ -142,8 +142,8 @@ export default defineHook(({ init, filter, action }, context) => {
 	});
 
 	action('users.update', (meta, eventContext) => {
-		const { keys } = meta as { keys: (string | number)[] };
-		const edit = takeDeferredEdit(keys.map(String), accountabilityOf(eventContext));
+		const { keys, payload } = meta as { keys: (string | number)[]; payload: unknown };
+		const edit = takeDeferredEdit(keys.map(String), accountabilityOf(eventContext), payload);
 		if (!edit) return;
 		return setBalances({ database, logger }, edit).catch((error: unknown) =>
 			logger.error({ err: error, keys }, 'pseo: a balance edit sent with other fields of the user could not be applied after the update'),
