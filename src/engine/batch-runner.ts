@@ -236,13 +236,11 @@ async function submitPart(
 		}
 	}
 	const inputFileId = await provider.uploadBatchFile(lines(), `pseo-generation-${job.id}-part-${plan.part}.jsonl`);
-	// The upload of a large part takes minutes. A job cancelled meanwhile (the cancel takes its lease and found no
-	// batch to stop), handed to another worker, or an instance stopping, must not get a batch that nothing would
-	// cancel, ingest or refund: the worker makes sure it still holds the job right before the create. A create that
-	// outruns a cancel or a takeover arriving in between is stopped by the cancel's lookup by metadata, or by
-	// cancelIfOrphaned when its part cannot be stored; and the part is looked up once more, for the batch of a
-	// worker that held the job before this one and created it while this upload ran.
-	// (The lookup first: it may page through the provider's batches, time in which the lease could go.)
+	// The upload of a large part takes minutes, and the job may change hands meanwhile. The part is looked up once
+	// more (a worker that held the job before this one may have created its batch during the upload), then the lease
+	// is checked, last because the lookup may page through the provider's batches: a job cancelled, taken over or
+	// stopping gets no batch that nothing would cancel, ingest or refund. A create that outruns a cancel or a
+	// takeover arriving after the check is stopped by the cancel's lookup by metadata, or by cancelIfOrphaned.
 	const raced = await provider.findBatchByMetadata(BATCH_PART_KEY, tag);
 	if (raced) return adoptPart(job.id, raced, plan, deps, 'pseo batch part adopted from the worker that held the job before');
 	if (deps.signal.aborted || !(await holdsLease(database, job.id, worker))) throw new LeaseLostError(job.id);
