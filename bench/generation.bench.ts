@@ -29,7 +29,8 @@ export interface BenchFigure {
 	value: number;
 	unit?: string;
 	target: string;
-	pass: boolean;
+	/** Whether the value meets the target; null for an informational figure, which has no target to meet. */
+	pass: boolean | null;
 }
 
 export interface GenerationBenchOptions {

@@ -18,6 +18,7 @@
  * instance's own output (with PSEO_SERVER_NODE_FLAGS=--trace-gc, its heap after every collection).
  */
 import { writeFileSync } from 'node:fs';
+import { availableParallelism } from 'node:os';
 import { call, createUser, createWebsite, grantFileLibrary, uploadFile, waitForJob } from '../test/support/api.ts';
 import { copyDatabase, launchDirectus, type DirectusInstance } from '../test/support/instance.ts';
 import { PG } from '../test/support/paths.ts';
@@ -25,7 +26,7 @@ import { dropDatabase, pgAdmin, postgresReachable } from '../test/support/postgr
 import { bootstrapTemplate, buildExtension } from '../test/support/templates.ts';
 import { spawnFakeProvider } from './generation/fake-process.ts';
 import { percentile } from './generation/latency.ts';
-import { findDescendant, RssSampler } from './generation/process-tree.ts';
+import { CpuSampler, findDescendant, processesNamed, RssSampler } from './generation/process-tree.ts';
 import { isMain, runBenchMain } from './generation/bench-main.ts';
 import type { BenchFigure } from './generation.bench.ts';
 
@@ -57,23 +58,67 @@ function serviceCityCsv(rows: number): string {
 	return `${lines.join('\r\n')}\r\n`;
 }
 
-/** One polling client: GET `url` every 20 ms until `until` settles; each answer's start time and response time. */
-async function pollSamples(url: string, token: string, until: Promise<unknown>): Promise<{ at: number; ms: number }[]> {
-	const samples: { at: number; ms: number }[] = [];
+/** A sample of a poll: when the request started, its response time, and which of the polled URLs it read. */
+interface PollSample {
+	at: number;
+	ms: number;
+	url: number;
+}
+
+/**
+ * One polling client: GETs each of `urls` in turn, then waits 20 ms, until `until` settles. Alternating keeps
+ * Directus's own read of the same row under the very same load as ours, as the reference of what the load costs.
+ */
+async function pollSamples(urls: readonly string[], token: string, until: Promise<unknown>): Promise<PollSample[]> {
+	const samples: PollSample[] = [];
 	let done = false;
 	void until.finally(() => {
 		done = true;
 	});
 	while (!done) {
-		const at = Date.now();
-		const start = performance.now();
-		const res = await fetch(url, { headers: { authorization: `Bearer ${token}` } });
-		await res.arrayBuffer();
-		if (res.status !== 200) throw new Error(`poll of ${url} answered ${res.status}`);
-		samples.push({ at, ms: performance.now() - start });
+		for (const [index, url] of urls.entries()) {
+			const at = Date.now();
+			const start = performance.now();
+			const res = await fetch(url, { headers: { authorization: `Bearer ${token}` } });
+			await res.arrayBuffer();
+			if (res.status !== 200) throw new Error(`poll of ${url} answered ${res.status}`);
+			samples.push({ at, ms: performance.now() - start, url: index });
+		}
 		await new Promise((resolve) => setTimeout(resolve, 20));
 	}
 	return samples;
+}
+
+/**
+ * What PostgreSQL alone takes to write an ingest's main rows: the posts of website `from` and their band rows are
+ * copied to a new website by the server itself, 250 pages a transaction as an ingest commits them, with no client
+ * work at all. Its time is the least any ingest of these pages can take on this machine (reading the copied rows
+ * back is part of it, so it is a little more than the writes alone). Seconds.
+ */
+async function databaseFloor(database: string, from: number): Promise<number> {
+	const copied = ['generation_id', 'user_id', 'status', 'route', 'language', 'title', 'meta_title', 'meta_description', 'h1', 'body', 'faq', 'internal_links'];
+	const more = ['date_created', 'quality_status', 'quality_score', 'quality_issues', 'quality_signature'];
+	const columns = [...copied, ...more].join(', ');
+	const [website] = await pgAdmin<{ id: number }>(
+		`INSERT INTO pseo (website_url, master_prompt, backend_user_id, date_created) SELECT website_url, master_prompt, backend_user_id, date_created FROM pseo WHERE id = ${from} RETURNING id`,
+		database,
+	);
+	const to = website!.id;
+	const start = performance.now();
+	await pgAdmin(
+		`DO $$
+		DECLARE ids int[];
+		BEGIN
+			FOR ids IN SELECT array_agg(id ORDER BY id) FROM (SELECT id, (row_number() OVER (ORDER BY id) - 1) / 250 AS chunk FROM pseo_posts WHERE pseo_id = ${from}) c GROUP BY chunk ORDER BY chunk LOOP
+				INSERT INTO pseo_posts (pseo_id, ${columns}) SELECT ${to}, ${columns} FROM pseo_posts WHERE id = ANY(ids);
+				INSERT INTO pseo_post_bands (pseo_id, route, band_key)
+					SELECT ${to}, b.route, b.band_key FROM pseo_posts p JOIN pseo_post_bands b ON b.pseo_id = p.pseo_id AND b.route = p.route WHERE p.id = ANY(ids);
+				COMMIT;
+			END LOOP;
+		END $$`,
+		database,
+	);
+	return (performance.now() - start) / 1000;
 }
 
 export async function runScaleBench(options: { log?: (line: string) => void } = {}): Promise<BenchFigure[]> {
@@ -122,6 +167,10 @@ export async function runScaleBench(options: { log?: (line: string) => void } = 
 		const sampler = new RssSampler(pid, 50);
 		sampler.start();
 		cleanups.push(async () => sampler.stop());
+		// CPU time of the instance, of PostgreSQL's processes (every backend, whoever it serves) and of the fake provider.
+		const cpu = new CpuSampler([pid, processesNamed('postgres'), fake.pid], 250);
+		cpu.start();
+		cleanups.push(async () => cpu.stop());
 		const mb = (kb: number) => kb / 1024;
 
 		// The bulk job's tokens, and those of the regenerations at the end.
@@ -159,10 +208,14 @@ export async function runScaleBench(options: { log?: (line: string) => void } = 
 		const finished = waitForJob(directus, user, jobId, 20 * 60_000);
 		// Polled all along; the ingest window is cut out of it afterwards.
 		const pollUrl = `${directus.url}/pseo-endpoints/generations/${jobId}`;
-		const busy = pollSamples(pollUrl, user.token, finished);
+		// Directus's own read of the job's row by the same user, with the columns the extension reads.
+		const fields = 'id,pseo_id,status,requested_count,created_count,failed_count,date_created,date_updated,date_completed,user_id';
+		const polled = [pollUrl, `${directus.url}/items/pseo_generations/${jobId}?fields=${fields}`];
+		const busy = pollSamples(polled, user.token, finished);
 		const job = await finished;
 		const busyTimes = await busy;
 		sampler.stop();
+		cpu.stop();
 		const completed = Date.parse(String(job['date_completed']));
 		if (job['status'] !== 'completed' || Number(job['created_count']) !== PAGES) {
 			throw new Error(`job ${jobId} ended ${job['status']} with ${job['created_count']}/${PAGES}: ${JSON.stringify(job).slice(0, 600)}`);
@@ -180,6 +233,15 @@ export async function runScaleBench(options: { log?: (line: string) => void } = 
 			`bulk job: ${batches.length} parts; trigger to last batch created ${((Math.max(...batches.map((entry) => entry.time)) - triggerStart) / 1000).toFixed(1)} s, ` +
 				`first download to date_completed ${ingestS.toFixed(1)} s = ${rate.toFixed(0)} pages/s`,
 		);
+		// Where the machine's CPU went during the ingest, per page: what pays for each page, and what two cores allow.
+		const [instanceMs, databaseMs, providerMs] = (cpu.usedBetween(ingestStart, completed) ?? [Number.NaN, Number.NaN, Number.NaN]).map((ms) => ms / PAGES) as [number, number, number];
+		const cpuPerPage = instanceMs + databaseMs + providerMs;
+		const cores = availableParallelism();
+		const cpuBound = (cores * 1000) / cpuPerPage;
+		log(
+			`ingest CPU per page: Directus ${instanceMs.toFixed(3)} ms, PostgreSQL ${databaseMs.toFixed(3)} ms, fake provider ${providerMs.toFixed(3)} ms; ` +
+				`${cores} cores at that cost allow ${cpuBound.toFixed(0)} pages/s`,
+		);
 		const submitted = Math.max(...batches.map((entry) => entry.time));
 		const submitPeakKb = sampler.peakKb(triggerStart, submitted) ?? Number.NaN;
 		const ingestPeakKb = sampler.peakKb(ingestStart, completed) ?? Number.NaN;
@@ -189,13 +251,23 @@ export async function runScaleBench(options: { log?: (line: string) => void } = 
 		);
 
 		// The same poll, the instance idle now, for 30 s.
-		const during = busyTimes.filter((sample) => sample.at >= ingestStart && sample.at <= completed).map((sample) => sample.ms);
+		const inIngest = busyTimes.filter((sample) => sample.at >= ingestStart && sample.at <= completed);
 		const idleFor = new Promise((resolve) => setTimeout(resolve, 30_000));
-		const idle = (await pollSamples(pollUrl, user.token, idleFor)).map((sample) => sample.ms);
-		const p99Busy = percentile(during, 99);
-		const p99Idle = percentile(idle, 99);
-		const pollRatio = p99Busy / p99Idle;
-		log(`GET /generations/:id p99: ${p99Busy.toFixed(1)} ms during ingest (${during.length} requests), ${p99Idle.toFixed(1)} ms idle (${idle.length}); ratio ${pollRatio.toFixed(2)}`);
+		const atIdle = await pollSamples(polled, user.token, idleFor);
+		const p99 = (samples: PollSample[], url: number) => {
+			const times = samples.filter((sample) => sample.url === url).map((sample) => sample.ms);
+			return { p99: percentile(times, 99), count: times.length };
+		};
+		const [oursBusy, oursIdle, theirsBusy, theirsIdle] = [p99(inIngest, 0), p99(atIdle, 0), p99(inIngest, 1), p99(atIdle, 1)];
+		const pollRatio = oursBusy.p99 / oursIdle.p99;
+		const theirRatio = theirsBusy.p99 / theirsIdle.p99;
+		log(
+			`GET /generations/:id p99: ${oursBusy.p99.toFixed(1)} ms during ingest (${oursBusy.count} requests), ${oursIdle.p99.toFixed(1)} ms idle (${oursIdle.count}); ratio ${pollRatio.toFixed(2)}`,
+		);
+		log(
+			`Directus's GET /items/pseo_generations/:id, polled in turn with it: p99 ${theirsBusy.p99.toFixed(1)} ms during ingest (${theirsBusy.count} requests), ` +
+				`${theirsIdle.p99.toFixed(1)} ms idle (${theirsIdle.count}); ratio ${theirRatio.toFixed(2)}`,
+		);
 
 		// One-page jobs: a regeneration of a post on the large website and on a website of one page, in turns.
 		const small = await createWebsite(directus, user, { website_url: new URL(fake.url).origin });
@@ -231,6 +303,14 @@ export async function runScaleBench(options: { log?: (line: string) => void } = 
 				`medians ${percentile(largeMs, 50)} and ${percentile(smallMs, 50)} ms, ratio ${regenerationRatio.toFixed(2)}`,
 		);
 
+		// Last, on the idle instance: PostgreSQL alone writing the same posts and band rows.
+		const floorS = await databaseFloor(database.env['DB_DATABASE']!, pseoId);
+		const floorRate = PAGES / floorS;
+		log(
+			`database floor: PostgreSQL copies the ${PAGES} posts and their band rows to a new website by itself, 250 pages a transaction, in ` +
+				`${floorS.toFixed(1)} s = ${floorRate.toFixed(0)} pages/s; the ingest ran at ${(rate / floorRate).toFixed(2)} of that`,
+		);
+
 		const round = (value: number, digits = 3) => Math.round(value * 10 ** digits) / 10 ** digits;
 		return [
 			{ name: `plan import of ${PAGES} CSV rows, seconds`, value: round(importS, 2), unit: 's', target: `< ${IMPORT_TARGET_S}`, pass: importS < IMPORT_TARGET_S },
@@ -238,7 +318,11 @@ export async function runScaleBench(options: { log?: (line: string) => void } = 
 			{ name: `bulk trigger of ${PAGES} pages, 202 in`, value: round(triggerS, 3), unit: 's', target: `< ${TRIGGER_TARGET_S}`, pass: triggerS < TRIGGER_TARGET_S },
 			{ name: `bulk job of ${PAGES} pages in ${batches.length} parts, peak RSS growth`, value: round(growthMb, 1), unit: 'MB', target: `< ${RSS_TARGET_MB}`, pass: growthMb < RSS_TARGET_MB },
 			{ name: 'bulk ingest pages/s', value: Math.round(rate), unit: 'pages/s', target: `>= ${INGEST_TARGET_PAGES_PER_S}`, pass: rate >= INGEST_TARGET_PAGES_PER_S },
+			{ name: 'ingest CPU per page, Directus + PostgreSQL + fake provider', value: round(cpuPerPage), unit: 'ms', target: 'informational', pass: null },
+			{ name: `pages/s ${cores} cores allow at that CPU per page`, value: Math.round(cpuBound), unit: 'pages/s', target: 'informational', pass: null },
+			{ name: 'database floor: the same posts and band rows written by PostgreSQL alone', value: Math.round(floorRate), unit: 'pages/s', target: 'informational', pass: null },
 			{ name: 'job read p99 during ingest / idle', value: round(pollRatio, 2), target: '<= 2', pass: pollRatio <= 2 },
+			{ name: "Directus's own read of the job, p99 during ingest / idle", value: round(theirRatio, 2), target: 'informational', pass: null },
 			{
 				name: `one-page job on the ${PAGES}-page website / on a one-page website, median`,
 				value: round(regenerationRatio, 2),

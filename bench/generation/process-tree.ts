@@ -1,5 +1,6 @@
-/** Linux /proc helpers: find a descendant process by its command line, and sample its resident memory. */
-import { readFileSync } from 'node:fs';
+/** Linux /proc helpers: find a descendant process by its command line, and sample its resident memory and CPU time. */
+import { execFileSync } from 'node:child_process';
+import { readdirSync, readFileSync } from 'node:fs';
 
 /** Direct children of `pid` (every thread's list), or [] when it is gone. */
 function childPids(pid: number): number[] {
@@ -106,5 +107,109 @@ export class RssSampler {
 	meanKb(from: number, to: number): number | null {
 		const window = this.between(from, to);
 		return window.length === 0 ? null : window.reduce((sum, sample) => sum + sample.kb, 0) / window.length;
+	}
+}
+
+/** Clock ticks per second of /proc's CPU times (USER_HZ): 100 on every Linux we run on, asked once. */
+function clockTicks(): number {
+	try {
+		const ticks = Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim());
+		return Number.isInteger(ticks) && ticks > 0 ? ticks : 100;
+	} catch {
+		return 100;
+	}
+}
+
+/** utime + stime of `pid` (every thread of it) in ticks, or null when it is gone. */
+function readCpuTicks(pid: number): number | null {
+	try {
+		const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+		// The command name may hold spaces and parentheses; the fields after its closing one are fixed.
+		const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+		return Number(fields[11]) + Number(fields[12]);
+	} catch {
+		return null;
+	}
+}
+
+/** Processes whose command name (`/proc/<pid>/comm`) is `name`: a server's backends, which come and go. */
+export function processesNamed(name: string): () => number[] {
+	return () => {
+		const found: number[] = [];
+		for (const entry of readdirSync('/proc')) {
+			if (!/^\d+$/.test(entry)) continue;
+			try {
+				if (readFileSync(`/proc/${entry}/comm`, 'utf8').trim() === name) found.push(Number(entry));
+			} catch {
+				// gone meanwhile
+			}
+		}
+		return found;
+	};
+}
+
+interface CpuSample {
+	/** ms since the epoch. */
+	time: number;
+	/** CPU ms each group has used since sampling started. */
+	used: number[];
+}
+
+/**
+ * Samples the CPU time of groups of processes (a fixed pid, or a lister of pids that come and go, such as a
+ * database server's backends) every `intervalMs`, so that what each group used in a window can be read afterwards.
+ * A process that ends between two samples loses what it used after the earlier one; one born between them counts
+ * from its start.
+ */
+export class CpuSampler {
+	readonly #groups: (() => number[])[];
+	readonly #intervalMs: number;
+	readonly #msPerTick = 1000 / clockTicks();
+	readonly #samples: CpuSample[] = [];
+	readonly #last: Map<number, number>[];
+	readonly #used: number[];
+	#timer: NodeJS.Timeout | null = null;
+
+	constructor(groups: (number | (() => number[]))[], intervalMs = 200) {
+		this.#groups = groups.map((group) => (typeof group === 'number' ? () => [group] : group));
+		this.#intervalMs = intervalMs;
+		this.#last = groups.map(() => new Map());
+		this.#used = groups.map(() => 0);
+	}
+
+	start(): void {
+		if (this.#timer) return;
+		let first = true;
+		const sample = () => {
+			this.#groups.forEach((list, index) => {
+				const last = this.#last[index]!;
+				const seen = new Map<number, number>();
+				for (const pid of list()) {
+					const ticks = readCpuTicks(pid);
+					if (ticks === null) continue;
+					seen.set(pid, ticks);
+					if (!first) this.#used[index]! += (ticks - (last.get(pid) ?? 0)) * this.#msPerTick;
+				}
+				this.#last[index] = seen;
+			});
+			first = false;
+			this.#samples.push({ time: Date.now(), used: [...this.#used] });
+		};
+		sample();
+		this.#timer = setInterval(sample, this.#intervalMs);
+	}
+
+	stop(): void {
+		if (this.#timer) clearInterval(this.#timer);
+		this.#timer = null;
+	}
+
+	/** CPU ms each group used in [from, to], read between the samples nearest to both ends; null without samples there. */
+	usedBetween(from: number, to: number): number[] | null {
+		const at = (time: number) => this.#samples.reduce<CpuSample | null>((best, sample) => (!best || Math.abs(sample.time - time) < Math.abs(best.time - time) ? sample : best), null);
+		const start = at(from);
+		const end = at(to);
+		if (!start || !end || end.time <= start.time) return null;
+		return end.used.map((used, index) => used - start.used[index]!);
 	}
 }
