@@ -20,6 +20,13 @@ function batchMetadata(fake: FakeProvider, jobId: number): Record<string, string
 		.map((entry) => entry.metadata as Record<string, string>);
 }
 
+/** The files the provider holds, as its file list reports them. */
+async function providerFiles(fake: FakeProvider): Promise<unknown[]> {
+	const res = await fetch(`${fake.url}/files`, { headers: { authorization: 'Bearer test-key' } });
+	expect(res.status).toBe(200);
+	return ((await res.json()) as { data: unknown[] }).data;
+}
+
 describe.each(LEGS)('bulk jobs in parts on %s', (leg) => {
 	describe.skipIf(!legAvailable(leg))(`${leg}`, () => {
 		let fake: FakeProvider;
@@ -79,6 +86,15 @@ describe.each(LEGS)('bulk jobs in parts on %s', (leg) => {
 			expect((await partsOf(directus, id)).map((part) => part.status)).toEqual(['ingested', 'ingested', 'ingested']);
 			await expectPostsOnce(directus, pseoId, routes);
 			expect(batchesOf(fake, id)).toBe(3);
+			// Each part's files are deleted at the provider once its outcome is stored: none is left.
+			const uploaded = fake.requests.filter((entry) => entry.method === 'POST' && entry.path === '/v1/files' && entry.status === 200);
+			expect(uploaded).toHaveLength(3);
+			const deleted = await eventually(async () => {
+				const entries = fake.requests.filter((entry) => entry.method === 'DELETE' && entry.status === 200);
+				return entries.length === 6 ? entries : null;
+			}, 10_000, 'six deleted files: three inputs, three outputs');
+			expect(new Set(deleted.map((entry) => entry.path)).size).toBe(6);
+			expect(await providerFiles(fake)).toEqual([]);
 			expect(await balanceOf(directus, user.id)).toBe(100 - 7 * 5);
 			const ledger = await expectLedgerBalances(directus, user);
 			expect(ledger.filter((row) => row.reason === 'charge')).toHaveLength(1);
@@ -134,7 +150,30 @@ describe.each(LEGS)('bulk jobs in parts on %s', (leg) => {
 			const answeredFirst = routes.filter((route) => fake.countBatchedRoute(route) === 1);
 			expect(answeredFirst.length).toBeGreaterThan(0);
 			expect(routes.every((route) => fake.countBatchedRoute(route) <= 2)).toBe(true);
+			// The expired parts' files went with their ingest, the resubmissions' with theirs.
+			expect(await providerFiles(fake)).toEqual([]);
 			expect(await balanceOf(directus, user.id)).toBe(100 - 5 * 5);
+		});
+
+		it('files the provider refuses to delete are logged and left to its expiry, and the job completes', async () => {
+			const user = await createUser(directus, { balance: 100 });
+			const { pseoId, routes } = await plannedSite(directus, user, 4);
+			fake.configure({ refuseFileDeletes: true });
+			const res = await call(directus, 'POST', BULK, { token: user.token, body: { pseo_id: pseoId, post_count: 4 } });
+			const id = res.body.generation_id as number;
+			const job = await waitForJob(directus, user, id);
+			expect(job).toMatchObject({ status: 'completed', created_count: 4, failed_count: 0 });
+			await expectPostsOnce(directus, pseoId, routes);
+			// Two parts, each with an input and an output file: every delete was refused once (a 403 is not retried).
+			const refused = fake.requests.filter((entry) => entry.method === 'DELETE');
+			expect(refused.map((entry) => entry.status)).toEqual([403, 403, 403, 403]);
+			expect(await providerFiles(fake)).toHaveLength(4);
+			const warned = directus
+				.output()
+				.split('\n')
+				.filter((line) => line.includes('pseo batch file could not be deleted at the provider') && line.includes(`"jobId":${id}`));
+			expect(warned.map((line) => JSON.parse(line).fileId).sort()).toEqual(refused.map((entry) => entry.path.split('/').pop()).sort());
+			expect(await balanceOf(directus, user.id)).toBe(100 - 4 * 5);
 		});
 
 		it('a part that expires twice is not resubmitted again: its unanswered lines fail and are refunded', async () => {

@@ -116,6 +116,7 @@ export async function runBatchStep(job: JobHead, deps: RunnerDeps, settings: Bat
 		part.status = unanswered > 0 ? 'expired' : 'ingested';
 		await setPartStatus(database, job.id, worker, part.part, part.status);
 		logger.info({ jobId: job.id, part: part.part, batchId: batch.id, batchStatus: batch.status, unanswered, ...timing }, 'pseo batch part ingested');
+		if (!deps.signal.aborted) await discardPartFiles(provider, batch, job.id, logger);
 	}
 
 	// Parts are numbered in the order they are submitted, resubmissions of expired parts first. A part's batch may
@@ -171,7 +172,25 @@ async function retrievePart(provider: GenerationProvider, part: JobPart, jobId: 
 		if (!(error instanceof ProviderCallError) || error.status !== 404) throw error;
 		logger.warn({ jobId, part: part.part, batchId: part.batch_id }, 'pseo batch part: the provider no longer knows its batch; its lines fail and are refunded');
 		const errors = [{ code: 'batch_not_found', message: 'the provider no longer knows this batch', line: null }];
-		return { id: part.batch_id, status: 'failed', outputFileId: null, errorFileId: null, requestCounts: { total: 0, completed: 0, failed: 0 }, metadata: {}, errors, createdAt: null };
+		return { id: part.batch_id, status: 'failed', inputFileId: null, outputFileId: null, errorFileId: null, requestCounts: { total: 0, completed: 0, failed: 0 }, metadata: {}, errors, createdAt: null };
+	}
+}
+
+/**
+ * Deletes a part's files at the provider once its outcome is stored: the input (the job's prompts) and the output and
+ * error files (the pages, which are posts now). Nothing reads them again: a resubmission builds its input from the
+ * job's rows. They would otherwise stay in the provider account, counted against its storage, until the provider's
+ * own expiry (30 days for batch files at OpenAI). Best effort: a file that cannot be deleted is logged and left to
+ * that expiry, and the job goes on. A crash between the part's status and this leaves them the same way.
+ */
+async function discardPartFiles(provider: GenerationProvider, batch: BatchInfo, jobId: number, logger: Logger): Promise<void> {
+	for (const fileId of [batch.inputFileId, batch.outputFileId, batch.errorFileId]) {
+		if (!fileId) continue;
+		try {
+			await provider.deleteFile(fileId);
+		} catch (error) {
+			logger.warn({ err: error, jobId, batchId: batch.id, fileId }, 'pseo batch file could not be deleted at the provider; it stays until the provider expires it');
+		}
 	}
 }
 

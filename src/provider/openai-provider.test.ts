@@ -517,6 +517,7 @@ describe('createOpenAiProvider: batch operations', () => {
 		expect(info).toEqual({
 			id: 'batch_1',
 			status: 'validating',
+			inputFileId: 'file-in',
 			outputFileId: null,
 			errorFileId: null,
 			requestCounts: { total: 3, completed: 1, failed: 0 },
@@ -624,6 +625,26 @@ describe('createOpenAiProvider: batch operations', () => {
 		const info = await instance.cancelBatch('batch_7');
 		expect(server.requests.map((r) => [r.method, r.url])).toEqual([['POST', '/v1/batches/batch_7/cancel']]);
 		expect(info).toMatchObject({ id: 'batch_7', status: 'cancelling' });
+	});
+
+	it('deleteFile deletes the file, and takes a file the provider no longer has as deleted', async () => {
+		const server = await startServer((req, res) => {
+			if (req.url === '/v1/files/file-gone') return json(res, 404, { error: { message: 'No such File object: file-gone', type: 'invalid_request_error', code: null } });
+			json(res, 200, { id: 'file-out', object: 'file', deleted: true });
+		});
+		const { instance } = provider(server);
+		await instance.deleteFile('file-out');
+		await instance.deleteFile('file-gone');
+		expect(server.requests.map((r) => [r.method, r.url])).toEqual([
+			['DELETE', '/v1/files/file-out'],
+			['DELETE', '/v1/files/file-gone'],
+		]);
+	});
+
+	it('deleteFile fails on a refusal other than 404', async () => {
+		const server = await startServer((_req, res) => json(res, 403, { error: { message: 'forbidden', type: 'invalid_request_error', code: null } }));
+		const { instance } = provider(server);
+		await expect(instance.deleteFile('file-out')).rejects.toMatchObject({ status: 403 });
 	});
 
 	it('streamFileLines yields lines while the file is still arriving', { timeout: 5000 }, async () => {

@@ -141,6 +141,7 @@ export function createOpenAiProvider(options: OpenAiProviderOptions): OpenAiProv
 		return {
 			id: batch.id,
 			status: batch.status as BatchStatus,
+			inputFileId: batch.input_file_id ?? null,
 			outputFileId: batch.output_file_id ?? null,
 			errorFileId: batch.error_file_id ?? null,
 			requestCounts: { total: counts?.total ?? 0, completed: counts?.completed ?? 0, failed: counts?.failed ?? 0 },
@@ -265,6 +266,18 @@ export function createOpenAiProvider(options: OpenAiProviderOptions): OpenAiProv
 				value: await api.batches.cancel(id),
 			}));
 			return batchInfo(batch);
+		},
+
+		async deleteFile(fileId: string): Promise<void> {
+			checkId('fileId', fileId);
+			const api = requireClient();
+			try {
+				await withRetries({ op: 'delete_file', logContext: { fileId } }, async () => ({ ok: true as const, value: await api.files.delete(fileId) }));
+			} catch (error) {
+				// Already gone (deleted before, or expired): what was asked for holds.
+				if (error instanceof ProviderCallError && error.status === 404) return;
+				throw error;
+			}
 		},
 
 		streamFileLines(fileId: string): AsyncIterable<string> {

@@ -67,6 +67,8 @@ interface BatchError {
 export interface BatchInfo {
 	id: string;
 	status: BatchStatus;
+	/** The JSONL the batch runs, when the provider says. */
+	inputFileId: string | null;
 	outputFileId: string | null;
 	errorFileId: string | null;
 	requestCounts: { total: number; completed: number; failed: number };
@@ -90,6 +92,8 @@ interface BatchProvider {
 	retrieveBatch(id: string): Promise<BatchInfo>;
 	/** Asks the provider to stop a batch (it moves to `cancelling`, then `cancelled`); resolves to its new state. */
 	cancelBatch(id: string): Promise<BatchInfo>;
+	/** Deletes a file; resolves as well when the provider no longer has it. */
+	deleteFile(fileId: string): Promise<void>;
 	/** The non-empty lines of a file, streamed: memory stays bounded by the longest line. */
 	streamFileLines(fileId: string): AsyncIterable<string>;
 }

@@ -55,6 +55,8 @@ export interface FakeConfig {
 	 * create in flight while something else happens to its job. Default false.
 	 */
 	holdBatchCreates: boolean;
+	/** `DELETE /v1/files/:id` answers 403, as for an API key allowed to read files but not to delete them. Default false. */
+	refuseFileDeletes: boolean;
 	/** Calls whose prompt context has this `task` answer this status (in chat, and as batch lines). Default {}. */
 	chatErrorsForTask: Record<string, TaskError>;
 	/** Plan calls (`plan_clusters`, `plan_pages`) answer 500 (in chat, and as batch lines). Default false. */
@@ -100,6 +102,7 @@ export function defaultConfig(): FakeConfig {
 		holdChat: false,
 		holdFileAfterLines: null,
 		holdBatchCreates: false,
+		refuseFileDeletes: false,
 		chatErrorsForTask: {},
 		planFail: false,
 		planDuplicateRate: 0,
@@ -193,6 +196,7 @@ const PARSERS: { [K in keyof FakeConfig]: Parser } = {
 	holdChat: (v) => boolean('holdChat', v),
 	holdFileAfterLines: (v) => (v === null ? null : nonNegativeInteger('holdFileAfterLines', v)),
 	holdBatchCreates: (v) => boolean('holdBatchCreates', v),
+	refuseFileDeletes: (v) => boolean('refuseFileDeletes', v),
 	chatErrorsForTask: (v) => {
 		if (!isRecord(v)) throw new TypeError(`chatErrorsForTask must be an object of task to status, got ${show(v)}`);
 		const out: Record<string, TaskError> = {};

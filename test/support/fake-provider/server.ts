@@ -393,6 +393,7 @@ class FakeProviderServer implements FakeProvider {
 
 	#deleteFile({ res, params, entry }: RouteContext): void {
 		const { meta } = this.#file(params[0], entry);
+		if (this.#config.refuseFileDeletes) throw new HttpError(403, apiError('You have insufficient permissions for this operation.', 'insufficient_permissions'));
 		this.#files.delete(meta.id);
 		sendJson(res, 200, { id: meta.id, object: 'file', deleted: true });
 	}
