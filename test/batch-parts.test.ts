@@ -176,6 +176,26 @@ describe.each(LEGS)('bulk jobs in parts on %s', (leg) => {
 			expect(await balanceOf(directus, user.id)).toBe(100 - 4 * 5);
 		});
 
+		it('an upload whose batch create is refused is deleted, at every step that tries again', async () => {
+			const user = await createUser(directus, { balance: 100 });
+			const { pseoId, routes } = await plannedSite(directus, user, 2);
+			fake.configure({ refuseBatchCreates: true });
+			const res = await call(directus, 'POST', BULK, { token: user.token, body: { pseo_id: pseoId, post_count: 2 } });
+			const id = res.body.generation_id as number;
+			const refusals = () => fake.requests.filter((entry) => entry.method === 'POST' && entry.path === '/v1/batches' && entry.status === 400).length;
+			await eventually(async () => refusals() >= 2, 30_000, 'two refused creates');
+			fake.configure({ refuseBatchCreates: false });
+			const job = await waitForJob(directus, user, id);
+			expect(job).toMatchObject({ status: 'completed', created_count: 2, failed_count: 0 });
+			await expectPostsOnce(directus, pseoId, routes);
+			// One upload per attempt, the refused ones included; each was deleted, and nothing is left at the provider.
+			const uploads = fake.requests.filter((entry) => entry.method === 'POST' && entry.path === '/v1/files' && entry.status === 200).length;
+			expect(uploads).toBe(refusals() + 1);
+			expect(fake.requests.filter((entry) => entry.method === 'DELETE' && entry.status === 200)).toHaveLength(uploads + 1);
+			expect(await providerFiles(fake)).toEqual([]);
+			expect(await balanceOf(directus, user.id)).toBe(100 - 2 * 5);
+		});
+
 		it('a part that expires twice is not resubmitted again: its unanswered lines fail and are refunded', async () => {
 			const user = await createUser(directus, { balance: 100 });
 			const { pseoId } = await plannedSite(directus, user, 3);

@@ -180,18 +180,29 @@ async function retrievePart(provider: GenerationProvider, part: JobPart, jobId: 
  * Deletes a part's files at the provider once its outcome is stored: the input (the job's prompts) and the output and
  * error files (the pages, which are posts now). Nothing reads them again: a resubmission builds its input from the
  * job's rows. They would otherwise stay in the provider account, counted against its storage, until the provider's
- * own expiry (30 days for batch files at OpenAI). Best effort: a file that cannot be deleted is logged and left to
- * that expiry, and the job goes on. A crash between the part's status and this leaves them the same way.
+ * own expiry (30 days for batch files at OpenAI). A crash between the part's status and this leaves them there.
  */
 async function discardPartFiles(provider: GenerationProvider, batch: BatchInfo, jobId: number, logger: Logger): Promise<void> {
 	for (const fileId of [batch.inputFileId, batch.outputFileId, batch.errorFileId]) {
-		if (!fileId) continue;
-		try {
-			await provider.deleteFile(fileId);
-		} catch (error) {
-			logger.warn({ err: error, jobId, batchId: batch.id, fileId }, 'pseo batch file could not be deleted at the provider; it stays until the provider expires it');
-		}
+		if (fileId) await discardFile(provider, fileId, { jobId, batchId: batch.id }, logger);
 	}
+}
+
+/** Best effort: a file that cannot be deleted is logged and left to the provider's expiry, and the job goes on. */
+async function discardFile(provider: GenerationProvider, fileId: string, context: Record<string, unknown>, logger: Logger): Promise<void> {
+	try {
+		await provider.deleteFile(fileId);
+	} catch (error) {
+		logger.warn({ err: error, ...context, fileId }, 'pseo batch file could not be deleted at the provider; it stays until the provider expires it');
+	}
+}
+
+/**
+ * Whether a failed create surely made no batch: the provider answered it with a refusal. A timeout, a lost
+ * connection or a 5xx may have made one, which the next step adopts, and whose input file it still needs.
+ */
+function refusedCreate(error: unknown): boolean {
+	return error instanceof ProviderCallError && error.status !== undefined && error.status >= 400 && error.status < 500 && error.status !== 408;
 }
 
 interface PartPlan {
@@ -260,18 +271,33 @@ async function submitPart(
 	// is checked, last because the lookup may page through the provider's batches: a job cancelled, taken over or
 	// stopping gets no batch that nothing would cancel, ingest or refund. A create that outruns a cancel or a
 	// takeover arriving after the check is stopped by the cancel's lookup by metadata, or by cancelIfOrphaned.
+	// An upload that no batch will run is deleted, not left to the provider's expiry: a job whose creates are refused
+	// uploads its part again at every step.
+	const unused = () => discardFile(provider, inputFileId, { jobId: job.id, part: plan.part }, logger);
 	const raced = await provider.findBatchByMetadata(BATCH_PART_KEY, tag);
-	if (raced) return adoptPart(job.id, raced, plan, deps, 'pseo batch part adopted from the worker that held the job before');
-	if (deps.signal.aborted || !(await holdsLease(database, job.id, worker))) throw new LeaseLostError(job.id);
+	if (raced) {
+		await unused();
+		return adoptPart(job.id, raced, plan, deps, 'pseo batch part adopted from the worker that held the job before');
+	}
+	if (deps.signal.aborted || !(await holdsLease(database, job.id, worker))) {
+		await unused();
+		throw new LeaseLostError(job.id);
+	}
 	const routeEnd = plan.end ?? end;
-	const batch = await provider.createBatch(inputFileId, {
-		[BATCH_JOB_KEY]: String(job.id),
-		[BATCH_PART_KEY]: tag,
-		pseo_id: String(job.pseo_id),
-		route_start: String(plan.start),
-		route_end: String(routeEnd),
-		[RESUBMIT_KEY]: plan.resubmitOf === null ? NEW_PART : String(plan.resubmitOf),
-	});
+	let batch: BatchInfo;
+	try {
+		batch = await provider.createBatch(inputFileId, {
+			[BATCH_JOB_KEY]: String(job.id),
+			[BATCH_PART_KEY]: tag,
+			pseo_id: String(job.pseo_id),
+			route_start: String(plan.start),
+			route_end: String(routeEnd),
+			[RESUBMIT_KEY]: plan.resubmitOf === null ? NEW_PART : String(plan.resubmitOf),
+		});
+	} catch (error) {
+		if (refusedCreate(error)) await unused();
+		throw error;
+	}
 	faultPoint('after-batch-create');
 	const saved = { part: plan.part, route_start: plan.start, route_end: routeEnd, batch_id: batch.id, input_file_id: inputFileId, resubmit_of: plan.resubmitOf };
 	try {

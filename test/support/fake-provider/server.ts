@@ -417,6 +417,7 @@ class FakeProviderServer implements FakeProvider {
 	async #createBatch({ req, res, entry }: RouteContext): Promise<void> {
 		const body = await readJson(req);
 		if (this.#config.holdBatchCreates && !(await holdUntilReleased(this.#heldCreates, res))) return;
+		if (this.#config.refuseBatchCreates) throw new HttpError(400, apiError('The model `gpt-4o-mini` is not supported by the Batch API.', 'invalid_request_error', 'model_not_found'));
 		const result = this.#batches.create(body);
 		if (!result.ok) throw new HttpError(result.status, result.error);
 		if (entry) {
