@@ -89,10 +89,9 @@ describe.each(LEGS)('bulk jobs in parts on %s', (leg) => {
 			// Each part's files are deleted at the provider once its outcome is stored: none is left.
 			const uploaded = fake.requests.filter((entry) => entry.method === 'POST' && entry.path === '/v1/files' && entry.status === 200);
 			expect(uploaded).toHaveLength(3);
-			const deleted = await eventually(async () => {
-				const entries = fake.requests.filter((entry) => entry.method === 'DELETE' && entry.status === 200);
-				return entries.length === 6 ? entries : null;
-			}, 10_000, 'six deleted files: three inputs, three outputs');
+			// Three inputs and three outputs, each deleted once, before the job completed.
+			const deleted = fake.requests.filter((entry) => entry.method === 'DELETE' && entry.status === 200);
+			expect(deleted).toHaveLength(6);
 			expect(new Set(deleted.map((entry) => entry.path)).size).toBe(6);
 			expect(await providerFiles(fake)).toEqual([]);
 			expect(await balanceOf(directus, user.id)).toBe(100 - 7 * 5);
@@ -179,12 +178,12 @@ describe.each(LEGS)('bulk jobs in parts on %s', (leg) => {
 		it('an upload whose batch create is refused is deleted, at every step that tries again', async () => {
 			const user = await createUser(directus, { balance: 100 });
 			const { pseoId, routes } = await plannedSite(directus, user, 2);
-			fake.configure({ refuseBatchCreates: true });
+			fake.configure({ refuseBatchCreates: 400 });
 			const res = await call(directus, 'POST', BULK, { token: user.token, body: { pseo_id: pseoId, post_count: 2 } });
 			const id = res.body.generation_id as number;
 			const refusals = () => fake.requests.filter((entry) => entry.method === 'POST' && entry.path === '/v1/batches' && entry.status === 400).length;
 			await eventually(async () => refusals() >= 2, 30_000, 'two refused creates');
-			fake.configure({ refuseBatchCreates: false });
+			fake.configure({ refuseBatchCreates: null });
 			const job = await waitForJob(directus, user, id);
 			expect(job).toMatchObject({ status: 'completed', created_count: 2, failed_count: 0 });
 			await expectPostsOnce(directus, pseoId, routes);
@@ -194,6 +193,24 @@ describe.each(LEGS)('bulk jobs in parts on %s', (leg) => {
 			expect(fake.requests.filter((entry) => entry.method === 'DELETE' && entry.status === 200)).toHaveLength(uploads + 1);
 			expect(await providerFiles(fake)).toEqual([]);
 			expect(await balanceOf(directus, user.id)).toBe(100 - 2 * 5);
+		});
+
+		it('an upload whose batch create failed with a 5xx is kept: the batch may exist, and its next step would adopt it', async () => {
+			const user = await createUser(directus, { balance: 100 });
+			const { pseoId } = await plannedSite(directus, user, 2);
+			fake.configure({ refuseBatchCreates: 503 });
+			const res = await call(directus, 'POST', BULK, { token: user.token, body: { pseo_id: pseoId, post_count: 2 } });
+			const id = res.body.generation_id as number;
+			const failures = () => fake.requests.filter((entry) => entry.method === 'POST' && entry.path === '/v1/batches' && entry.status === 503).length;
+			await eventually(async () => failures() >= 1, 30_000, 'a failed create');
+			fake.configure({ refuseBatchCreates: null });
+			const job = await waitForJob(directus, user, id);
+			expect(job).toMatchObject({ status: 'completed', created_count: 2 });
+			// Every upload whose create failed is still at the provider; the one the batch ran and its output are deleted.
+			const uploads = fake.requests.filter((entry) => entry.method === 'POST' && entry.path === '/v1/files' && entry.status === 200);
+			expect(uploads).toHaveLength(failures() + 1);
+			expect(fake.requests.filter((entry) => entry.method === 'DELETE')).toHaveLength(2);
+			expect(await providerFiles(fake)).toHaveLength(failures());
 		});
 
 		it('a part that expires twice is not resubmitted again: its unanswered lines fail and are refunded', async () => {

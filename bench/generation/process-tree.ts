@@ -168,6 +168,7 @@ export class CpuSampler {
 	readonly #samples: CpuSample[] = [];
 	readonly #last: Map<number, number>[];
 	readonly #used: number[];
+	#seenAtStart: boolean[] = [];
 	#timer: NodeJS.Timeout | null = null;
 
 	constructor(groups: (number | (() => number[]))[], intervalMs = 200) {
@@ -188,9 +189,11 @@ export class CpuSampler {
 					const ticks = readCpuTicks(pid);
 					if (ticks === null) continue;
 					seen.set(pid, ticks);
-					if (!first) this.#used[index]! += (ticks - (last.get(pid) ?? 0)) * this.#msPerTick;
+					// Never negative: a pid reused by a new process starts below the old one's count.
+					if (!first) this.#used[index]! += Math.max(0, ticks - (last.get(pid) ?? 0)) * this.#msPerTick;
 				}
 				this.#last[index] = seen;
+				if (first) this.#seenAtStart[index] = seen.size > 0;
 			});
 			first = false;
 			this.#samples.push({ time: Date.now(), used: [...this.#used] });
@@ -204,12 +207,21 @@ export class CpuSampler {
 		this.#timer = null;
 	}
 
-	/** CPU ms each group used in [from, to], read between the samples nearest to both ends; null without samples there. */
+	/** Whether the group at `index` had a process at the first sample (a server on another machine has none here). */
+	sawGroup(index: number): boolean {
+		return this.#seenAtStart[index] ?? false;
+	}
+
+	/**
+	 * CPU ms each group used in [from, to], read between the samples nearest to both ends; null when either end is
+	 * more than one interval from a sample (outside the sampled time).
+	 */
 	usedBetween(from: number, to: number): number[] | null {
 		const at = (time: number) => this.#samples.reduce<CpuSample | null>((best, sample) => (!best || Math.abs(sample.time - time) < Math.abs(best.time - time) ? sample : best), null);
 		const start = at(from);
 		const end = at(to);
 		if (!start || !end || end.time <= start.time) return null;
+		if (Math.abs(start.time - from) > this.#intervalMs || Math.abs(end.time - to) > this.#intervalMs) return null;
 		return end.used.map((used, index) => used - start.used[index]!);
 	}
 }

@@ -199,7 +199,9 @@ async function discardFile(provider: GenerationProvider, fileId: string, context
 
 /**
  * Whether a failed create surely made no batch: the provider answered it with a refusal. A timeout, a lost
- * connection or a 5xx may have made one, which the next step adopts, and whose input file it still needs.
+ * connection or a 5xx may have made one, which the next step adopts, and whose input file it still needs. This
+ * holds because a create is sent once, retried only after a 429 (which made nothing): a refusal that answered a
+ * retry of a create that timed out would say nothing of the first one.
  */
 function refusedCreate(error: unknown): boolean {
 	return error instanceof ProviderCallError && error.status !== undefined && error.status >= 400 && error.status < 500 && error.status !== 408;
@@ -228,7 +230,7 @@ async function submitPart(
 ): Promise<JobPart | null> {
 	const { database, worker, logger } = deps;
 	const tag = `${job.id}:${plan.part}`;
-	// The SDK retries a timed-out create without an idempotency key, so a batch may exist that we never heard of.
+	// A create whose answer was lost (a timeout, a dropped connection) may have made a batch we never heard of.
 	const existing = await provider.findBatchByMetadata(BATCH_PART_KEY, tag);
 	if (existing) return adoptPart(job.id, existing, plan, deps, 'pseo batch part adopted after a lost create');
 

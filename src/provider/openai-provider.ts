@@ -272,7 +272,8 @@ export function createOpenAiProvider(options: OpenAiProviderOptions): OpenAiProv
 			checkId('fileId', fileId);
 			const api = requireClient();
 			try {
-				await withRetries({ op: 'delete_file', logContext: { fileId } }, async () => ({ ok: true as const, value: await api.files.delete(fileId) }));
+				// Retried only after a 429: a delete is tidying up, and a step (or a shutdown) should not wait out an outage for it.
+				await withRetries({ op: 'delete_file', mayRetry: onlyRateLimits, logContext: { fileId } }, async () => ({ ok: true as const, value: await api.files.delete(fileId) }));
 			} catch (error) {
 				// Already gone (deleted before, or expired): what was asked for holds.
 				if (error instanceof ProviderCallError && error.status === 404) return;

@@ -92,7 +92,7 @@ interface BatchProvider {
 	retrieveBatch(id: string): Promise<BatchInfo>;
 	/** Asks the provider to stop a batch (it moves to `cancelling`, then `cancelled`); resolves to its new state. */
 	cancelBatch(id: string): Promise<BatchInfo>;
-	/** Deletes a file; resolves as well when the provider no longer has it. */
+	/** Deletes a file; resolves as well when the provider no longer has it. Not retried except on 429. */
 	deleteFile(fileId: string): Promise<void>;
 	/** The non-empty lines of a file, streamed: memory stays bounded by the longest line. */
 	streamFileLines(fileId: string): AsyncIterable<string>;

@@ -57,8 +57,11 @@ export interface FakeConfig {
 	holdBatchCreates: boolean;
 	/** `DELETE /v1/files/:id` answers 403, as for an API key allowed to read files but not to delete them. Default false. */
 	refuseFileDeletes: boolean;
-	/** `POST /v1/batches` answers 400 and creates nothing, as for a model the Batch API does not serve. Default false. */
-	refuseBatchCreates: boolean;
+	/**
+	 * `POST /v1/batches` answers this status and creates nothing: a 400 as for a model the Batch API does not serve, a
+	 * 5xx as an outage. Default null.
+	 */
+	refuseBatchCreates: number | null;
 	/** Calls whose prompt context has this `task` answer this status (in chat, and as batch lines). Default {}. */
 	chatErrorsForTask: Record<string, TaskError>;
 	/** Plan calls (`plan_clusters`, `plan_pages`) answer 500 (in chat, and as batch lines). Default false. */
@@ -105,7 +108,7 @@ export function defaultConfig(): FakeConfig {
 		holdFileAfterLines: null,
 		holdBatchCreates: false,
 		refuseFileDeletes: false,
-		refuseBatchCreates: false,
+		refuseBatchCreates: null,
 		chatErrorsForTask: {},
 		planFail: false,
 		planDuplicateRate: 0,
@@ -200,7 +203,7 @@ const PARSERS: { [K in keyof FakeConfig]: Parser } = {
 	holdFileAfterLines: (v) => (v === null ? null : nonNegativeInteger('holdFileAfterLines', v)),
 	holdBatchCreates: (v) => boolean('holdBatchCreates', v),
 	refuseFileDeletes: (v) => boolean('refuseFileDeletes', v),
-	refuseBatchCreates: (v) => boolean('refuseBatchCreates', v),
+	refuseBatchCreates: (v) => (v === null ? null : httpStatus('refuseBatchCreates', v, 400)),
 	chatErrorsForTask: (v) => {
 		if (!isRecord(v)) throw new TypeError(`chatErrorsForTask must be an object of task to status, got ${show(v)}`);
 		const out: Record<string, TaskError> = {};

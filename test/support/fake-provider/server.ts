@@ -417,7 +417,10 @@ class FakeProviderServer implements FakeProvider {
 	async #createBatch({ req, res, entry }: RouteContext): Promise<void> {
 		const body = await readJson(req);
 		if (this.#config.holdBatchCreates && !(await holdUntilReleased(this.#heldCreates, res))) return;
-		if (this.#config.refuseBatchCreates) throw new HttpError(400, apiError('The model `gpt-4o-mini` is not supported by the Batch API.', 'invalid_request_error', 'model_not_found'));
+		const refusal = this.#config.refuseBatchCreates;
+		if (refusal !== null) {
+			throw new HttpError(refusal, refusal < 500 ? apiError('The model `gpt-4o-mini` is not supported by the Batch API.', 'invalid_request_error', 'model_not_found') : apiError('The server had an error while processing your request. Sorry about that!', 'server_error'));
+		}
 		const result = this.#batches.create(body);
 		if (!result.ok) throw new HttpError(result.status, result.error);
 		if (entry) {
