@@ -179,20 +179,14 @@ export class GenerationRuntime {
 		const inFlight = Promise.all([...this.#owned.values()].map((entry) => entry.done));
 		await Promise.race([inFlight, new Promise((resolve) => setTimeout(resolve, graceMs))]);
 		for (const entry of this.#owned.values()) entry.controller.abort();
-		await Promise.race([inFlight, new Promise((resolve) => setTimeout(resolve, 1000))]);
+		// A release of abandoned plans under way gets the same second: cut off, its transaction rolls back and the next
+		// instance's schedule does it again.
+		await Promise.race([Promise.all([inFlight, this.#releasingPlans]), new Promise((resolve) => setTimeout(resolve, 1000))]);
 		for (const jobId of held) {
 			await releaseJob(this.#options.database, jobId, this.worker).catch((error: unknown) =>
 				this.#options.logger.warn({ err: error, jobId }, 'pseo job could not be handed back at shutdown; it resumes when its lease lapses'),
 			);
 		}
 		if (held.length > 0) this.#options.logger.info({ jobs: held }, 'pseo jobs handed back for resumption');
-	}
-
-	/** Resolves when no job is owned and no page is queued (tests, benchmarks). */
-	async onIdle(): Promise<void> {
-		while (this.#owned.size > 0 || this.#sweeping) {
-			await Promise.all([...this.#owned.values()].map((entry) => entry.done));
-			if (this.#sweeping) await this.#sweeping;
-		}
 	}
 }
