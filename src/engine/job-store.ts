@@ -171,15 +171,18 @@ export async function markCancelled(knex: Knex, jobId: number, owner: string, le
 
 /** Extends the lease; false when it was lost. */
 export async function renewLease(knex: Knex, jobId: number, worker: string, leaseMs: number): Promise<boolean> {
-	const updated = await knex(JOBS)
-		.where({ id: jobId, lease_owner: worker, status: 'running' })
-		.update({ lease_expires_at: Date.now() + leaseMs });
+	const updated = await leasedBy(knex, jobId, worker).update({ lease_expires_at: Date.now() + leaseMs });
 	return updated === 1;
 }
 
 /** True while `worker` holds the running job's lease (a cancel takes the lease over). */
 export async function holdsLease(knex: Knex, jobId: number, worker: string): Promise<boolean> {
-	return (await knex(JOBS).where({ id: jobId, lease_owner: worker, status: 'running' }).first('id')) !== undefined;
+	return (await leasedBy(knex, jobId, worker).first('id')) !== undefined;
+}
+
+/** The job's row while `worker` holds its lease (and it runs): what every fenced read and write of it filters on. */
+function leasedBy(knex: Knex, jobId: number, worker: string) {
+	return knex(JOBS).where({ id: jobId, lease_owner: worker, status: 'running' });
 }
 
 /**
@@ -187,9 +190,7 @@ export async function holdsLease(knex: Knex, jobId: number, worker: string): Pro
  * claimable at once (shutdown).
  */
 export async function releaseJob(knex: Knex, jobId: number, worker: string, pollAt: number | null = null): Promise<void> {
-	await knex(JOBS)
-		.where({ id: jobId, lease_owner: worker, status: 'running' })
-		.update({ lease_owner: null, lease_expires_at: null, next_poll_at: pollAt });
+	await leasedBy(knex, jobId, worker).update({ lease_owner: null, lease_expires_at: null, next_poll_at: pollAt });
 }
 
 /** A job with its routes and failed routes: for the runners that walk every route, and for retries. */
@@ -298,9 +299,7 @@ async function recordInTransaction(
 	revise: PostReviser | undefined,
 ): Promise<{ created: number; failed: number }> {
 	await lockPayer(trx, job.user_id);
-	let lockQuery = trx(JOBS).where({ id: job.id, lease_owner: worker, status: 'running' });
-	if (vendorOf(trx) !== 'sqlite') lockQuery = lockQuery.forUpdate();
-	if (!(await lockQuery.first('id'))) throw new LeaseLostError(job.id);
+	await lockLeasedJob(trx, job.id, worker);
 	const routes = outcomes.map((outcome) => outcome.route);
 	const existing = await doneRoutes(trx, job, routes);
 
@@ -411,8 +410,7 @@ export async function finishJob(knex: Knex, jobId: number, worker: string, error
 	if (!row) throw new LeaseLostError(jobId);
 	const status = Number(row.created_count) === Number(row.requested_count) ? 'completed' : 'failed';
 	const now = dbTimestamp(knex);
-	const updated = await knex(JOBS)
-		.where({ id: jobId, lease_owner: worker, status: 'running' })
+	const updated = await leasedBy(knex, jobId, worker)
 		.update({
 			status,
 			active_pseo_id: null,
@@ -433,7 +431,7 @@ export async function finishJob(knex: Knex, jobId: number, worker: string, error
  * (the parts of a bulk job). Throws {@link LeaseLostError} when another worker owns the job now.
  */
 export async function lockLeasedJob(trx: Knex.Transaction, jobId: number, worker: string): Promise<void> {
-	let query = trx(JOBS).where({ id: jobId, lease_owner: worker, status: 'running' });
+	let query = leasedBy(trx, jobId, worker);
 	if (vendorOf(trx) !== 'sqlite') query = query.forUpdate();
 	if (!(await query.first('id'))) throw new LeaseLostError(jobId);
 }
