@@ -175,42 +175,40 @@ describe.each(LEGS)('bulk jobs in parts on %s', (leg) => {
 			expect(await balanceOf(directus, user.id)).toBe(100 - 4 * 5);
 		});
 
-		it('an upload whose batch create is refused is deleted, at every step that tries again', async () => {
+		/**
+		 * A two-page bulk job whose batch creates answer `status` until `attempts` of them have, then succeed: the
+		 * completed job, its website's routes, and how many creates answered `status`.
+		 */
+		async function jobThroughFailedCreates(status: number, attempts: number) {
 			const user = await createUser(directus, { balance: 100 });
 			const { pseoId, routes } = await plannedSite(directus, user, 2);
-			fake.configure({ refuseBatchCreates: 400 });
+			fake.configure({ refuseBatchCreates: status });
 			const res = await call(directus, 'POST', BULK, { token: user.token, body: { pseo_id: pseoId, post_count: 2 } });
-			const id = res.body.generation_id as number;
-			const refusals = () => fake.requests.filter((entry) => entry.method === 'POST' && entry.path === '/v1/batches' && entry.status === 400).length;
-			await eventually(async () => refusals() >= 2, 30_000, 'two refused creates');
+			const failed = () => fake.requests.filter((entry) => entry.method === 'POST' && entry.path === '/v1/batches' && entry.status === status).length;
+			await eventually(async () => failed() >= attempts, 30_000, `${attempts} creates answered ${status}`);
 			fake.configure({ refuseBatchCreates: null });
-			const job = await waitForJob(directus, user, id);
+			const job = await waitForJob(directus, user, res.body.generation_id as number);
 			expect(job).toMatchObject({ status: 'completed', created_count: 2, failed_count: 0 });
 			await expectPostsOnce(directus, pseoId, routes);
-			// One upload per attempt, the refused ones included; each was deleted, and nothing is left at the provider.
+			expect(await balanceOf(directus, user.id)).toBe(100 - 2 * 5);
 			const uploads = fake.requests.filter((entry) => entry.method === 'POST' && entry.path === '/v1/files' && entry.status === 200).length;
-			expect(uploads).toBe(refusals() + 1);
+			// One upload per attempt, the failed ones included.
+			expect(uploads).toBe(failed() + 1);
+			return { failed: failed(), uploads };
+		}
+
+		it('an upload whose batch create is refused is deleted, at every step that tries again', async () => {
+			const { uploads } = await jobThroughFailedCreates(400, 2);
+			// Each refused upload, and the run batch's input and output: nothing is left at the provider.
 			expect(fake.requests.filter((entry) => entry.method === 'DELETE' && entry.status === 200)).toHaveLength(uploads + 1);
 			expect(await providerFiles(fake)).toEqual([]);
-			expect(await balanceOf(directus, user.id)).toBe(100 - 2 * 5);
 		});
 
 		it('an upload whose batch create failed with a 5xx is kept: the batch may exist, and its next step would adopt it', async () => {
-			const user = await createUser(directus, { balance: 100 });
-			const { pseoId } = await plannedSite(directus, user, 2);
-			fake.configure({ refuseBatchCreates: 503 });
-			const res = await call(directus, 'POST', BULK, { token: user.token, body: { pseo_id: pseoId, post_count: 2 } });
-			const id = res.body.generation_id as number;
-			const failures = () => fake.requests.filter((entry) => entry.method === 'POST' && entry.path === '/v1/batches' && entry.status === 503).length;
-			await eventually(async () => failures() >= 1, 30_000, 'a failed create');
-			fake.configure({ refuseBatchCreates: null });
-			const job = await waitForJob(directus, user, id);
-			expect(job).toMatchObject({ status: 'completed', created_count: 2 });
-			// Every upload whose create failed is still at the provider; the one the batch ran and its output are deleted.
-			const uploads = fake.requests.filter((entry) => entry.method === 'POST' && entry.path === '/v1/files' && entry.status === 200);
-			expect(uploads).toHaveLength(failures() + 1);
+			const { failed } = await jobThroughFailedCreates(503, 1);
+			// Only the run batch's input and output are deleted; every upload whose create failed stays.
 			expect(fake.requests.filter((entry) => entry.method === 'DELETE')).toHaveLength(2);
-			expect(await providerFiles(fake)).toHaveLength(failures());
+			expect(await providerFiles(fake)).toHaveLength(failed);
 		});
 
 		it('a part that expires twice is not resubmitted again: its unanswered lines fail and are refunded', async () => {
