@@ -2,7 +2,7 @@ import { setImmediate } from 'node:timers/promises';
 import { FINAL_BATCH_STATES, type BatchInfo, type GenerationProvider } from '../provider/generation-provider.ts';
 import { faultPoint } from '../shared/fault-injection.ts';
 import type { Logger } from '../shared/logger.ts';
-import { ProviderCallError } from '../provider/provider-call-error.ts';
+import { isProviderCallError, ProviderCallError } from '../provider/provider-call-error.ts';
 import { loadJobContext, type JobContext } from './job-context.ts';
 import { finishJob, holdsLease, LeaseLostError, readJobHead, recordOutcomes, releaseJob, settledAmong, type PageOutcome } from './job-store.ts';
 import { failUnsettled, walkJobRoutes } from './route-walk.ts';
@@ -198,13 +198,14 @@ async function discardFile(provider: GenerationProvider, fileId: string, context
 }
 
 /**
- * Whether a failed create surely made no batch: the provider answered it with a refusal. A timeout, a lost
- * connection or a 5xx may have made one, which the next step adopts, and whose input file it still needs. This
- * holds because a create is sent once, retried only after a 429 (which made nothing): a refusal that answered a
- * retry of a create that timed out would say nothing of the first one.
+ * Whether a failed create surely made no batch: the provider answered it, and not with what the provider failure
+ * classification takes as transient (a timeout, a conflict or a server error may have made one, which the next step
+ * adopts, and whose input file it still needs), or with a 429, which made nothing. This holds because a create is
+ * sent once, retried only after a 429: a refusal that answered a retry of a create that timed out would say nothing
+ * of the first one.
  */
 function refusedCreate(error: unknown): boolean {
-	return error instanceof ProviderCallError && error.status !== undefined && error.status >= 400 && error.status < 500 && error.status !== 408;
+	return isProviderCallError(error) && error.status !== undefined && (!error.retryable || error.reason === 'rate_limited');
 }
 
 interface PartPlan {
