@@ -8,7 +8,7 @@ import { startDirectus, type DirectusInstance } from './support/directus.ts';
 import { legAvailable } from './support/legs.ts';
 
 /*
- * Webhook publishing against a loopback receiver that verifies every delivery as the README tells a receiver to:
+ * Webhook publishing against a loopback receiver that verifies every delivery as docs/publishing.md tells a receiver to:
  * the signature over "t.body", a bounded age (replays refused), and the Idempotency-Key per post version. And the
  * address guard at the API, for both targets, on an instance that does not allow private networks.
  */

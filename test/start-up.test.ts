@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { copyDatabase, startDirectus } from './support/directus.ts';
 
-describe('start-up (README: configuration)', () => {
+describe('start-up (docs/configuration.md)', () => {
 	it.each([
 		['PSEO_LEASE_MS', 'soon', 'true'],
 		['PSEO_SITEMAP_MAX_DEPTH', '99', 'true'],
