@@ -2,9 +2,12 @@
 // its peer range stops at vite 7 while the SDK ships vite 8, and npm refuses that pairing at the top level.
 import vue from '@vitejs/plugin-vue';
 import { defineConfig } from 'vitest/config';
+import SlowestFirst from './test/support/suite-order.ts';
 
 export default defineConfig({
 	test: {
+		// The slowest test files start first, from the durations of earlier runs (test/support/suite-order.ts).
+		sequence: { sequencer: SlowestFirst },
 		projects: [
 			{
 				// Single-file components of the app module (src/pseo-module) are compiled for their component tests.

@@ -6,7 +6,7 @@
 // process goes away, Directus is stopped as on SIGTERM, never left serving as an orphan. To run it detached,
 // detach that process (a service manager, or `nohup npm start`).
 //
-//   node scripts/start.mjs [--skip-build]
+//   node scripts/start.mjs [--skip-build] [--skip-bootstrap]
 //
 // PSEO_DIRECTUS_HOME picks the Directus that serves (scripts/lib/hosts.mjs): unset, the project's own Directus 12;
 // hosts/directus-11, the Directus 11 host, installed here first if it is not yet.
@@ -37,11 +37,18 @@ if (!args.has('--skip-build')) {
 }
 installBundle(extensionsPath);
 
-log(`bootstrapping the database (${env.DB_CLIENT}${env.DB_CLIENT === 'sqlite3' ? ` at ${env.DB_FILENAME}` : ''})`);
-const bootstrap = run(node, [cli, 'bootstrap'], { capture: true });
-if (bootstrap.includes('Adding first admin user') && env.__GENERATED_ADMIN_PASSWORD) {
-	// Printed once: the password exists nowhere else.
-	log(`first admin created: ${env.ADMIN_EMAIL} / ${env.__GENERATED_ADMIN_PASSWORD}`);
+// --skip-bootstrap is for a database this very Directus has bootstrapped already, such as the test suites' copies
+// of a bootstrapped template: `directus bootstrap` then finds nothing to do, yet loads the whole of Directus in a
+// process of its own to find it out (seconds of CPU at every start).
+if (args.has('--skip-bootstrap')) {
+	log('database bootstrap skipped (--skip-bootstrap)');
+} else {
+	log(`bootstrapping the database (${env.DB_CLIENT}${env.DB_CLIENT === 'sqlite3' ? ` at ${env.DB_FILENAME}` : ''})`);
+	const bootstrap = run(node, [cli, 'bootstrap'], { capture: true });
+	if (bootstrap.includes('Adding first admin user') && env.__GENERATED_ADMIN_PASSWORD) {
+		// Printed once: the password exists nowhere else.
+		log(`first admin created: ${env.ADMIN_EMAIL} / ${env.__GENERATED_ADMIN_PASSWORD}`);
+	}
 }
 delete env.__GENERATED_ADMIN_PASSWORD;
 

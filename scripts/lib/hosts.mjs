@@ -7,7 +7,7 @@
 // (default: the project root). scripts/directus-cli.mjs, and so `npm start`, honour it.
 import { spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { cpSync, existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { closeSync, cpSync, existsSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import { nodeBinary, nodeEnv, root } from './node-runtime.mjs';
@@ -97,11 +97,16 @@ export function ensureHost(name, { log = (message) => console.log(`[pseo-automat
 		(addon) => spawnSync(nodeBinary(), ['-e', `require(${JSON.stringify(addon)})`], { cwd: dir, stdio: 'pipe' }).status !== 0,
 	);
 	if (broken.length > 0) {
-		log(`rebuilding ${broken.join(', ')} of the ${name} host for ${nodeBinary()}`);
-		const rebuild = spawnSync('npm', ['rebuild', ...broken, '--foreground-scripts'], { cwd: dir, env, stdio: 'inherit' });
+		// A native build prints thousands of compiler warnings: they go to a log file, named here, not to the console.
+		const buildLog = path.join(dir, 'node_modules', '.pseo-host-build.log');
+		log(`rebuilding ${broken.join(', ')} of the ${name} host for ${nodeBinary()} (compiler output in ${path.relative(root, buildLog)})`);
+		const out = openSync(buildLog, 'w');
+		const rebuild = spawnSync('npm', ['rebuild', ...broken, '--foreground-scripts'], { cwd: dir, env, stdio: ['ignore', out, out] });
+		closeSync(out);
 		if (rebuild.status !== 0) {
 			rmSync(stampFile, { force: true });
-			throw new Error(`rebuilding ${broken.join(', ')} in ${dir} failed (exit ${rebuild.status})`);
+			const tail = readFileSync(buildLog, 'utf8').split('\n').slice(-40).join('\n');
+			throw new Error(`rebuilding ${broken.join(', ')} in ${dir} failed (exit ${rebuild.status}); the end of ${buildLog}:\n${tail}`);
 		}
 	}
 	writeFileSync(stampFile, `${expected}\n`);

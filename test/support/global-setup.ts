@@ -35,9 +35,6 @@ export default async function setup(project: TestProject) {
 	ensureHost('directus-11');
 	const key = templateKey();
 
-	const sqliteTemplate = await sqliteTemplateOf('sqlite', key);
-	const sqliteD11Template = await sqliteTemplateOf('sqlite-d11', templateKey(['hosts/directus-11/package-lock.json']));
-
 	const postgresAvailable = await postgresReachable();
 	const requirePostgres = process.env['PSEO_TEST_REQUIRE_POSTGRES'] === '1';
 	if (!postgresAvailable && requirePostgres) {
@@ -48,19 +45,6 @@ export default async function setup(project: TestProject) {
 	}
 	const pgTemplate = `pseo_tpl_${key.slice(0, 12)}_${process.pid}`;
 	const pgPrefix = `pseo_t${process.pid}`;
-	if (postgresAvailable) {
-		await dropDatabase(pgTemplate);
-		await pgAdmin(`CREATE DATABASE "${pgTemplate}"`);
-		await bootstrapTemplate({
-			DB_CLIENT: 'pg',
-			DB_HOST: PG.host,
-			DB_PORT: String(PG.port),
-			DB_USER: PG.user,
-			DB_PASSWORD: PG.password,
-			DB_DATABASE: pgTemplate,
-			PSEO_DIRECTUS_HOME: legHome('postgres'),
-		});
-	}
 
 	const mariadbAvailable = await mariadbReachable();
 	if (!mariadbAvailable && process.env['PSEO_TEST_REQUIRE_MARIADB'] === '1') {
@@ -70,11 +54,15 @@ export default async function setup(project: TestProject) {
 		console.warn(`MariaDB is not reachable at ${MARIADB.host}:${MARIADB.port}: the MariaDB leg is skipped.`);
 	}
 	const mariadbTemplate = `pseo_tpl_${key.slice(0, 12)}_${process.pid}`;
-	if (mariadbAvailable) {
-		await dropMariaDatabase(mariadbTemplate);
-		await mariadbAdmin(`CREATE DATABASE \`${mariadbTemplate}\``);
-		await bootstrapTemplate({ ...mariadbEnv(mariadbTemplate), PSEO_DIRECTUS_HOME: legHome('mariadb') });
-	}
+
+	// The templates are independent: bootstrapped side by side, a clean clone waits for the slowest one rather than
+	// for the sum of all four.
+	const [sqliteTemplate, sqliteD11Template] = await Promise.all([
+		sqliteTemplateOf('sqlite', key),
+		sqliteTemplateOf('sqlite-d11', templateKey(['hosts/directus-11/package-lock.json'])),
+		postgresAvailable ? bootstrapPostgresTemplate(pgTemplate) : null,
+		mariadbAvailable ? bootstrapMariaTemplate(mariadbTemplate) : null,
+	]);
 
 	project.provide('sqliteTemplate', sqliteTemplate);
 	project.provide('sqliteD11Template', sqliteD11Template);
@@ -95,6 +83,26 @@ export default async function setup(project: TestProject) {
 			for (const name of [...(await mariaDatabasesLike(`${pgPrefix}_`)), mariadbTemplate]) await dropMariaDatabase(name);
 		}
 	};
+}
+
+async function bootstrapPostgresTemplate(name: string): Promise<void> {
+	await dropDatabase(name);
+	await pgAdmin(`CREATE DATABASE "${name}"`);
+	await bootstrapTemplate({
+		DB_CLIENT: 'pg',
+		DB_HOST: PG.host,
+		DB_PORT: String(PG.port),
+		DB_USER: PG.user,
+		DB_PASSWORD: PG.password,
+		DB_DATABASE: name,
+		PSEO_DIRECTUS_HOME: legHome('postgres'),
+	});
+}
+
+async function bootstrapMariaTemplate(name: string): Promise<void> {
+	await dropMariaDatabase(name);
+	await mariadbAdmin(`CREATE DATABASE \`${name}\``);
+	await bootstrapTemplate({ ...mariadbEnv(name), PSEO_DIRECTUS_HOME: legHome('mariadb') });
 }
 
 /** The cached SQLite template of a leg's host, bootstrapped when the cache has none for `key`. */

@@ -1,5 +1,5 @@
 import { spawn, spawnSync } from 'node:child_process';
-import { mkdirSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { baseEnv, freePort } from './instance.ts';
@@ -17,8 +17,8 @@ export function buildExtension(): void {
 /** Runs the start script until Directus answers (schema and policies are installed at start-up), then stops it. */
 export async function bootstrapTemplate(dbEnv: Record<string, string>): Promise<void> {
 	const port = await freePort();
-	const workDir = path.join(os.tmpdir(), `pseo-template-work-${process.pid}`);
-	mkdirSync(workDir, { recursive: true });
+	// Templates are bootstrapped side by side: each has its own extensions, uploads and temp folders.
+	const workDir = mkdtempSync(path.join(os.tmpdir(), 'pseo-template-work-'));
 	const child = spawn(process.execPath, [START_SCRIPT, '--skip-build'], {
 		cwd: ROOT,
 		env: { ...process.env, ...baseEnv(port, workDir), ...dbEnv },
