@@ -44,6 +44,8 @@ describe.skipIf(!legAvailable(LEG))('the editors\' workspace in the app', () => 
 				PSEO_PLAN_PAGES: '6',
 				PSEO_QUALITY_MIN_WORDS: '0',
 				PSEO_PUBLISH_BACKOFF_MS: '50',
+				// The one suite that opens the app (the others run without it, see baseEnv).
+				SERVE_APP: 'true',
 				// Live progress comes through Directus's WebSocket subscriptions here; lib/live-updates.test.ts covers polling.
 				WEBSOCKETS_ENABLED: 'true',
 			},

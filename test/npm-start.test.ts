@@ -71,7 +71,8 @@ describe('npm start', () => {
 		// dist/ is built by the global setup; `--skip-build` is passed on to scripts/start.mjs.
 		const npm = spawn('npm', ['start', '--', '--skip-build'], {
 			cwd: ROOT,
-			env: { ...process.env, ...baseEnv(port, workDir), ...options.database.env, ...options.env },
+			// The app is served, as for anyone who runs npm start (the other suites leave it off, see baseEnv).
+			env: { ...process.env, ...baseEnv(port, workDir), SERVE_APP: 'true', ...options.database.env, ...options.env },
 			stdio: ['ignore', 'pipe', 'pipe'],
 			// Its own process group, as a shell gives a foreground job, so that Ctrl-C can be sent to the group.
 			detached: options.ownGroup ?? false,
