@@ -11,7 +11,6 @@ export const balanceRoute = defineRoute({
 	operationId: 'getBalance',
 	tag: 'Tokens',
 	summary: 'The caller\'s token balance and the rates',
-	examples: { caller: { summary: 'The caller\'s balance' } },
 	responses: {
 		200: {
 			description: 'The balance.',

@@ -217,7 +217,6 @@ const Publication = named(
 );
 
 const websiteId = z.object({ id: idParam('The website (`pseo_id`).') });
-const WEBHOOK_EXAMPLE = { target: 'webhook', url: 'https://hooks.bakery.example/pseo', secret: 'a-long-shared-secret-of-the-receiver' };
 
 /** PUT /pseo/:id/publishing. */
 export const savePublishingTargetRoute = defineRoute({
@@ -231,11 +230,10 @@ export const savePublishingTargetRoute = defineRoute({
 	params: websiteId,
 	body: PublishingTargetRequest,
 	examples: {
-		webhook: { summary: 'A signed webhook receiver for website 1', params: { id: '1' }, body: WEBHOOK_EXAMPLE },
-		wordpress: {
-			summary: 'A WordPress site, posts saved as drafts',
+		webhook: {
+			summary: 'A signed webhook receiver for website 1',
 			params: { id: '1' },
-			body: { target: 'wordpress', url: 'https://blog.bakery.example', username: 'editor', application_password: 'abcd efgh ijkl mnop qrst uvwx', default_status: 'draft' },
+			body: { target: 'webhook', url: 'https://hooks.bakery.example/pseo', secret: 'a-long-shared-secret-of-the-receiver' },
 		},
 	},
 	responses: { 200: { description: 'Saved.', schema: PublishingTargetResponse } },

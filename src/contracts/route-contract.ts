@@ -42,7 +42,10 @@ export interface RouteContract<Params extends Part = Part, Query extends Part = 
 	body?: Body;
 	/** True when the body may be left out. */
 	bodyOptional?: boolean;
-	/** Requests that succeed (the integration suite sends each one), by name. */
+	/**
+	 * Requests that succeed, by name; the document shows each under its name, on the body and on every parameter,
+	 * and test/openapi-examples.test.ts sends each one to a running instance.
+	 */
 	examples?: Record<string, RequestExample>;
 	responses: Record<number, SuccessResponse>;
 	errors: ErrorStatus[];
