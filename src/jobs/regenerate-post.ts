@@ -1,36 +1,12 @@
 import type { PseoConfig } from '../config/config.ts';
 import { hasActiveJob } from '../engine/job-store.ts';
-import { ForbiddenError, InvalidPayloadError, NotFoundError } from '../errors/index.ts';
+import { ForbiddenError, NotFoundError } from '../errors/index.ts';
 import type { PlanPage } from '../plan/plan-page.ts';
 import { ensurePlanPages, readCurrentPlan } from '../plan/plan-store.ts';
 import { readPlanPage } from '../plan/plan-page-store.ts';
 import { readPostForRegeneration } from '../posts/post-store.ts';
 import { readWebsite } from '../websites/website-store.ts';
 import { acceptJob, activeConflict, type StartJobDeps } from './start-job.ts';
-
-/** The longest instructions a regeneration takes, in characters. */
-const MAX_INSTRUCTIONS = 2000;
-
-/**
- * The body of POST /posts/:id/regenerate: nothing, or `{ instructions }`, a string of at most 2,000 characters
- * (trimmed; empty means none). Anything else is 400.
- */
-export function parseRegenerateBody(body: unknown): { instructions: string | null } {
-	if (body === undefined || body === null || (typeof body === 'object' && !Array.isArray(body) && Object.keys(body).length === 0)) {
-		return { instructions: null };
-	}
-	if (typeof body !== 'object' || Array.isArray(body)) throw new InvalidPayloadError({ reason: 'The request body must be a JSON object.' });
-	const unknown = Object.keys(body).filter((key) => key !== 'instructions');
-	if (unknown.length > 0) throw new InvalidPayloadError({ reason: `Unknown field(s): ${unknown.join(', ')}. Only "instructions" is accepted.` });
-	const { instructions } = body as { instructions?: unknown };
-	if (instructions === undefined || instructions === null) return { instructions: null };
-	if (typeof instructions !== 'string') throw new InvalidPayloadError({ reason: '"instructions" must be a string.' });
-	const trimmed = instructions.trim();
-	if ([...trimmed].length > MAX_INSTRUCTIONS) {
-		throw new InvalidPayloadError({ reason: `"instructions" must be at most ${MAX_INSTRUCTIONS} characters (received ${[...trimmed].length}).` });
-	}
-	return { instructions: trimmed === '' ? null : trimmed };
-}
 
 /**
  * Starts an on-demand job of one page that rewrites post `postId` of `userId`, with `instructions` added to the

@@ -6,9 +6,17 @@ import type { Logger } from '../shared/logger.ts';
 import { postedRoutes } from '../posts/post-store.ts';
 import { requireOwnedPseo } from '../websites/ownership.ts';
 import { generatePlan } from './generate-plan.ts';
-import type { PlanRequest } from './plan-request.ts';
 import type { PlanPageItem } from './plan-schema.ts';
 import { completePlan, extendLock, failPlan, startPlan } from './plan-store.ts';
+
+/** A validated body of POST /generate/main-json (interface 4.8). */
+export interface PlanRequest {
+	pseoId: number;
+	/** Canonical BCP 47 form, such as `en-US` or `tr-TR`. */
+	languageCode: string;
+	/** Trimmed, NFC-normalised business description of 150 to 1000 code points. */
+	description: string;
+}
 import { bumpPlanVersion } from './plan-version.ts';
 
 export interface CreatePlanDeps {

@@ -12,7 +12,7 @@ import type { PlanPageItem } from './plan-schema.ts';
 /** Input of {@link generatePlan}. */
 export interface GeneratePlanInput {
 	pseo: PlanSite;
-	/** Canonical locale from parsePlanRequest, such as `en-US`. */
+	/** Canonical locale from the request contract, such as `en-US`. */
 	languageCode: string;
 	description: string;
 	/** Exact number of pages wanted (fewer only when the model cannot find that many new routes). */

@@ -3,13 +3,23 @@ import type { PseoConfig } from '../config/config.ts';
 import type { Logger } from '../shared/logger.ts';
 import { postedRoutes } from '../posts/post-store.ts';
 import { requireOwnedPseo } from '../websites/ownership.ts';
-import type { ImportRequest } from './import-request.ts';
 import { fileRows, inlineRows, type NumberedRow, type OpenedFile } from './import-source.ts';
-import { pageFromRow } from './import-template.ts';
+import { pageFromRow, type ImportTemplate } from './import-template.ts';
 import { countPlanPages, deletePlanPages, insertPlanPages, type StoredPlanPage } from './plan-page-store.ts';
 import { bumpPlanVersion } from './plan-version.ts';
 import { completeImport, extendLock, failPlan, startPlan } from './plan-store.ts';
 import { retryConflicts } from '../shared/transaction.ts';
+
+/** A validated body of POST /plan/import. */
+export interface ImportRequest {
+	pseoId: number;
+	/** Canonical BCP 47 form, such as `en-US`. */
+	languageCode: string;
+	template: ImportTemplate;
+	/** The rows themselves, or the id of a file in Directus's file library (CSV, JSON array or JSON Lines). */
+	source: { rows: unknown[] } | { fileId: string };
+	mode: 'append' | 'replace';
+}
 
 export interface ImportDeps {
 	database: Knex;

@@ -3,13 +3,15 @@ import type { Readable } from 'node:stream';
 import { parse as parseCsv } from 'csv-parse';
 import StreamArray from 'stream-json/streamers/StreamArray.js';
 import { InvalidPayloadError } from '../errors/index.ts';
-import { MAX_IMPORT_ROWS } from './import-request.ts';
 
 /*
  * The rows of a plan import, one at a time with their number (1-based, in the order of the data), whatever they
  * come from: the request's `rows`, or a file of Directus's library read as a stream (CSV with a header row, a JSON
  * array, or JSON Lines), so that 100,000 rows never sit in memory at once.
  */
+
+/** At most this many rows in one import, inline or from a file. */
+export const MAX_IMPORT_ROWS = 100_000;
 
 /** One data row and its number. */
 export interface NumberedRow {

@@ -8,7 +8,6 @@ import { requireOwnedPseo } from '../websites/ownership.ts';
 import { forgetRemotePosts } from '../posts/post-publishing.ts';
 import { createOutboundClient, OutboundError, type OutboundClient } from './outbound-client.ts';
 import { createSecretBox, type SecretBox } from './secret-box.ts';
-import type { TargetInput } from './target-request.ts';
 import { deleteTarget, readTarget, saveTarget, type TargetRow } from './target-store.ts';
 import { createWordPressClient, WordPressError } from './wordpress-client.ts';
 
@@ -16,6 +15,15 @@ import { createWordPressClient, WordPressError } from './wordpress-client.ts';
  * A website's publishing target: saved only once it is checked (the WordPress user may create posts; the webhook
  * address is one the SSRF guard admits), its secret sealed, and shown without the secret.
  */
+
+/** The WordPress statuses a new post may take (`future` comes from a schedule, not from a default). */
+export const POST_STATUSES = ['draft', 'pending', 'private', 'publish'] as const;
+export type PostStatus = (typeof POST_STATUSES)[number];
+
+/** A target as PUT /pseo/:id/publishing asks for it; a secret left out keeps the stored one. */
+export type TargetInput =
+	| { target: 'wordpress'; url: string; username: string; applicationPassword: string | null; defaultStatus: PostStatus }
+	| { target: 'webhook'; url: string; secret: string | null };
 
 export interface PublishingDeps {
 	database: Knex;

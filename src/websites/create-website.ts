@@ -1,7 +1,13 @@
 import type { Accountability, SchemaOverview } from '@directus/types';
 import type { ServiceContext } from '../shared/services.ts';
-import type { NewWebsite } from './website-request.ts';
 import { WEBSITES } from './website-store.ts';
+
+/** A website to register, as POST /pseo gives it once validated. */
+export interface NewWebsite {
+	website_url: string;
+	master_prompt: string;
+	website_software: string;
+}
 
 export interface WebsiteRecord {
 	id: number;

@@ -1,6 +1,7 @@
 import Ajv2020, { type ValidateFunction } from 'ajv/dist/2020.js';
 import addFormats from 'ajv-formats';
-import { openApiDocument } from '../../src/openapi/openapi-document.ts';
+import { ROUTES } from '../../src/contracts/route-table.ts';
+import { buildOpenApi } from '../../src/openapi/build-openapi.ts';
 
 /*
  * Every response the suites receive from /pseo-endpoints is checked against the OpenAPI document, so the
@@ -123,11 +124,11 @@ function excerpt(body: unknown): string {
 let contract: ResponseContract | undefined;
 
 /**
- * Checks one response against the OpenAPI document built from the source (`src/openapi/openapi-document.ts`):
+ * Checks one response against the OpenAPI document generated from the source's contracts (`src/openapi/build-openapi.ts`):
  * the operation by method and path template, the response by status (then `NXX`, then `default`), and the body by
  * that response's schema. A path under /pseo-endpoints that has no operation must answer an error envelope.
  */
 export function checkResponse(method: string, url: string, status: number, contentType: string | null, body: unknown): void {
-	contract ??= new ResponseContract(openApiDocument('0.0.0'));
+	contract ??= new ResponseContract(buildOpenApi(ROUTES, '0.0.0'));
 	contract.check(method, url, status, contentType, body);
 }

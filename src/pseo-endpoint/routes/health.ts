@@ -1,5 +1,7 @@
 import type { Router } from 'express';
 import manifest from '../../../package.json' with { type: 'json' };
+import { healthRoute } from '../../contracts/health.ts';
+import { mountRoute } from '../../http/mount-route.ts';
 import { respond } from '../../http/respond.ts';
 
 /** The endpoints the health check lists (interface 4.1). */
@@ -27,7 +29,7 @@ export const ENDPOINTS = [
 
 /** 4.1 GET / — no authentication. */
 export function registerHealth(router: Router): void {
-	router.get('/', (_req, res) => {
+	mountRoute(router, healthRoute, async (_req, res) => {
 		respond(res, 200, { status: 'ok', extension: 'pseo-automation', version: manifest.version, endpoints: ENDPOINTS });
 	});
 }

@@ -1,10 +1,11 @@
 import type { Router } from 'express';
 import { useConfig } from '../../config/config.ts';
-import { asyncHandler } from '../../http/async-handler.ts';
+import { importContentPlanRoute } from '../../contracts/plans.ts';
+import { mountRoute } from '../../http/mount-route.ts';
+import { parseRequest } from '../../http/parse-request.ts';
 import { requireUser } from '../../http/request-input.ts';
 import { respond } from '../../http/respond.ts';
 import { importPlan } from '../../plan/import-plan.ts';
-import { parseImportRequest } from '../../plan/import-request.ts';
 import { libraryFileOpener } from '../../plan/library-file.ts';
 import type { ServiceContext } from '../../shared/services.ts';
 import { siteRoutesReader } from '../../sitemap/site-routes.ts';
@@ -19,14 +20,11 @@ export function registerPlanImport(router: Router, context: ServiceContext): voi
 		siteRoutes: siteRoutesReader(config.sitemap, context.logger),
 		openFile: libraryFileOpener(context),
 	};
-	router.post(
-		'/plan/import',
-		asyncHandler(async (req, res) => {
-			const accountability = requireUser(req);
-			const request = parseImportRequest(req.body);
-			const data = await importPlan(deps, accountability.user, request);
-			const skipped = data.skipped.duplicate + data.skipped.on_site + data.skipped.invalid;
-			respond(res, 200, { message: `${data.added} plan page(s) added, ${skipped} row(s) skipped; the plan has ${data.total_pages} pages.`, data });
-		}),
-	);
+	mountRoute(router, importContentPlanRoute, async (req, res) => {
+		const accountability = requireUser(req);
+		const { body } = parseRequest(importContentPlanRoute, req);
+		const data = await importPlan(deps, accountability.user, body);
+		const skipped = data.skipped.duplicate + data.skipped.on_site + data.skipped.invalid;
+		respond(res, 200, { message: `${data.added} plan page(s) added, ${skipped} row(s) skipped; the plan has ${data.total_pages} pages.`, data });
+	});
 }

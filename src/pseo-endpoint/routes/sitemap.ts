@@ -1,7 +1,9 @@
 import type { Router } from 'express';
 import { useConfig } from '../../config/config.ts';
-import { asyncHandler } from '../../http/async-handler.ts';
-import { parseIdParam, requireUser } from '../../http/request-input.ts';
+import { fetchSitemapRoute } from '../../contracts/sitemap.ts';
+import { mountRoute } from '../../http/mount-route.ts';
+import { parseRequest } from '../../http/parse-request.ts';
+import { requireUser } from '../../http/request-input.ts';
 import { readSitemap } from '../../sitemap/read-sitemap.ts';
 import type { ServiceContext } from '../../shared/services.ts';
 import { requireOwnedPseo } from '../../websites/ownership.ts';
@@ -12,14 +14,11 @@ import { requireOwnedPseo } from '../../websites/ownership.ts';
  */
 export function registerSitemap(router: Router, context: ServiceContext): void {
 	const config = useConfig(context.env);
-	router.get(
-		'/fetch-sitemap',
-		asyncHandler(async (req, res) => {
-			const accountability = requireUser(req);
-			const pseoId = parseIdParam(req.query['pseo_id'], 'pseo_id');
-			const pseo = await requireOwnedPseo(context.database, pseoId, accountability.user);
-			const result = await readSitemap(pseo.website_url, config.sitemap, context.logger);
-			res.status(200).json({ success: true, urls: result.urls, timestamp: new Date().toISOString() });
-		}),
-	);
+	mountRoute(router, fetchSitemapRoute, async (req, res) => {
+		const accountability = requireUser(req);
+		const { pseo_id: pseoId } = parseRequest(fetchSitemapRoute, req).query;
+		const pseo = await requireOwnedPseo(context.database, pseoId, accountability.user);
+		const result = await readSitemap(pseo.website_url, config.sitemap, context.logger);
+		res.status(200).json({ success: true, urls: result.urls, timestamp: new Date().toISOString() });
+	});
 }

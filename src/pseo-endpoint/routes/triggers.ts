@@ -1,12 +1,12 @@
 import type { Router } from 'express';
 import { useConfig } from '../../config/config.ts';
-import { InvalidPayloadError } from '../../errors/index.ts';
+import { bulkGenerationRoute, onDemandGenerationRoute } from '../../contracts/generations.ts';
 import { startJob } from '../../jobs/start-job.ts';
 import type { JobMode } from '../../engine/job-types.ts';
-import { asyncHandler } from '../../http/async-handler.ts';
-import { requireObjectBody, requirePositiveInteger, requireUser } from '../../http/request-input.ts';
+import { mountRoute } from '../../http/mount-route.ts';
+import { parseRequest } from '../../http/parse-request.ts';
+import { requireUser } from '../../http/request-input.ts';
 import { respond } from '../../http/respond.ts';
-import { MAX_ID } from '../../shared/database.ts';
 import { faultPoint } from '../../shared/fault-injection.ts';
 import type { ServiceContext } from '../../shared/services.ts';
 
@@ -16,15 +16,10 @@ export type JobNotifier = () => void;
 /** 4.4 POST /trigger/on-demand-generation and 4.5 POST /trigger/bulk-generation. */
 export function registerTriggers(router: Router, context: ServiceContext, notify: JobNotifier): void {
 	const config = useConfig(context.env);
-	const trigger = (mode: JobMode) =>
-		asyncHandler(async (req, res) => {
+	const trigger = (mode: JobMode, contract: typeof onDemandGenerationRoute | typeof bulkGenerationRoute) =>
+		mountRoute(router, contract, async (req, res) => {
 			const accountability = requireUser(req);
-			const body = requireObjectBody(req);
-			const pseoId = requirePositiveInteger(body, 'pseo_id', MAX_ID);
-			const postCount = requirePositiveInteger(body, 'post_count');
-			if (mode === 'on_demand' && postCount !== 1) {
-				throw new InvalidPayloadError({ reason: '"post_count" must be 1 for on-demand generation (test mode).' });
-			}
+			const { pseo_id: pseoId, post_count: postCount } = parseRequest(contract, req).body;
 			const rate = mode === 'on_demand' ? config.tokenPerPage : config.tokenPerBatchPage;
 			const { id } = await startJob(context, { userId: accountability.user, pseoId, postCount, mode, rate, userCap: config.userDailyTokenCap });
 			faultPoint('after-trigger-commit');
@@ -35,6 +30,6 @@ export function registerTriggers(router: Router, context: ServiceContext, notify
 				status: 'pending',
 			});
 		});
-	router.post('/trigger/on-demand-generation', trigger('on_demand'));
-	router.post('/trigger/bulk-generation', trigger('bulk'));
+	trigger('on_demand', onDemandGenerationRoute);
+	trigger('bulk', bulkGenerationRoute);
 }

@@ -1,5 +1,5 @@
 /*
- * The rules of the website form, the same as POST /pseo's (src/websites/website-request.ts), so an editor sees a
+ * The rules of the website form, the same as POST /pseo's (its contract, src/contracts/websites.ts), so an editor sees a
  * problem before sending and the server never has to refuse a form the app let through.
  */
 

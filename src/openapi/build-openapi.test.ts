@@ -1,12 +1,21 @@
 import { Validator } from '@seriousme/openapi-schema-validator';
+import type { Request } from 'express';
 import { describe, expect, it } from 'vitest';
 import { openApiAjv } from '../../test/support/response-contract.ts';
+import { ROUTES } from '../contracts/route-table.ts';
+import { createWebsiteRoute } from '../contracts/websites.ts';
+import { parseRequest } from '../http/parse-request.ts';
 import { ENDPOINTS } from '../pseo-endpoint/routes/health.ts';
-import { openApiDocument } from './openapi-document.ts';
+import { buildOpenApi } from './build-openapi.ts';
 
 const METHODS = ['get', 'put', 'post', 'delete', 'options', 'head', 'patch', 'trace'];
 
-type Operation = { responses: Record<string, { $ref?: string; content?: Record<string, { schema: unknown }> }>; security?: unknown[] };
+type Operation = {
+	responses: Record<string, { $ref?: string; content?: Record<string, { schema: unknown }> }>;
+	security?: unknown[];
+	requestBody?: { required: boolean; content: Record<string, { schema: { $ref: string }; examples?: Record<string, { summary: string; value: unknown }> }> };
+	parameters?: { name: string; in: string; examples?: Record<string, { value: string }> }[];
+};
 
 function operationsOf(document: Record<string, any>): Map<string, Operation> {
 	const found = new Map<string, Operation>();
@@ -19,8 +28,8 @@ function operationsOf(document: Record<string, any>): Map<string, Operation> {
 /** `GET /generations?pseo_id=X` and `GET /generations/:id` as OpenAPI names them: `GET /generations`, `GET /generations/{id}`. */
 const asOperation = (endpoint: string) => endpoint.replace(/\?.*$/, '').replace(/:(\w+)/g, '{$1}');
 
-describe('openApiDocument', () => {
-	const document = openApiDocument('1.2.3') as Record<string, any>;
+describe('buildOpenApi', () => {
+	const document = buildOpenApi(ROUTES, '1.2.3') as Record<string, any>;
 
 	it('is a valid OpenAPI 3.1 document', async () => {
 		const validator = new Validator();
@@ -117,5 +126,57 @@ describe('openApiDocument', () => {
 		expect(valid('GenerationSummary', { ...job, date_updated: timestamp })).toBe(false);
 		expect(valid('GenerationSummary', { ...job, usage })).toBe(false);
 		expect(valid('Generation', { ...job, date_updated: timestamp, usage, status: 'done' })).toBe(false);
+	});
+
+	it('every route that takes a body documents at least one request example, and every example names its parameters', () => {
+		for (const [name, operation] of operationsOf(document)) {
+			const bodyExamples = Object.keys(operation.requestBody?.content['application/json']?.examples ?? {});
+			if (operation.requestBody) expect(bodyExamples.length, name).toBeGreaterThan(0);
+			const parameterExamples = (operation.parameters ?? []).map((parameter) => Object.keys(parameter.examples ?? {}));
+			for (const example of new Set([...bodyExamples, ...parameterExamples.flat()])) {
+				for (const [index, parameter] of (operation.parameters ?? []).entries()) {
+					expect(parameterExamples[index], `${name} example ${example} gives no ${parameter.name}`).toContain(example);
+				}
+			}
+		}
+	});
+
+	it('every request example passes its route\'s own validation, and a broken one does not (the control case)', () => {
+		let checked = 0;
+		for (const route of ROUTES) {
+			for (const [name, example] of Object.entries(route.examples ?? {})) {
+				const request = { params: example.params ?? {}, query: example.query ?? {}, body: example.body } as Request;
+				expect(() => parseRequest(route, request), `${route.operationId} ${name}`).not.toThrow();
+				checked++;
+			}
+		}
+		expect(checked).toBeGreaterThanOrEqual(ROUTES.filter((route) => route.body).length);
+		expect(() => parseRequest(createWebsiteRoute, { body: { website_url: 'bakery.example', master_prompt: 'x' } } as Request)).toThrow(/absolute/);
+	});
+
+	it('every request example and every property example matches the schema the document gives it', () => {
+		const ajv = openApiAjv(document);
+		for (const [name, operation] of operationsOf(document)) {
+			const media = operation.requestBody?.content['application/json'];
+			for (const [example, { value }] of Object.entries(media?.examples ?? {})) {
+				expect(ajv.validate(`openapi.json${media!.schema.$ref}`, value), `${name} ${example}: ${ajv.errorsText()}`).toBe(true);
+			}
+		}
+		// A schema of the document, its references pointed at the document held by the validator.
+		const pointed = (schema: unknown) => JSON.parse(JSON.stringify(schema).replaceAll('"#/components/', '"openapi.json#/components/'));
+		let examples = 0;
+		const walk = (node: unknown, path: string): void => {
+			if (Array.isArray(node)) return node.forEach((item, index) => walk(item, `${path}/${index}`));
+			if (typeof node !== 'object' || node === null) return;
+			const { examples: given, ...schema } = node as Record<string, unknown>;
+			if (Array.isArray(given) && !path.endsWith('/properties')) {
+				const validate = ajv.compile(pointed(schema));
+				for (const example of given) expect(validate(example), `${path}: ${JSON.stringify(example)}`).toBe(true);
+				examples += given.length;
+			}
+			for (const [key, value] of Object.entries(schema)) walk(value, `${path}/${key}`);
+		};
+		walk(document['components'].schemas, '#/components/schemas');
+		expect(examples).toBeGreaterThan(15);
 	});
 });

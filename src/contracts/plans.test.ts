@@ -1,6 +1,9 @@
+import type { Request } from 'express';
 import { describe, expect, it } from 'vitest';
 import { InvalidPayloadError } from '../errors/index.ts';
-import { codePointLength, parsePlanRequest } from './plan-request.ts';
+import { parseRequest } from '../http/parse-request.ts';
+import { codePointLength } from './field-rules.ts';
+import { generateContentPlanRoute, importContentPlanRoute } from './plans.ts';
 
 const DESCRIPTION = 'We repair and service gas boilers in Istanbul for households and small offices; we want more bookings. '.repeat(2);
 
@@ -8,19 +11,22 @@ function body(overrides: Record<string, unknown> = {}): Record<string, unknown> 
 	return { pseo_id: 7, language_code: 'en-US', description: DESCRIPTION, ...overrides };
 }
 
+/** The body of POST /generate/main-json as the route gets it once validated. */
+const parsePlanRequest = (body: unknown) => parseRequest(generateContentPlanRoute, { body } as Request).body;
+
 /** The 400's message, failing the test when the call does not throw an InvalidPayloadError. */
-function reasonOf(input: unknown): string {
+function reasonOf(input: unknown, parse: (body: unknown) => unknown = parsePlanRequest): string {
 	try {
-		parsePlanRequest(input);
+		parse(input);
 	} catch (error) {
 		expect(error).toBeInstanceOf(InvalidPayloadError);
 		expect((error as { status: number }).status).toBe(400);
 		return (error as Error).message;
 	}
-	throw new Error('parsePlanRequest accepted the body');
+	throw new Error('the contract accepted the body');
 }
 
-describe('parsePlanRequest', () => {
+describe('POST /generate/main-json contract', () => {
 	it('4.8 returns the parsed fields of a valid body', () => {
 		expect(parsePlanRequest(body())).toEqual({ pseoId: 7, languageCode: 'en-US', description: DESCRIPTION.trim() });
 	});
@@ -141,5 +147,37 @@ describe('codePointLength', () => {
 		expect(codePointLength('abc')).toBe(3);
 		expect(codePointLength('😀😀')).toBe(2);
 		expect(codePointLength('İstanbul')).toBe(8);
+	});
+});
+
+const parseImportRequest = (body: unknown) => parseRequest(importContentPlanRoute, { body } as Request).body;
+const valid = { pseo_id: 1, language_code: 'en-US', template: { route: '/{service}/{city}', title: '{service} in {city}' }, rows: [{ service: 'a', city: 'b' }] };
+
+describe('POST /plan/import contract', () => {
+	it('accepts rows or a file id, append by default', () => {
+		expect(parseImportRequest(valid)).toMatchObject({ pseoId: 1, languageCode: 'en-US', mode: 'append', source: { rows: valid.rows } });
+		const fileId = '0b6e2c1c-5d7e-4a52-9b59-6f1f0f6d1a11';
+		expect(parseImportRequest({ ...valid, rows: undefined, file_id: fileId, mode: 'replace' })).toMatchObject({ source: { fileId }, mode: 'replace' });
+	});
+
+	it.each([
+		[{ ...valid, rows: undefined }, /either "rows".*or "file_id"/],
+		[{ ...valid, file_id: '0b6e2c1c-5d7e-4a52-9b59-6f1f0f6d1a11' }, /not both/],
+		[{ ...valid, rows: [] }, /"rows" is empty/],
+		[{ ...valid, rows: 'a,b' }, /"rows" must be an array/],
+		[{ ...valid, file_id: 'abc', rows: undefined }, /"file_id" must be the id of a file/],
+		[{ ...valid, mode: 'merge' }, /"mode" must be "append" or "replace"/],
+		[{ ...valid, template: { title: 'x' } }, /"template.route" is required/],
+		[{ ...valid, template: { route: 'city/{city}', title: 'x' } }, /must start with a single "\/"/],
+		[{ ...valid, template: { route: '/cities', title: 'x' } }, /at least one placeholder/],
+		[{ ...valid, template: { route: '/{city}/', title: 'x' } }, /trailing slash/],
+		[{ ...valid, template: { route: '/City/{city}', title: 'x' } }, /lower-case letters/],
+		[{ ...valid, template: { route: '/{city}', title: 'x', priority: 'high' } }, /"template.priority" must be a number or a "\{column\}"/],
+		[{ ...valid, template: { route: '/{city}', title: 'x', extra: 1 } }, /Unknown template field/],
+		[{ ...valid, template: { route: '/{}', title: 'x' } }, /empty placeholder/],
+		[{ ...valid, extra: true }, /Unknown field/],
+		[{ ...valid, rows: Array.from({ length: 100_001 }, () => ({})) }, /at most 100000/],
+	])('refuses %j', (body, message) => {
+		expect(reasonOf(body, parseImportRequest)).toMatch(message);
 	});
 });

@@ -1,0 +1,60 @@
+import { z } from 'zod';
+import { doc, named } from './contract-registry.ts';
+import { success } from './envelope.ts';
+import { defineRoute } from './route-contract.ts';
+
+const tokenRefusedAnyway: [number, string] = [401, 'Only when a Bearer token is sent and refused: the route needs none, but Directus checks every token it receives.'];
+
+/** 4.1 GET /. */
+export const healthRoute = defineRoute({
+	method: 'get',
+	path: '/',
+	operationId: 'getHealth',
+	tag: 'Health',
+	summary: 'Health check (4.1)',
+	open: true,
+	responses: {
+		200: {
+			description: 'The extension is up.',
+			schema: success(
+				'Health',
+				{
+					status: z.literal('ok'),
+					extension: z.literal('pseo-automation'),
+					version: doc(z.string().regex(/^\d+\.\d+\.\d+/), { description: 'The extension\'s semantic version.', examples: ['0.1.0'] }),
+					endpoints: doc(z.array(z.string()), {
+						description: 'The available endpoints, as `METHOD /path` relative to /pseo-endpoints.',
+						examples: [['GET /', 'POST /pseo', 'GET /generations/:id', 'GET /generations?pseo_id=X']],
+					}),
+				},
+				'Interface 4.1: the extension is loaded and answering.',
+			),
+		},
+	},
+	errors: [tokenRefusedAnyway],
+});
+
+/** GET /openapi.json. */
+export const openApiRoute = defineRoute({
+	method: 'get',
+	path: '/openapi.json',
+	operationId: 'getOpenApiDocument',
+	tag: 'Health',
+	summary: 'This OpenAPI document',
+	open: true,
+	responses: {
+		200: {
+			description: 'The OpenAPI 3.1 document.',
+			schema: named(
+				'OpenApiDocument',
+				z.looseObject({
+					openapi: z.string().regex(/^3\.1\./),
+					info: z.looseObject({ title: z.string(), version: z.string() }),
+					paths: z.looseObject({}),
+				}),
+				{ description: 'This document.' },
+			),
+		},
+	},
+	errors: [tokenRefusedAnyway],
+});

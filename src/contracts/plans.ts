@@ -1,0 +1,314 @@
+import { z } from 'zod';
+import type { PlanRequest } from '../plan/create-plan.ts';
+import type { ImportRequest } from '../plan/import-plan.ts';
+import { MAX_IMPORT_ROWS } from '../plan/import-source.ts';
+import { placeholdersOf, type ImportTemplate } from '../plan/import-template.ts';
+import { PAGE_TYPES, SEARCH_INTENTS } from '../plan/plan-schema.ts';
+import { doc, named } from './contract-registry.ts';
+import { message, success } from './envelope.ts';
+import { codePointLength, count, Identifier, objectError, requiredOr, rule, typeName } from './field-rules.ts';
+import { defineRoute } from './route-contract.ts';
+
+const DESCRIPTION_MIN_LENGTH = 150;
+const DESCRIPTION_MAX_LENGTH = 1000;
+const MAX_LANGUAGE_CODE_LENGTH = 35;
+const MAX_TEMPLATE_TEXT = 500;
+// language (2-3 letters), optional script (4 letters), optional region (2 letters or 3 digits). Variants and
+// extensions are valid BCP 47 but say nothing a content plan needs, so they are refused as not a plain locale.
+const LOCALE_SHAPE = /^[a-z]{2,3}(?:-[A-Z][a-z]{3})?(?:-(?:[A-Z]{2}|\d{3}))?$/;
+const LANGUAGE_NAMES = new Intl.DisplayNames(['en'], { type: 'language', fallback: 'none' });
+const REGION_NAMES = new Intl.DisplayNames(['en'], { type: 'region', fallback: 'none' });
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+/**
+ * The canonical form of a plain locale (`en`, `en-US`, `tr-TR`, `zh-Hant-TW`, `es-419`), or null. Case and `_` are
+ * forgiven (`en_us` gives `en-US`); free text such as `english` is not, nor is an unknown language or region.
+ */
+function canonicalLocale(value: string): string | null {
+	const input = value.trim().replaceAll('_', '-');
+	if (input === '' || input.length > MAX_LANGUAGE_CODE_LENGTH) return null;
+	try {
+		const [canonical = ''] = Intl.getCanonicalLocales(input);
+		if (!LOCALE_SHAPE.test(canonical)) return null;
+		// getCanonicalLocales accepts any well-formed tag (`xx-XX`, `und`); a plan needs a language people write.
+		const locale = new Intl.Locale(canonical);
+		if (locale.language === 'und' || LANGUAGE_NAMES.of(locale.language) === undefined) return null;
+		if (locale.region !== undefined && (locale.region === 'ZZ' || REGION_NAMES.of(locale.region) === undefined)) return null;
+		return canonical;
+	} catch {
+		// A malformed tag, or a well-formed but special code DisplayNames throws on.
+		return null;
+	}
+}
+
+const languageCode = (description: string) =>
+	doc(
+		z
+			.string({ error: requiredOr((input) => `must be a string, received ${typeName(input)}.`) })
+			.refine((value) => canonicalLocale(value) !== null, {
+				error: rule((input) => `must be a locale such as en-US, tr-TR or de-DE, received ${JSON.stringify(String(input).slice(0, 50))}.`),
+			})
+			.transform((value) => canonicalLocale(value)!),
+		{ maxLength: MAX_LANGUAGE_CODE_LENGTH, description, examples: ['en-US'] },
+	);
+
+/** Trimmed and NFC-normalised, counted in Unicode code points: padding with spaces does not reach the minimum. */
+const businessDescription = doc(
+	z
+		.string({ error: requiredOr((input) => `must be a string, received ${typeName(input)}.`) })
+		// PostgreSQL text columns cannot hold NUL, and no business description needs one.
+		.refine((value) => !value.includes('\u0000'), { error: rule('must not contain NUL characters.'), abort: true })
+		.refine(
+			(value) => {
+				const length = codePointLength(value.trim().normalize('NFC'));
+				return length >= DESCRIPTION_MIN_LENGTH && length <= DESCRIPTION_MAX_LENGTH;
+			},
+			{
+				error: rule(
+					(input) =>
+						`must be ${DESCRIPTION_MIN_LENGTH} to ${DESCRIPTION_MAX_LENGTH} characters long (after trimming), received ${codePointLength(String(input).trim().normalize('NFC'))}.`,
+				),
+			},
+		)
+		.transform((value) => value.trim().normalize('NFC')),
+	{
+		minLength: DESCRIPTION_MIN_LENGTH,
+		maxLength: DESCRIPTION_MAX_LENGTH,
+		description: 'The business: sector, services, audience and goals. 150 to 1000 characters (Unicode code points) after trimming.',
+	},
+);
+
+/** The body of POST /generate/main-json (interface 4.8). */
+const PlanRequestBody = named(
+	'PlanRequest',
+	z
+		.strictObject(
+			{
+				pseo_id: Identifier,
+				language_code: languageCode(
+					'A plain locale: language, optional script, optional region (`en`, `en-US`, `tr-TR`, `zh-Hant-TW`, `es-419`). Case and `_` are forgiven.',
+				),
+				description: businessDescription,
+			},
+			{ error: objectError('The request body must be a JSON object with "pseo_id", "language_code" and "description".') },
+		)
+		.transform((body): PlanRequest => ({ pseoId: body.pseo_id, languageCode: body.language_code, description: body.description })),
+	{ description: 'Interface 4.8. Unknown fields are refused with 400.' },
+);
+
+/** A text of the import template: not blank, at most 500 characters, no empty placeholder; trimmed. */
+const templateText = () =>
+	doc(
+		z
+			.string({ error: requiredOr((input) => `must be a non-empty string, received ${typeName(input)}.`) })
+			.refine((value) => value.trim() !== '', { error: rule('must be a non-empty string, received a string.'), abort: true })
+			.refine((value) => value.length <= MAX_TEMPLATE_TEXT, { error: rule(`must be at most ${MAX_TEMPLATE_TEXT} characters.`), abort: true })
+			.refine((value) => !/\{\s*\}/.test(value), { error: rule('has an empty placeholder "{}".') })
+			.transform((value) => value.trim()),
+		{ maxLength: MAX_TEMPLATE_TEXT },
+	);
+const optionalTemplateText = () =>
+	templateText()
+		.nullish()
+		.transform((value) => value ?? undefined);
+
+const templateRoute = doc(
+	templateText()
+		.refine((route) => route.startsWith('/') && !route.startsWith('//'), {
+			error: rule('must start with a single "/", such as "/{service}/{city}".'),
+			abort: true,
+		})
+		.refine((route) => placeholdersOf(route).length > 0, {
+			error: rule('must have at least one placeholder such as "{city}": every row needs its own route.'),
+			abort: true,
+		})
+		.refine(
+			(route) => {
+				const literal = route.replace(/\{[^{}]*\}/g, 'x');
+				return /^\/[\p{Ll}\p{Lo}\p{N}x/-]*$/u.test(literal) && !/\/\/|\/$/.test(literal.length > 1 ? literal : '');
+			},
+			{ error: rule('may hold only lower-case letters, digits, hyphens, slashes and placeholders, with no empty segment or trailing slash.') },
+		),
+	{
+		description: 'Starts with `/`; each `{column}` becomes a URL slug of that column\'s value (accents folded, letters of every script kept).',
+		examples: ['/{service}/{city}'],
+	},
+);
+
+const priorityError = rule((input) => `must be a number or a "{column}", received ${JSON.stringify(input)}.`);
+
+const ImportTemplateSchema = z
+	.strictObject(
+		{
+			route: templateRoute,
+			title: doc(templateText(), { examples: ['{service} in {city}'] }),
+			primary_keyword: doc(optionalTemplateText(), { examples: ['{service} {city}'] }),
+			priority: doc(
+				z
+					.union([z.number(), z.string().regex(/^\s*\{[^{}]+\}\s*$/, { error: priorityError })], { error: priorityError })
+					.nullish()
+					.transform((value) => value ?? undefined),
+				{ description: 'A number, or `{column}`.' },
+			),
+			cluster: doc(optionalTemplateText(), { examples: ['{service}'] }),
+		},
+		{ error: objectError('"template" must be an object with "route" and "title".', (keys) => `Unknown template field(s): ${keys}.`) },
+	)
+	.transform((template): ImportTemplate => template);
+
+const rows = doc(
+	z
+		.array(z.unknown(), { error: rule((input) => `must be an array of objects, received ${typeName(input)}.`) })
+		.min(1, { error: rule('is empty.') })
+		.max(MAX_IMPORT_ROWS, { error: (issue) => `"rows" has ${(issue.input as unknown[]).length} rows; at most ${MAX_IMPORT_ROWS} are allowed in one import.` })
+		.nullish(),
+	{
+		description: 'Flat objects of column values (each is checked as it is read). Bounded by Directus\'s MAX_PAYLOAD_SIZE; use `file_id` for big imports.',
+	},
+);
+
+const fileId = doc(
+	doc(
+		z
+		.string({ error: rule((input) => `must be the id of a file, received ${JSON.stringify(input)}.`) })
+		.regex(UUID, { error: rule((input) => `must be the id of a file, received ${JSON.stringify(input)}.`) }),
+		{ format: 'uuid' },
+	).nullish(),
+	{ description: 'A file the caller uploaded: CSV with a header row, a JSON array of objects, or JSON Lines; at most 100,000 rows.' },
+);
+
+/** The body of POST /plan/import: a template crossed with `rows` or with a file of the library, exactly one of the two. */
+const PlanImportRequest = named(
+	'PlanImportRequest',
+	z
+		.strictObject(
+			{
+				pseo_id: Identifier,
+				language_code: languageCode('The plan\'s locale, as for 4.8.'),
+				template: ImportTemplateSchema,
+				rows,
+				file_id: fileId,
+				mode: doc(
+					z.enum(['append', 'replace'], { error: rule((input) => `must be "append" or "replace", received ${JSON.stringify(input)}.`) }).nullish(),
+					{ default: 'append' },
+				),
+			},
+			{ error: objectError('The request body must be a JSON object with "pseo_id", "language_code", "template" and "rows" or "file_id".') },
+		)
+		.refine((body) => (body.rows === undefined || body.rows === null) !== (body.file_id === undefined || body.file_id === null), {
+			error: 'Give either "rows" (an array of objects) or "file_id" (a CSV, JSON or JSON Lines file), not both.',
+		})
+		.transform(
+			(body): ImportRequest => ({
+				pseoId: body.pseo_id,
+				languageCode: body.language_code,
+				template: body.template,
+				source: body.file_id ? { fileId: body.file_id.toLowerCase() } : { rows: body.rows! },
+				mode: body.mode ?? 'append',
+			}),
+		),
+	{
+		description:
+			'A plan from data: a template crossed with `rows` or with a file of the Directus file library (`file_id`), exactly one of the two. Unknown fields are refused with 400.',
+	},
+);
+
+const PlanPage = named(
+	'PlanPage',
+	z.strictObject({
+		route: doc(z.string().regex(/^\//), { description: 'Lower-case slug path, unique in the plan.', examples: ['/sourdough-bread'] }),
+		title: z.string(),
+		priority: doc(z.number().min(0).max(100), { description: 'Business value; pages are listed highest first.' }),
+		primary_keyword: z.string(),
+		search_intent: z.enum(SEARCH_INTENTS),
+		page_type: z.enum(PAGE_TYPES),
+		parent_route: doc(z.string().regex(/^\//).nullable(), { description: 'The hub page above this one, or null.' }),
+		cluster: doc(z.string(), { description: 'Slug of the topical cluster.' }),
+	}),
+	{ description: 'One page of a content plan (interface 2.3), with its SEO metadata.' },
+);
+
+const ContentPlan = named('ContentPlan', z.strictObject({ pages: z.array(PlanPage) }), { description: 'The `main_json` of a website (interface 2.3).' });
+
+const DESCRIPTION_EXAMPLE =
+	'An artisan bakery in Leeds baking sourdough, rye and celebration cakes to order. We sell in our shop and deliver to cafes. We want more local customers to find our breads, order cakes online and book our baking classes.';
+
+/** 4.8 POST /generate/main-json. */
+export const generateContentPlanRoute = defineRoute({
+	method: 'post',
+	path: '/generate/main-json',
+	operationId: 'generateContentPlan',
+	tag: 'Content plans',
+	summary: 'Generate a website\'s content plan (4.8)',
+	description:
+		'Charges `token_per_main_json`, asks the AI for a plan that avoids the routes the website already has, and stores it as the website\'s current plan. Synchronous: it can take a minute.',
+	body: PlanRequestBody,
+	examples: { bakery: { summary: 'The plan of website 1, in British English', body: { pseo_id: 1, language_code: 'en-GB', description: DESCRIPTION_EXAMPLE } } },
+	responses: {
+		200: {
+			description: 'The plan.',
+			schema: success(
+				'PlanResponse',
+				{ message: message(), data: z.strictObject({ main_json: ContentPlan, total_pages: z.int().min(1) }) },
+				'Interface 4.8: the plan is generated and stored as the website\'s current plan.',
+			),
+		},
+	},
+	errors: [400, 401, 402, 403, [404, 'The website does not exist.'], [409, 'A content plan of this user is already being generated.'], 502],
+});
+
+/** POST /plan/import. */
+export const importContentPlanRoute = defineRoute({
+	method: 'post',
+	path: '/plan/import',
+	operationId: 'importContentPlan',
+	tag: 'Content plans',
+	summary: 'Add plan pages from data (rows or a CSV, JSON or JSON Lines file)',
+	description:
+		'Each row gives one plan page through the template. Rows without a value for a placeholder, or with an invalid route, are skipped and counted; so are routes repeated in the data, already in the plan or on the website\'s sitemap. Charges `PSEO_TOKEN_PER_IMPORTED_PAGE` per added page (default 0). Takes part in the per-user plan lock.',
+	body: PlanImportRequest,
+	examples: {
+		rows: {
+			summary: 'Services crossed with cities, given inline',
+			body: {
+				pseo_id: 1,
+				language_code: 'en-GB',
+				template: { route: '/{service}/{city}', title: '{service} in {city}', primary_keyword: '{service} {city}', priority: 60, cluster: '{service}' },
+				rows: [
+					{ service: 'Wedding cakes', city: 'Leeds' },
+					{ service: 'Wedding cakes', city: 'York' },
+					{ service: 'Sourdough classes', city: 'Leeds' },
+				],
+			},
+		},
+	},
+	responses: {
+		200: {
+			description: 'What was added and skipped.',
+			schema: success(
+				'PlanImportResponse',
+				{
+					message: message(),
+					data: z.strictObject({
+						total_pages: doc(count(), { description: 'Pages in the website\'s plan after the import.' }),
+						added: count(),
+						skipped: z.strictObject({
+							duplicate: doc(count(), { description: 'Repeated in the data, or already in the plan.' }),
+							on_site: doc(count(), { description: 'Already on the website\'s sitemap.' }),
+							invalid: doc(count(), { description: 'A placeholder without a value, or an invalid route or priority.' }),
+						}),
+					}),
+				},
+				'The import is stored whole: the pages, the charge and the plan record in one transaction.',
+			),
+		},
+	},
+	errors: [
+		[400, 'A bad body, or a row that is not a flat object (the message names the row).'],
+		401,
+		402,
+		[403, 'The website or the file belongs to another user.'],
+		[404, 'The website or the file does not exist.'],
+		[409, 'A content plan of this user is already being generated or imported.'],
+	],
+});

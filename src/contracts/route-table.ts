@@ -1,0 +1,45 @@
+import { balanceRoute } from './balance.ts';
+import {
+	bulkGenerationRoute,
+	cancelGenerationRoute,
+	getGenerationRoute,
+	listGenerationsRoute,
+	onDemandGenerationRoute,
+	regeneratePostRoute,
+	retryGenerationRoute,
+} from './generations.ts';
+import { healthRoute, openApiRoute } from './health.ts';
+import { generateContentPlanRoute, importContentPlanRoute } from './plans.ts';
+import {
+	deletePublishingTargetRoute,
+	getPublicationRoute,
+	getPublishingTargetRoute,
+	publishRoute,
+	savePublishingTargetRoute,
+} from './publishing.ts';
+import type { RouteContract } from './route-contract.ts';
+import { fetchSitemapRoute } from './sitemap.ts';
+import { createWebsiteRoute } from './websites.ts';
+
+/** Every route under /pseo-endpoints, in the order the document lists them. */
+export const ROUTES: readonly RouteContract[] = [
+	healthRoute,
+	openApiRoute,
+	createWebsiteRoute,
+	onDemandGenerationRoute,
+	bulkGenerationRoute,
+	listGenerationsRoute,
+	getGenerationRoute,
+	cancelGenerationRoute,
+	retryGenerationRoute,
+	regeneratePostRoute,
+	generateContentPlanRoute,
+	importContentPlanRoute,
+	fetchSitemapRoute,
+	savePublishingTargetRoute,
+	getPublishingTargetRoute,
+	deletePublishingTargetRoute,
+	publishRoute,
+	getPublicationRoute,
+	balanceRoute,
+];
