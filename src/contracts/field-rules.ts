@@ -19,7 +19,15 @@ function fieldOf(issue: Issue): string {
 export function typeName(value: unknown): string {
 	if (Array.isArray(value)) return 'an array';
 	if (value === null) return 'null';
-	return `a ${typeof value}`;
+	const kind = typeof value;
+	return `${/^[aeiou]/.test(kind) ? 'an' : 'a'} ${kind}`;
+}
+
+/** A received value in a message: a number, boolean or short string as written (`1.5`, `"abc"`), anything else by kind. */
+function shown(value: unknown): string {
+	if (typeof value === 'number' || typeof value === 'boolean') return String(value);
+	if (typeof value === 'string' && value.length <= 40) return JSON.stringify(value);
+	return typeName(value);
 }
 
 /** An error of one field, `"<field>" <rule>`, where the rule may depend on the value received. */
@@ -64,9 +72,9 @@ export const count = () => z.int().min(0);
  * fields as numbers, and accepting both would make `"1e3"` or `" 7"` questions of taste.
  */
 export function positiveInteger(max: number = Number.MAX_SAFE_INTEGER) {
-	const notPositive = (input: unknown) => `must be a positive integer, received ${String(input)}.`;
+	const notPositive = (input: unknown) => `must be a positive integer, received ${shown(input)}.`;
 	return z
-		.int({ error: requiredOr((input) => (typeof input === 'number' ? notPositive(input) : `must be a number, received ${typeName(input)}.`)) })
+		.int({ error: requiredOr(notPositive) })
 		.min(1, { error: rule(notPositive) })
 		.max(max, { error: rule((input) => `must be at most ${max}, received ${String(input)}.`) });
 }

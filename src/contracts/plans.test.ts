@@ -45,7 +45,7 @@ describe('POST /generate/main-json contract', () => {
 		});
 
 		it.each([['7'], [true], [[7]], [{ id: 7 }]])('must be a JSON number, not %j', (value) => {
-			expect(reasonOf(body({ pseo_id: value }))).toMatch(/"pseo_id" must be a number/);
+			expect(reasonOf(body({ pseo_id: value }))).toMatch(/"pseo_id" must be a positive integer, received (".*"|true|an array|an object)\./);
 		});
 
 		it.each([[0], [-3], [1.5], [Number.NaN], [Number.MAX_SAFE_INTEGER + 1]])('must be a positive safe integer, not %j', (value) => {

@@ -39,7 +39,8 @@ describe('parseRequest', () => {
 
 	it('4.4 names the field and the rule, with the value received', () => {
 		const reason = (body: unknown) => reasonOf(() => parseRequest(onDemandGenerationRoute, request({ body })));
-		expect(reason({ pseo_id: 1, post_count: 'abc' })).toBe('"post_count" must be a number, received a string.');
+		expect(reason({ pseo_id: 1, post_count: 'abc' })).toBe('"post_count" must be a positive integer, received "abc".');
+		expect(reason({ pseo_id: 1, post_count: [1] })).toBe('"post_count" must be a positive integer, received an array.');
 		expect(reason({ pseo_id: 1, post_count: 1.5 })).toBe('"post_count" must be a positive integer, received 1.5.');
 		expect(reason({ pseo_id: 1, post_count: 0 })).toBe('"post_count" must be a positive integer, received 0.');
 		expect(reason({ pseo_id: 1, post_count: 2 })).toBe('"post_count" must be 1 for on-demand generation (test mode).');
