@@ -4,7 +4,7 @@ import os from 'node:os';
 import path from 'node:path';
 import type { TestProject } from 'vitest/node';
 import { ensureHost } from '../../scripts/lib/hosts.mjs';
-import { legHome, mariadbEnv } from './instance.ts';
+import { legHome, mariadbEnv, postgresEnv } from './instance.ts';
 import { dropMariaDatabase, mariaDatabasesLike, mariadbAdmin, mariadbReachable } from './mariadb.ts';
 import { bootstrapTemplate, buildExtension } from './templates.ts';
 import { CACHE_DIR, MARIADB, PG, ROOT } from './paths.ts';
@@ -88,15 +88,7 @@ export default async function setup(project: TestProject) {
 async function bootstrapPostgresTemplate(name: string): Promise<void> {
 	await dropDatabase(name);
 	await pgAdmin(`CREATE DATABASE "${name}"`);
-	await bootstrapTemplate({
-		DB_CLIENT: 'pg',
-		DB_HOST: PG.host,
-		DB_PORT: String(PG.port),
-		DB_USER: PG.user,
-		DB_PASSWORD: PG.password,
-		DB_DATABASE: name,
-		PSEO_DIRECTUS_HOME: legHome('postgres'),
-	});
+	await bootstrapTemplate({ ...postgresEnv(name), PSEO_DIRECTUS_HOME: legHome('postgres') });
 }
 
 async function bootstrapMariaTemplate(name: string): Promise<void> {

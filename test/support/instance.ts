@@ -20,6 +20,11 @@ function legVendor(leg: Leg): 'sqlite' | 'postgres' | 'mariadb' {
 	return leg === 'postgres' || leg === 'mariadb' ? leg : 'sqlite';
 }
 
+/** Directus's database variables for a PostgreSQL database. */
+export function postgresEnv(database: string): Record<string, string> {
+	return { DB_CLIENT: 'pg', DB_HOST: PG.host, DB_PORT: String(PG.port), DB_USER: PG.user, DB_PASSWORD: PG.password, DB_DATABASE: database };
+}
+
 /** Directus's database variables for a MariaDB database. */
 export function mariadbEnv(database: string): Record<string, string> {
 	return {
@@ -92,18 +97,7 @@ export async function copyDatabase(leg: Leg, template: string, prefix = 'pseo_t'
 		return { leg, env: mariadbEnv(name), dispose: () => dropMariaDatabase(name) };
 	}
 	await cloneDatabase(template, name);
-	return {
-		leg,
-		env: {
-			DB_CLIENT: 'pg',
-			DB_HOST: PG.host,
-			DB_PORT: String(PG.port),
-			DB_USER: PG.user,
-			DB_PASSWORD: PG.password,
-			DB_DATABASE: name,
-		},
-		dispose: () => dropDatabase(name),
-	};
+	return { leg, env: postgresEnv(name), dispose: () => dropDatabase(name) };
 }
 
 export async function freePort(): Promise<number> {
