@@ -66,6 +66,8 @@ export interface DirectusInstance {
 	 * plus `extraEnv`. `extraEnv` holds for this start only: the next restart does not inherit it.
 	 */
 	restart(extraEnv?: Record<string, string>): Promise<void>;
+	/** The `extraEnv` the current process was started with (`{}` for the first start). */
+	startedWith(): Readonly<Record<string, string>>;
 	/** Removes the database copy and temp files. */
 	dispose(): Promise<void>;
 }
@@ -171,9 +173,11 @@ export async function launchDirectus(options: {
 	const env = { ...baseEnv(port, workDir), PSEO_DIRECTUS_HOME: legHome(options.leg), ...database.env, ...options.env };
 	let child: ChildProcess | null = null;
 	let log = '';
+	let launchedWith: Record<string, string> = {};
 
 	const launch = async (extraEnv: Record<string, string> = {}) => {
 		log += `\n--- start ${new Date().toISOString()} ---\n`;
+		launchedWith = { ...extraEnv };
 		// Every database a test launches on is a copy of a template that this Directus bootstrapped (global-setup.ts),
 		// so the bootstrap step of `npm start` would find nothing to do: skipping it saves a whole Directus load per start.
 		child = spawn(process.execPath, [START_SCRIPT, '--skip-build', '--skip-bootstrap'], {
@@ -219,6 +223,7 @@ export async function launchDirectus(options: {
 			if (child?.pid) signalTree(child.pid, 'SIGCONT');
 		},
 		restart: (extraEnv = {}) => launch(extraEnv),
+		startedWith: () => launchedWith,
 		dispose: async () => {
 			await waitExit('SIGTERM');
 			await database.dispose();
