@@ -86,8 +86,10 @@ async function pollSamples(urls: readonly string[], token: string, until: Promis
 	void until.finally(() => {
 		done = true;
 	});
-	while (!done || samples.length < atLeast * urls.length) {
-		for (const [index, url] of urls.entries()) {
+	for (let turn = 0; !done || samples.length < atLeast * urls.length; turn++) {
+		// Each turn starts with the next URL, so that neither read is always the one right after the pause.
+		for (const index of urls.map((_, offset) => (turn + offset) % urls.length)) {
+			const url = urls[index]!;
 			const at = Date.now();
 			const start = performance.now();
 			const res = await fetch(url, { headers: { authorization: `Bearer ${token}` } });
@@ -285,6 +287,20 @@ export async function runScaleBench(options: { log?: (line: string) => void } = 
 		cpu.start();
 		cleanups.push(async () => cpu.stop());
 		const mb = (kb: number) => kb / 1024;
+		// Where the cores went while a figure or a reference was measured: a machine shared with other work can take
+		// them from one side of a ratio and not the other, and this line of the account says when it did.
+		const cpuAccount = (what: string, from: number, to: number) => {
+			const used = cpu.usedBetween(from, to);
+			const machine = cpu.machineBetween(from, to);
+			if (!used || !machine) return;
+			const [instanceMs, databaseMs, providerMs] = used as [number, number, number];
+			const s = (ms: number) => (ms / 1000).toFixed(1);
+			log(
+				`${what}, CPU seconds in ${s(to - from)} s on ${availableParallelism()} cores: Directus ${s(instanceMs)}, PostgreSQL ${s(databaseMs)}, ` +
+					`fake provider ${s(providerMs)}, every other process (this bench's own client included) ${s(machine.busy - instanceMs - databaseMs - providerMs)}, ` +
+					`stolen by the hypervisor ${s(machine.steal)}`,
+			);
+		};
 
 		// The bulk job's tokens, and those of the regenerations at the end.
 		const user = await createUser(directus, { balance: PAGES * BATCH_RATE + 10_000 });
@@ -305,10 +321,13 @@ export async function runScaleBench(options: { log?: (line: string) => void } = 
 		const importIdleKb = sampler.meanKb(importStart - 1000, importStart) ?? Number.NaN;
 		const importGrowthMb = mb((sampler.peakKb(importStart, importEnd) ?? Number.NaN) - importIdleKb);
 		log(`plan import: ${PAGES} CSV rows in ${importS.toFixed(2)} s; RSS ${mb(importIdleKb).toFixed(1)} MB before, growth ${importGrowthMb.toFixed(1)} MB`);
+		cpuAccount('plan import', importStart, importEnd);
 		const databaseName = database.env['DB_DATABASE']!;
 		// The instance idle again: PostgreSQL alone inserting the same plan pages.
 		await new Promise((resolve) => setTimeout(resolve, 1000));
+		const importRefStart = Date.now();
 		const importRefS = await importReference(databaseName, pseoId);
+		cpuAccount("plan import's reference (staging included)", importRefStart, Date.now());
 		const importRatio = importS / importRefS;
 		log(
 			`plan import reference: PostgreSQL inserts the import's ${PAGES} plan pages by itself, in one transaction, in ${importRefS.toFixed(2)} s; ` +
@@ -316,7 +335,9 @@ export async function runScaleBench(options: { log?: (line: string) => void } = 
 		);
 		// Just before the trigger, the instance idle: PostgreSQL alone writing the trigger's rows.
 		await new Promise((resolve) => setTimeout(resolve, 1000));
+		const triggerRefStart = Date.now();
 		const triggerRef = await triggerReference(databaseName, { from: pseoId, userId: user.id, pages: PAGES, rate: BATCH_RATE });
+		cpuAccount("bulk trigger's reference (staging included)", triggerRefStart, Date.now());
 
 		// The bulk job.
 		await new Promise((resolve) => setTimeout(resolve, 1500));
@@ -325,7 +346,8 @@ export async function runScaleBench(options: { log?: (line: string) => void } = 
 		const idleKb = sampler.meanKb(Date.now() - 1000, Date.now()) ?? Number.NaN;
 		const triggerStart = Date.now();
 		const res = await call(directus, 'POST', '/pseo-endpoints/trigger/bulk-generation', { token: user.token, body: { pseo_id: pseoId, post_count: PAGES } });
-		const triggerS = (Date.now() - triggerStart) / 1000;
+		const triggerEnd = Date.now();
+		const triggerS = (triggerEnd - triggerStart) / 1000;
 		if (res.status !== 202) throw new Error(`bulk trigger answered ${res.status}: ${JSON.stringify(res.body)}`);
 		const jobId = Number(res.body.generation_id);
 		const triggerRatio = triggerS / triggerRef.seconds;
@@ -333,6 +355,7 @@ export async function runScaleBench(options: { log?: (line: string) => void } = 
 			`bulk trigger of ${PAGES} pages: 202 in ${triggerS.toFixed(3)} s; PostgreSQL alone wrote its job row, ${PAGES} job route rows, ` +
 				`charge and ledger row in one transaction in ${triggerRef.seconds.toFixed(3)} s just before; ratio ${triggerRatio.toFixed(2)}`,
 		);
+		cpuAccount('bulk trigger', triggerStart, triggerEnd);
 
 		const finished = waitForJob(directus, user, jobId, 20 * 60_000);
 		// Polled all along; the ingest window is cut out of it afterwards.
@@ -344,7 +367,6 @@ export async function runScaleBench(options: { log?: (line: string) => void } = 
 		const job = await finished;
 		const busyTimes = await busy;
 		sampler.stop();
-		cpu.stop();
 		const completed = Date.parse(String(job['date_completed']));
 		if (job['status'] !== 'completed' || Number(job['created_count']) !== PAGES) {
 			throw new Error(`job ${jobId} ended ${job['status']} with ${job['created_count']}/${PAGES}: ${JSON.stringify(job).slice(0, 600)}`);
@@ -360,6 +382,7 @@ export async function runScaleBench(options: { log?: (line: string) => void } = 
 		const growthMb = mb(peakKb - idleKb);
 		log(
 			`bulk job: ${batches.length} parts; trigger to last batch created ${((Math.max(...batches.map((entry) => entry.time)) - triggerStart) / 1000).toFixed(1)} s, ` +
+				`to first download ${((ingestStart - triggerStart) / 1000).toFixed(1)} s, ` +
 				`first download to date_completed ${ingestS.toFixed(1)} s = ${rate.toFixed(0)} pages/s`,
 		);
 		// Where the machine's CPU went during the ingest, per page: what pays for each page, and what two cores allow.
@@ -376,6 +399,7 @@ export async function runScaleBench(options: { log?: (line: string) => void } = 
 				`ingest CPU per page: Directus ${instanceMs.toFixed(3)} ms, PostgreSQL ${databaseMs.toFixed(3)} ms, fake provider ${providerMs.toFixed(3)} ms; ` +
 					`${cores} cores at that cost allow ${cpuBound.toFixed(0)} pages/s`,
 			);
+		cpuAccount('ingest window', ingestStart, completed);
 		const submitted = Math.max(...batches.map((entry) => entry.time));
 		const submitPeakKb = sampler.peakKb(triggerStart, submitted) ?? Number.NaN;
 		const ingestPeakKb = sampler.peakKb(ingestStart, completed) ?? Number.NaN;
@@ -443,7 +467,9 @@ export async function runScaleBench(options: { log?: (line: string) => void } = 
 		await sameJobRoutes(databaseName, triggerRef.jobId, jobId, PAGES);
 
 		// Last, on the idle instance: PostgreSQL alone writing the same posts and band rows.
+		const floorStart = Date.now();
 		const floorS = await databaseFloor(databaseName, pseoId);
+		cpuAccount('database floor', floorStart, Date.now());
 		const floorRate = PAGES / floorS;
 		const floorRatio = rate / floorRate;
 		log(
