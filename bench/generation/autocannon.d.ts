@@ -16,6 +16,8 @@ declare module 'autocannon' {
 		headers?: Record<string, string>;
 		connections?: number;
 		duration?: number;
+		/** Requests in all, shared evenly among the connections; overrides `duration`. */
+		amount?: number;
 		pipelining?: number;
 		timeout?: number;
 	}

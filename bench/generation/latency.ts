@@ -18,10 +18,22 @@ export interface InterleavedResult {
 	errors: number;
 }
 
-/** `connections` clients, each sending the targets' requests in turn, against `origin` for `durationS` seconds. */
-export function interleavedLoad(options: { origin: string; targets: Target[]; connections: number; durationS: number }): Promise<InterleavedResult> {
-	const { origin, targets, connections, durationS } = options;
+/**
+ * `connections` clients, each sending the targets' requests in turn, against `origin`: for `durationS` seconds,
+ * or until `perTarget` requests of each target were sent. autocannon shares an amount evenly among the
+ * connections when it divides by them, so with an amount of connections × targets × ceil(perTarget / connections)
+ * every connection sends each target's request the same number of times, and each target gets at least
+ * `perTarget` answers.
+ */
+export function interleavedLoad(
+	options: { origin: string; targets: Target[]; connections: number } & ({ durationS: number } | { perTarget: number }),
+): Promise<InterleavedResult> {
+	const { origin, targets, connections } = options;
 	if (targets.length === 0) throw new TypeError('Expected at least one target, got none');
+	const limit =
+		'perTarget' in options
+			? { amount: connections * targets.length * Math.ceil(options.perTarget / connections) }
+			: { duration: options.durationS };
 	const latencies: number[][] = targets.map(() => []);
 	// autocannon hands a response to its request's onResponse and then, synchronously, emits 'response' with the
 	// latency: the first tells which target the second belongs to.
@@ -35,7 +47,7 @@ export function interleavedLoad(options: { origin: string; targets: Target[]; co
 		},
 	}));
 	return new Promise((resolve, reject) => {
-		const instance = autocannon({ url: origin, requests, connections, duration: durationS, timeout: 10 }, (error, result) => {
+		const instance = autocannon({ url: origin, requests, connections, ...limit, timeout: 10 }, (error, result) => {
 			if (error) return reject(error);
 			resolve({ latencies, non2xx: result.non2xx, errors: result.errors + result.timeouts });
 		});

@@ -132,6 +132,20 @@ function readCpuTicks(pid: number): number | null {
 	}
 }
 
+/**
+ * The whole machine's CPU ticks from the first line of /proc/stat: `busy` (user, nice, system, irq, softirq) and
+ * `steal` (time the hypervisor gave another guest), or null where there is no /proc/stat.
+ */
+function readMachineTicks(): { busy: number; steal: number } | null {
+	try {
+		const fields = readFileSync('/proc/stat', 'utf8').split('\n', 1)[0]!.trim().split(/\s+/).slice(1).map(Number);
+		const [user = 0, nice = 0, system = 0, , , irq = 0, softirq = 0, steal = 0] = fields;
+		return { busy: user + nice + system + irq + softirq, steal };
+	} catch {
+		return null;
+	}
+}
+
 /** Processes whose command name (`/proc/<pid>/comm`) is `name`: a server's backends, which come and go. */
 export function processesNamed(name: string): () => number[] {
 	return () => {
@@ -153,6 +167,8 @@ interface CpuSample {
 	time: number;
 	/** CPU ms each group has used since sampling started. */
 	used: number[];
+	/** CPU ms the whole machine was busy, and was stolen by the hypervisor, since the epoch of /proc/stat. */
+	machine: { busy: number; steal: number } | null;
 }
 
 /**
@@ -196,7 +212,12 @@ export class CpuSampler {
 				if (first) this.#seenAtStart[index] = seen.size > 0;
 			});
 			first = false;
-			this.#samples.push({ time: Date.now(), used: [...this.#used] });
+			const machine = readMachineTicks();
+			this.#samples.push({
+				time: Date.now(),
+				used: [...this.#used],
+				machine: machine && { busy: machine.busy * this.#msPerTick, steal: machine.steal * this.#msPerTick },
+			});
 		};
 		sample();
 		this.#timer = setInterval(sample, this.#intervalMs);
@@ -217,11 +238,27 @@ export class CpuSampler {
 	 * more than one interval from a sample (outside the sampled time).
 	 */
 	usedBetween(from: number, to: number): number[] | null {
+		const ends = this.#ends(from, to);
+		return ends && ends.end.used.map((used, index) => used - ends.start.used[index]!);
+	}
+
+	/**
+	 * CPU ms the whole machine was busy in [from, to] (every process, these groups' and anyone else's), and ms the
+	 * hypervisor gave to other guests; null outside the sampled time or without /proc/stat. Less the groups' own
+	 * use, it tells how much of the cores something else took while a figure was measured.
+	 */
+	machineBetween(from: number, to: number): { busy: number; steal: number } | null {
+		const ends = this.#ends(from, to);
+		if (!ends?.start.machine || !ends.end.machine) return null;
+		return { busy: ends.end.machine.busy - ends.start.machine.busy, steal: ends.end.machine.steal - ends.start.machine.steal };
+	}
+
+	#ends(from: number, to: number): { start: CpuSample; end: CpuSample } | null {
 		const at = (time: number) => this.#samples.reduce<CpuSample | null>((best, sample) => (!best || Math.abs(sample.time - time) < Math.abs(best.time - time) ? sample : best), null);
 		const start = at(from);
 		const end = at(to);
 		if (!start || !end || end.time <= start.time) return null;
 		if (Math.abs(start.time - from) > this.#intervalMs || Math.abs(end.time - to) > this.#intervalMs) return null;
-		return end.used.map((used, index) => used - start.used[index]!);
+		return { start, end };
 	}
 }
