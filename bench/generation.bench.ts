@@ -51,6 +51,11 @@ export interface GenerationBenchOptions {
 }
 
 const BULK = '/pseo-endpoints/trigger/bulk-generation';
+/**
+ * The SQLite ingest rate is printed against 1,000 pages/s for reading, not judged: it is an absolute figure, which
+ * followed the machine (1.398, 0.922 and 0.794 of it in three runs of one week with the same code). The ingest is
+ * judged by the scale bench, on PostgreSQL, against a database floor measured in the same run.
+ */
 const INGEST_TARGET_PAGES_PER_S = 1000;
 const RSS_TARGET_MB = 150;
 
@@ -299,7 +304,7 @@ async function batchIngest(
 				`(building and uploading the ${pages}-line input file), ${mb(overallPeakKb)} MB overall: growth ${mb(overallPeakKb - idleKb)} MB`,
 		);
 		return [
-			{ name: `batch ingest pages/s / ${INGEST_TARGET_PAGES_PER_S}`, value: round(ratio), target: '>= 1.0', pass: ratio >= 1 },
+			{ name: `batch ingest pages/s / ${INGEST_TARGET_PAGES_PER_S}`, value: round(ratio), target: 'informational', pass: null },
 			{ name: 'batch ingest peak RSS growth', value: round(growthMb, 1), unit: 'MB', target: `< ${RSS_TARGET_MB}`, pass: growthMb < RSS_TARGET_MB },
 		];
 	} finally {
