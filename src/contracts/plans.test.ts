@@ -1,6 +1,6 @@
 import type { Request } from 'express';
 import { describe, expect, it } from 'vitest';
-import { InvalidPayloadError } from '../errors/index.ts';
+import { rejectionReason } from '../../test/support/rejection-reason.ts';
 import { parseRequest } from '../http/parse-request.ts';
 import { codePointLength } from './field-rules.ts';
 import { generateContentPlanRoute, importContentPlanRoute } from './plans.ts';
@@ -15,16 +15,7 @@ function body(overrides: Record<string, unknown> = {}): Record<string, unknown> 
 const parsePlanRequest = (body: unknown) => parseRequest(generateContentPlanRoute, { body } as Request).body;
 
 /** The 400's message, failing the test when the call does not throw an InvalidPayloadError. */
-function reasonOf(input: unknown, parse: (body: unknown) => unknown = parsePlanRequest): string {
-	try {
-		parse(input);
-	} catch (error) {
-		expect(error).toBeInstanceOf(InvalidPayloadError);
-		expect((error as { status: number }).status).toBe(400);
-		return (error as Error).message;
-	}
-	throw new Error('the contract accepted the body');
-}
+const reasonOf = (input: unknown, parse: (body: unknown) => unknown = parsePlanRequest): string => rejectionReason(() => parse(input));
 
 describe('POST /generate/main-json contract', () => {
 	it('4.8 returns the parsed fields of a valid body', () => {

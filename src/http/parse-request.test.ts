@@ -1,21 +1,12 @@
 import type { Request } from 'express';
 import { describe, expect, it } from 'vitest';
 import { getGenerationRoute, listGenerationsRoute, onDemandGenerationRoute, regeneratePostRoute } from '../contracts/generations.ts';
-import { InvalidPayloadError } from '../errors/index.ts';
+import { rejectionReason } from '../../test/support/rejection-reason.ts';
 import { parseRequest } from './parse-request.ts';
 
 const request = (parts: Partial<Pick<Request, 'params' | 'query' | 'body'>>) => ({ params: {}, query: {}, ...parts }) as Request;
 
-function reasonOf(parse: () => unknown): string {
-	try {
-		parse();
-	} catch (error) {
-		expect(error).toBeInstanceOf(InvalidPayloadError);
-		expect((error as { status: number }).status).toBe(400);
-		return (error as Error).message;
-	}
-	throw new Error('the contract accepted the request');
-}
+const reasonOf = rejectionReason;
 
 describe('parseRequest', () => {
 	it('returns the path, query and body as the contract gives them', () => {
