@@ -133,10 +133,10 @@ export function baseEnv(port: number, workDir: string): Record<string, string> {
 		// serving, and the browser got the app's HTML for /extensions/sources/index.js. Each instance has its own.
 		TEMP_PATH: path.join(workDir, 'tmp'),
 		// Only the browser suite opens the app, and sets SERVE_APP=true itself. Serving it makes Directus bundle the
-		// app extensions with rollup at every start: a fifth of a start's CPU, for nothing a request-level test reads.
+		// app extensions with rollup at every start, for nothing a request-level test reads.
 		SERVE_APP: 'false',
 		// Node's on-disk cache of compiled modules, shared by every start of the run and the next: Directus loads
-		// thousands of modules at each start, and compiling them is another fifth of it.
+		// thousands of modules at each start, and compiling them is much of its CPU.
 		NODE_COMPILE_CACHE: path.join(CACHE_DIR, 'node-compile-cache'),
 		LOG_LEVEL: process.env['PSEO_TEST_LOG_LEVEL'] ?? 'warn',
 		LOG_STYLE: 'raw',
