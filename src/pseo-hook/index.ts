@@ -35,30 +35,49 @@ export default defineHook(({ init, filter, action }, context) => {
 	const ctx = context as unknown as ServiceContext;
 	const { logger, database } = ctx;
 
-	// A bad setting stops start-up with a message naming the variable, not later in a request.
+	// A bad setting, or a database the extension cannot install itself into, stops start-up with its cause, not later in
+	// a request. Directus only logs a failing init hook and serves on: an instance without its tables, policy or
+	// indexes would answer every request with a 500, or store pages twice without the unique index that prevents it.
 	init('app.before', async () => {
 		try {
 			useConfig(ctx.env);
 		} catch (error) {
-			// Directus only logs a failing init hook and serves on; a misconfigured instance must not start at all.
-			logger.error({ err: error }, `pseo-automation: invalid configuration, stopping: ${error instanceof Error ? error.message : String(error)}`);
-			process.exit(1);
+			stopStartUp('invalid configuration', error);
 		}
+		try {
+			await provision();
+		} catch (error) {
+			stopStartUp('its schema, policy or indexes could not be installed', error);
+		}
+	});
+
+	function stopStartUp(why: string, error: unknown): never {
+		logger.error({ err: error }, `pseo-automation: ${why}, stopping: ${error instanceof Error ? error.message : String(error)}`);
+		process.exit(1);
+	}
+
+	async function provision(): Promise<void> {
 		const report = await retryOnRace(() => installSchema(ctx), logger, 'schema install');
 		await retryOnRace(() => ensureIndexes(database, logger), logger, 'index creation');
 		await compressPostBodies(database, logger);
 		await retryOnRace(() => migratePlanDocuments(database, logger), logger, 'plan pages migration');
 		await retryOnRace(() => migrateJobRoutes(database, logger, legacyJobRoutes), logger, 'job routes migration');
 		const policy = await retryOnRace(() => provisionUserPolicy(ctx), logger, 'policy provisioning');
-		await retryOnRace(() => provisionListPresets(ctx), logger, 'list presets');
-		await retryOnRace(() => provisionUsageDashboard(ctx), logger, 'usage dashboard');
-		await retryOnRace(() => provisionModuleBar(ctx), logger, 'module bar');
+		// The app's conveniences: without them the app is plainer, not wrong, so a failure is logged and start-up goes on.
+		const conveniences: [string, () => Promise<unknown>][] = [
+			['list presets', () => provisionListPresets(ctx)],
+			['usage dashboard', () => provisionUsageDashboard(ctx)],
+			['module bar', () => provisionModuleBar(ctx)],
+		];
+		for (const [what, work] of conveniences) {
+			await retryOnRace(work, logger, what).catch((error: unknown) => logger.warn({ err: error }, `pseo-automation: the ${what} could not be provisioned; the app works without it`));
+		}
 		await refreshSchemaCache(ctx);
 		logger.info(
 			{ created: report.created.length, refreshed: report.refreshed, skipped: report.skipped.length, policyChanged: policy.changed },
 			'pseo-automation: schema and "pSEO user" policy are in place',
 		);
-	});
+	}
 
 	// Background work starts with the server, never when a CLI command merely loads the extension.
 	action('server.start', () => {
