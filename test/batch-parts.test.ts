@@ -8,6 +8,8 @@ import { LEGS, legAvailable } from './support/legs.ts';
 const BULK = '/pseo-endpoints/trigger/bulk-generation';
 /** PSEO_BATCH_MAX_REQUESTS of this suite: 7 pages make parts of 3, 3 and 1. */
 const MAX_REQUESTS = 3;
+/** PSEO_PROVIDER_MAX_STEP_FAILURES of this suite. */
+const MAX_STEP_FAILURES = 4;
 
 async function partsOf(directus: DirectusInstance, jobId: number): Promise<Record<string, any>[]> {
 	return adminItems(directus, 'pseo_generation_parts', `filter[generation_id][_eq]=${jobId}&sort=part`);
@@ -42,6 +44,9 @@ describe.each(LEGS)('bulk jobs in parts on %s', (leg) => {
 					PSEO_BATCH_POLL_INTERVAL_MS: '200',
 					PSEO_SWEEP_INTERVAL_MS: '100',
 					PSEO_BATCH_MAX_REQUESTS: String(MAX_REQUESTS),
+					// Three refused steps in a row fail a job (the cases below let two pass); a 401 gets ten minutes.
+					PSEO_PROVIDER_MAX_STEP_FAILURES: String(MAX_STEP_FAILURES),
+					PSEO_AUTH_FAILURE_GRACE_MS: '600000',
 					// The parts' log lines (info) are part of what this suite checks.
 					LOG_LEVEL: 'info',
 				},
@@ -188,7 +193,8 @@ describe.each(LEGS)('bulk jobs in parts on %s', (leg) => {
 			await eventually(async () => failed() >= attempts, 30_000, `${attempts} creates answered ${status}`);
 			fake.configure({ refuseBatchCreates: null });
 			const job = await waitForJob(directus, user, res.body.generation_id as number);
-			expect(job).toMatchObject({ status: 'completed', created_count: 2, failed_count: 0 });
+			// The refused steps were on the record while they lasted; the step that went through cleared them.
+			expect(job).toMatchObject({ status: 'completed', created_count: 2, failed_count: 0, last_error: null, attention: false });
 			await expectPostsOnce(directus, pseoId, routes);
 			expect(await balanceOf(directus, user.id)).toBe(100 - 2 * 5);
 			const uploads = fake.requests.filter((entry) => entry.method === 'POST' && entry.path === '/v1/files' && entry.status === 200).length;
@@ -196,6 +202,77 @@ describe.each(LEGS)('bulk jobs in parts on %s', (leg) => {
 			expect(uploads).toBe(failed() + 1);
 			return { failed: failed(), uploads };
 		}
+
+		/** The job as its owner reads it, and the health check as an admin reads it. */
+		async function troubleOf(user: { token: string }, id: number) {
+			const job = (await call(directus, 'GET', `/pseo-endpoints/generations/${id}`, { token: user.token })).body.data;
+			const health = (await call(directus, 'GET', '/pseo-endpoints/', { token: directus.adminToken })).body;
+			return { job, needingAttention: health.jobs_needing_attention as number };
+		}
+
+		const createsAnswered = (status: number) => fake.requests.filter((entry) => entry.method === 'POST' && entry.path === '/v1/batches' && entry.status === status).length;
+		const uploads = () => fake.requests.filter((entry) => entry.method === 'POST' && entry.path === '/v1/files' && entry.status === 200).length;
+
+		it('a batch create refused for good fails its job after PSEO_PROVIDER_MAX_STEP_FAILURES steps: last_error on the record, every page refunded, nothing more uploaded', async () => {
+			const user = await createUser(directus, { balance: 100 });
+			const { pseoId } = await plannedSite(directus, user, 2);
+			fake.configure({ refuseBatchCreates: 400 });
+			const res = await call(directus, 'POST', BULK, { token: user.token, body: { pseo_id: pseoId, post_count: 2 } });
+			const id = res.body.generation_id as number;
+
+			// While its steps fail, the job says so, and the admins' health check counts it.
+			const failing = await eventually(async () => {
+				const trouble = await troubleOf(user, id);
+				return trouble.job.attention ? trouble : null;
+			}, 30_000, 'the job marked for attention');
+			expect(failing.job.status).toBe('running');
+			expect(failing.job.last_error).toMatchObject({ code: 'bad_request' });
+			expect(failing.job.last_error.message).toMatch(/HTTP 400.*not supported by the Batch API/);
+			expect(failing.needingAttention).toBe(1);
+			const anonymous = await call(directus, 'GET', '/pseo-endpoints/');
+			expect(anonymous.body).not.toHaveProperty('jobs_needing_attention');
+			const owner = await call(directus, 'GET', '/pseo-endpoints/', { token: user.token });
+			expect(owner.body).not.toHaveProperty('jobs_needing_attention');
+
+			const job = await waitForJob(directus, user, id);
+			expect(job).toMatchObject({ status: 'failed', created_count: 0, failed_count: 2, attention: false });
+			expect(job['last_error']).toMatchObject({ code: 'bad_request', attempts: MAX_STEP_FAILURES });
+			expect(job['failed_routes'].map((failure: { error: string }) => failure.error)).toEqual([job['last_error'].message, job['last_error'].message]);
+			expect(await balanceOf(directus, user.id)).toBe(100);
+			await expectLedgerBalances(directus, user);
+			expect(createsAnswered(400)).toBe(MAX_STEP_FAILURES);
+			expect(uploads()).toBe(MAX_STEP_FAILURES);
+			// An ended job polls no more: several poll intervals later, nothing more was uploaded or created.
+			await new Promise((resolve) => setTimeout(resolve, 1500));
+			expect(uploads()).toBe(MAX_STEP_FAILURES);
+			expect(fake.requests.filter((entry) => entry.method === 'POST' && entry.path === '/v1/batches')).toHaveLength(MAX_STEP_FAILURES);
+			expect(await providerFiles(fake)).toEqual([]);
+			expect((await troubleOf(user, id)).needingAttention).toBe(0);
+			// The list shows the same trouble as the record.
+			const listed = await call(directus, 'GET', `/pseo-endpoints/generations?pseo_id=${pseoId}`, { token: user.token });
+			expect(listed.body.data[0]).toMatchObject({ id, attention: false, last_error: job['last_error'] });
+		});
+
+		it('a 401 that clears within PSEO_AUTH_FAILURE_GRACE_MS does not fail the job: it completes once the key works again, its trouble cleared', async () => {
+			const user = await createUser(directus, { balance: 100 });
+			const { pseoId, routes } = await plannedSite(directus, user, 2);
+			fake.configure({ refuseBatchCreates: 401 });
+			const res = await call(directus, 'POST', BULK, { token: user.token, body: { pseo_id: pseoId, post_count: 2 } });
+			const id = res.body.generation_id as number;
+			// More refused steps than a 400 would be allowed, all within the grace.
+			await eventually(async () => createsAnswered(401) > MAX_STEP_FAILURES, 30_000, `more than ${MAX_STEP_FAILURES} creates answered 401`);
+			const failing = await troubleOf(user, id);
+			expect(failing.job).toMatchObject({ status: 'running', attention: true, last_error: { code: 'unauthorized' } });
+			expect(failing.job.last_error.attempts).toBeGreaterThan(MAX_STEP_FAILURES);
+			// The key's text, which a 401 echoes in part, is never on the record.
+			expect(failing.job.last_error.message).toBe('Provider rejected the API key (HTTP 401)');
+			fake.configure({ refuseBatchCreates: null });
+
+			const job = await waitForJob(directus, user, id);
+			expect(job).toMatchObject({ status: 'completed', created_count: 2, failed_count: 0, last_error: null, attention: false });
+			await expectPostsOnce(directus, pseoId, routes);
+			expect(await balanceOf(directus, user.id)).toBe(100 - 2 * 5);
+		});
 
 		it('an upload whose batch create is refused is deleted, at every step that tries again', async () => {
 			const { uploads } = await jobThroughFailedCreates(400, 2);

@@ -203,6 +203,10 @@ describe.each(LEGS)('durability on %s', (leg) => {
 			const job = await waitForJob(directus, user, res.body.generation_id);
 			expect(job).toMatchObject({ status: 'failed', created_count: 0, failed_count: 1 });
 			expect(job['failed_routes'][0].error).toMatch(/OPENAI_API_KEY/);
+			// The reason is on the job's record too, and nobody needs to look after a job that has ended.
+			expect(job['last_error']).toMatchObject({ code: 'missing_api_key', attempts: 1 });
+			expect(job['last_error'].message).toMatch(/OPENAI_API_KEY/);
+			expect(job['attention']).toBe(false);
 			expect(await balanceOf(directus, user.id)).toBe(100);
 			expect(fake.countChat()).toBe(0);
 		});

@@ -26,6 +26,8 @@ describe('readConfig', () => {
 			providerMaxAttempts: 4,
 			providerBackoffMs: 1000,
 			planSitemapBudgetMs: 8000,
+			providerMaxStepFailures: 5,
+			authFailureGraceMs: 3_600_000,
 			userDailyTokenCap: null,
 			quality: { minWords: 300, maxSimilarity: 0.8 },
 		});
@@ -97,6 +99,8 @@ describe('readConfig', () => {
 		['PSEO_PROVIDER_TIMEOUT_MS', '99'],
 		['PSEO_PROVIDER_MAX_ATTEMPTS', '0'],
 		['PSEO_PROVIDER_BACKOFF_MS', 'soon'],
+		['PSEO_PROVIDER_MAX_STEP_FAILURES', '0'],
+		['PSEO_AUTH_FAILURE_GRACE_MS', 'an hour'],
 		['PSEO_PUBLISH_TIMEOUT_MS', '50'],
 		['PSEO_PUBLISH_MAX_ATTEMPTS', '0'],
 		['PSEO_PUBLISH_BACKOFF_MS', '-5'],

@@ -47,6 +47,14 @@ export interface PseoConfig {
 	providerMaxAttempts: number;
 	/** `PSEO_PROVIDER_BACKOFF_MS`, first wait between attempts (doubling, capped at 30 s), default 1000. */
 	providerBackoffMs: number;
+	/**
+	 * `PSEO_PROVIDER_MAX_STEP_FAILURES`, consecutive failed steps of a job, each refused by the provider in a way a
+	 * retry cannot mend (400, 404, 422, an unknown model, a refused batch create), after which the job fails and
+	 * refunds what it has not created; default 5.
+	 */
+	providerMaxStepFailures: number;
+	/** `PSEO_AUTH_FAILURE_GRACE_MS`, how long a job's steps refused with 401 or 403 keep being retried, so that a key can be rotated, default 3600000. */
+	authFailureGraceMs: number;
 	/** The quality gate: `PSEO_QUALITY_MIN_WORDS` (default 300) and `PSEO_QUALITY_MAX_SIMILARITY` (default 0.8). */
 	quality: { minWords: number; maxSimilarity: number };
 	/** `PSEO_PLAN_SITEMAP_BUDGET_MS`, how long a plan request may spend reading the website's sitemap, default 8000. */
@@ -96,6 +104,8 @@ export function readConfig(env: Env): PseoConfig {
 		providerMaxAttempts: int(env, 'PSEO_PROVIDER_MAX_ATTEMPTS', 4, 1),
 		providerBackoffMs: int(env, 'PSEO_PROVIDER_BACKOFF_MS', 1000, 0),
 		planSitemapBudgetMs: int(env, 'PSEO_PLAN_SITEMAP_BUDGET_MS', 8000, 0),
+		providerMaxStepFailures: int(env, 'PSEO_PROVIDER_MAX_STEP_FAILURES', 5, 1),
+		authFailureGraceMs: int(env, 'PSEO_AUTH_FAILURE_GRACE_MS', 3_600_000, 0),
 		quality: {
 			minWords: int(env, 'PSEO_QUALITY_MIN_WORDS', 300, 0),
 			maxSimilarity: fraction(env, 'PSEO_QUALITY_MAX_SIMILARITY', 0.8),

@@ -3,6 +3,7 @@ import { doc, named } from './contract-registry.ts';
 import { message, success } from './envelope.ts';
 import { codePointLength, count, Identifier, idParam, objectError, positiveInteger, rule, Timestamp } from './field-rules.ts';
 import { defineRoute } from './route-contract.ts';
+import { troubleFields } from './trouble.ts';
 
 /** The longest instructions a regeneration takes, in characters. */
 const MAX_INSTRUCTIONS = 2000;
@@ -69,7 +70,7 @@ const generationFields = {
 };
 const dateCompleted = doc(Timestamp.nullable(), { description: 'When the job finished; null while it is pending or running.' });
 
-const GenerationSummary = named('GenerationSummary', z.strictObject({ ...generationFields, date_completed: dateCompleted }), {
+const GenerationSummary = named('GenerationSummary', z.strictObject({ ...generationFields, date_completed: dateCompleted, ...troubleFields }), {
 	description: 'A generation job as listed (interface 2.2, without `date_updated`).',
 });
 
@@ -80,7 +81,7 @@ const Usage = named('Usage', z.strictObject({ prompt_tokens: count(), completion
 
 const Generation = named(
 	'Generation',
-	z.strictObject({ ...generationFields, date_updated: Timestamp, date_completed: dateCompleted, usage: Usage }),
+	z.strictObject({ ...generationFields, date_updated: Timestamp, date_completed: dateCompleted, ...troubleFields, usage: Usage }),
 	{ description: 'A generation job (interface 2.2), with what it cost at the provider so far.' },
 );
 

@@ -26,6 +26,10 @@ export const healthRoute = defineRoute({
 						description: 'The available endpoints, as `METHOD /path` relative to /pseo-endpoints.',
 						examples: [['GET /', 'POST /pseo', 'GET /generations/:id', 'GET /generations?pseo_id=X']],
 					}),
+					jobs_needing_attention: doc(z.int().min(0).optional(), {
+						description: 'Only for an admin\'s token: unfinished jobs whose steps keep failing (their `attention` is true; see `last_error`).',
+						examples: [0],
+					}),
 				},
 				'Interface 4.1: the extension is loaded and answering.',
 			),

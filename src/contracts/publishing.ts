@@ -8,6 +8,7 @@ import { message, success } from './envelope.ts';
 import { count, Identifier, idParam, objectError, rule, Timestamp } from './field-rules.ts';
 import { GenerationStatus } from './generations.ts';
 import { defineRoute } from './route-contract.ts';
+import { troubleFields } from './trouble.ts';
 
 /** Posts one publication may list by id. */
 const MAX_POST_IDS = 10_000;
@@ -212,6 +213,7 @@ const Publication = named(
 		failed_posts: z.array(FailedPost),
 		date_created: Timestamp,
 		date_completed: doc(Timestamp.nullable(), { description: 'Null while pending or running.' }),
+		...troubleFields,
 	}),
 	{ description: 'A publication: posts sent to the website\'s target, as a durable job.' },
 );

@@ -5,12 +5,14 @@ import type { Logger } from '../shared/logger.ts';
 import { isProviderCallError, ProviderCallError } from '../provider/provider-call-error.ts';
 import { loadJobContext, type JobContext } from './job-context.ts';
 import { finishJob, holdsLease, LeaseLostError, readJobHead, recordOutcomes, releaseJob, settledAmong, type PageOutcome } from './job-store.ts';
-import { failUnsettled, walkJobRoutes } from './route-walk.ts';
+import { walkJobRoutes } from './route-walk.ts';
+import { failJob } from './end-job.ts';
+import { providerMissing } from './step-failure.ts';
 import type { JobHead } from './job-types.ts';
 import { buildPageRequest, generatePage, pageFromBatchLine } from './page-request.ts';
 import { errorMessage, type RunnerDeps } from './page-runner.ts';
 import { isAbortError } from '../shared/abort-error.ts';
-import { readParts, savePart, setPartStatus, type JobPart } from './part-store.ts';
+import { BATCH_PART_KEY, readParts, savePart, setPartStatus, type JobPart } from './part-store.ts';
 import { createQualityGate, type QualityGate } from '../quality/quality-gate.ts';
 import type { QualityIssue } from '../quality/page-checks.ts';
 import type { PlanPage } from '../plan/plan-page.ts';
@@ -48,8 +50,6 @@ const BATCH_JOB_KEY = 'pseo_generation_id';
 /** Metadata key that says which expired part a batch resubmits (`none` for a new part), for its adoption. */
 const RESUBMIT_KEY = 'resubmit_of';
 const NEW_PART = 'none';
-/** Metadata key that names the part a batch runs, `<job id>:<part>`: the adopt lookup of one part. */
-export const BATCH_PART_KEY = 'pseo_generation_part';
 
 /** How bulk jobs use the provider's Batch API (operating contract section 2). */
 export interface BatchSettings {
@@ -75,9 +75,7 @@ export interface BatchSettings {
 export async function runBatchStep(job: JobHead, deps: RunnerDeps, settings: BatchSettings): Promise<void> {
 	const { database, worker, logger } = deps;
 	if ('unavailable' in deps.provider) {
-		const reason = deps.provider.unavailable;
-		await failUnsettled(database, job, worker, reason, logger);
-		await finishJob(database, job.id, worker, reason);
+		await failJob(job, { ...deps, batchMode: false }, providerMissing(deps.provider.unavailable, Date.now()));
 		return;
 	}
 	const provider = deps.provider;
@@ -152,7 +150,8 @@ export async function runBatchStep(job: JobHead, deps: RunnerDeps, settings: Bat
 	}
 
 	if (parts.some((part) => part.status !== 'ingested')) {
-		await releaseJob(database, job.id, worker, Date.now() + settings.pollIntervalMs);
+		// A step that got this far went well: the job's trouble, if it had any, is over.
+		await releaseJob(database, job.id, worker, Date.now() + settings.pollIntervalMs, job.last_error !== null);
 		return;
 	}
 	const status = await finishJob(database, job.id, worker);

@@ -1,7 +1,7 @@
 import { expect, it } from 'vitest';
 import { describeOnVendors, insertPendingJob, insertUser, insertWebsite, silentLogger } from '../../test/support/db-under-test.ts';
 import { LEDGER_TABLE } from '../ledger/token-ledger.ts';
-import { runCancel } from './cancel-runner.ts';
+import { runCancel } from './end-job.ts';
 import { JOB_ROUTES } from './job-route-store.ts';
 import { claimJob, JOBS, readJobHead, recordOutcomes } from './job-store.ts';
 

@@ -12,6 +12,7 @@ import { addPostCount } from '../websites/website-store.ts';
 import { indexPages } from '../quality/similarity-index.ts';
 import { markPosted } from '../plan/plan-page-store.ts';
 import type { FailedRoute, JobHead, JobMode, JobRecord } from './job-types.ts';
+import { storedStepError, type StoredStepError } from './step-failure.ts';
 
 /*
  * The engine's writes to jobs, posts and counters. They use Knex directly because each is an atomic conditional
@@ -187,10 +188,35 @@ function leasedBy(knex: Knex, jobId: number, worker: string) {
 
 /**
  * Hands a running job back: with `pollAt`, it is due again then (a batch waiting on the provider); without, it is
- * claimable at once (shutdown).
+ * claimable at once (shutdown). `stepWentWell` clears the job's trouble (step-failure.ts) in the same fenced write,
+ * so that it never wipes a failure another worker recorded after this one let go.
  */
-export async function releaseJob(knex: Knex, jobId: number, worker: string, pollAt: number | null = null): Promise<void> {
-	await leasedBy(knex, jobId, worker).update({ lease_owner: null, lease_expires_at: null, next_poll_at: pollAt });
+export async function releaseJob(knex: Knex, jobId: number, worker: string, pollAt: number | null = null, stepWentWell = false): Promise<void> {
+	const trouble = stepWentWell ? { last_error: null, attention: false } : {};
+	const updated = await leasedBy(knex, jobId, worker).update({ lease_owner: null, lease_expires_at: null, next_poll_at: pollAt, ...trouble });
+	if (stepWentWell && updated === 1) itemsChanged(JOBS, [jobId]);
+}
+
+/**
+ * Records a failed step on the job and hands it back, due again at `pollAt`: `attention` is set while its steps keep
+ * failing. With `pollAt` null the job is kept (its holder fails it next), with `attention` off.
+ */
+export async function recordStepFailure(knex: Knex, jobId: number, worker: string, record: StoredStepError, pollAt: number | null): Promise<void> {
+	const release = pollAt === null ? {} : { lease_owner: null, lease_expires_at: null, next_poll_at: pollAt };
+	const updated = await leasedBy(knex, jobId, worker).update({
+		last_error: JSON.stringify(record),
+		attention: pollAt !== null,
+		date_updated: dbTimestamp(knex),
+		...release,
+	});
+	if (updated !== 1) throw new LeaseLostError(jobId);
+	itemsChanged(JOBS, [jobId]);
+}
+
+/** Unfinished jobs whose steps keep failing (step-failure.ts), across every user: for the admins' health check. */
+export async function countJobsNeedingAttention(knex: Knex): Promise<number> {
+	const row = (await knex(JOBS).where('attention', true).whereIn('status', ['pending', 'running']).count({ n: '*' }).first()) as { n: number | string } | undefined;
+	return Number(row?.n ?? 0);
 }
 
 /** A job with its routes and failed routes: for the runners that walk every route, and for retries. */
@@ -232,6 +258,7 @@ export async function readJobHead(knex: Knex, jobId: number): Promise<JobHead | 
 		cancelled: row['cancelled_at'] !== null && row['cancelled_at'] !== undefined,
 		regenerate_post_id: row['regenerate_post_id'] === null || row['regenerate_post_id'] === undefined ? null : Number(row['regenerate_post_id']),
 		instructions: (row['instructions'] as string | null) ?? null,
+		last_error: storedStepError(row['last_error']),
 	};
 }
 
@@ -401,9 +428,16 @@ function sumUsage(outcomes: readonly PageOutcome[]): PageUsage {
 
 /**
  * Ends the job: `completed` when every requested page was created, else `failed` (operating contract section 4).
- * Clearing `active_pseo_id` frees the website for its next job in the same statement.
+ * Clearing `active_pseo_id` frees the website for its next job in the same statement. `last_error` is cleared too,
+ * unless `keepLastError`: the failure, or the cancel, that ended a job in trouble leaves its last error readable.
  */
-export async function finishJob(knex: Knex, jobId: number, worker: string, error: string | null = null): Promise<JobRecord['status']> {
+export async function finishJob(
+	knex: Knex,
+	jobId: number,
+	worker: string,
+	error: string | null = null,
+	{ keepLastError = false }: { keepLastError?: boolean } = {},
+): Promise<JobRecord['status']> {
 	const row = (await knex(JOBS).where({ id: jobId, lease_owner: worker }).first('created_count', 'requested_count')) as
 		| { created_count: number; requested_count: number }
 		| undefined;
@@ -418,6 +452,9 @@ export async function finishJob(knex: Knex, jobId: number, worker: string, error
 			lease_expires_at: null,
 			next_poll_at: null,
 			error,
+			// An ended job needs nobody's attention; the trouble that ended it (or that a cancel cut short) stays readable.
+			attention: false,
+			...(keepLastError ? {} : { last_error: null }),
 			date_completed: now,
 			date_updated: now,
 		});

@@ -1,4 +1,5 @@
 import type { PlanPage } from '../plan/plan-page.ts';
+import type { StoredStepError } from './step-failure.ts';
 
 export interface FailedRoute {
 	route: string;
@@ -36,6 +37,8 @@ export interface JobHead {
 	regenerate_post_id: number | null;
 	/** The owner's instructions for a regeneration, added to the page prompt. */
 	instructions: string | null;
+	/** The failures of its latest steps in a row (step-failure.ts); null when its last step went well. */
+	last_error: StoredStepError | null;
 }
 
 /** A generation job with its routes, in its order, and those that failed with their errors. */

@@ -5,7 +5,9 @@ import type { GenerationProvider } from '../provider/generation-provider.ts';
 import { loadJobContext, SHARED_CATALOG_ROUTES } from './job-context.ts';
 import { finishJob, LeaseLostError, recordOutcomes, type PageOutcome, type PageUsage } from './job-store.ts';
 import { readJobRouteRange } from './job-route-store.ts';
-import { failUnsettled, unsettledRoutes } from './route-walk.ts';
+import { unsettledRoutes } from './route-walk.ts';
+import { failJob } from './end-job.ts';
+import { providerMissing } from './step-failure.ts';
 import type { ReportedUsage } from '../provider/types.ts';
 import type { PostReviser } from '../posts/post-revisions.ts';
 import type { JobHead } from './job-types.ts';
@@ -41,9 +43,7 @@ export interface RunnerDeps {
 export async function runPages(job: JobHead, deps: RunnerDeps): Promise<void> {
 	const { database, logger, worker, queue, signal } = deps;
 	if ('unavailable' in deps.provider) {
-		const reason = deps.provider.unavailable;
-		await failUnsettled(database, job, worker, reason, logger);
-		await finishJob(database, job.id, worker, reason);
+		await failJob(job, { ...deps, batchMode: false }, providerMissing(deps.provider.unavailable, Date.now()));
 		return;
 	}
 	const provider = deps.provider;

@@ -6,6 +6,9 @@ import { lockLeasedJob, setJobBatch } from './job-store.ts';
 /** The owner of `pseo_generation_parts`: the provider batches of bulk jobs, one row per part. */
 export const PARTS = 'pseo_generation_parts';
 
+/** Metadata key that names the part a provider batch runs, `<job id>:<part>`: the adopt lookup of one part. */
+export const BATCH_PART_KEY = 'pseo_generation_part';
+
 /**
  * - `running`: the batch is at the provider;
  * - `ingested`: its results are stored (or its lines failed and were refunded);

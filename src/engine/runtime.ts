@@ -4,10 +4,11 @@ import type { Knex } from 'knex';
 import PQueue from 'p-queue';
 import type { PseoConfig } from '../config/config.ts';
 import type { Logger } from '../shared/logger.ts';
-import { runCancel } from './cancel-runner.ts';
+import { failJob, runCancel, type EndJobDeps } from './end-job.ts';
 import { runBatchStep } from './batch-runner.ts';
 import type { GenerationProvider } from '../provider/generation-provider.ts';
-import { claimJob, findClaimable, LeaseLostError, readJobHead, releaseJob, renewLease } from './job-store.ts';
+import { claimJob, findClaimable, LeaseLostError, readJobHead, recordStepFailure, releaseJob, renewLease } from './job-store.ts';
+import { nextStepError, stepRetryDelay } from './step-failure.ts';
 import { runPages, type RunnerDeps } from './page-runner.ts';
 import type { PostReviser } from '../posts/post-revisions.ts';
 import { releaseAbandonedPlans } from '../plan/plan-store.ts';
@@ -116,25 +117,26 @@ export class GenerationRuntime {
 				})
 				.catch((error: unknown) => logger.warn({ err: error, jobId }, 'pseo lease renewal failed'));
 		}, Math.max(100, Math.floor(config.leaseMs / 3)));
+		const deps: RunnerDeps = {
+			database,
+			logger,
+			worker: this.worker,
+			provider: this.#options.provider,
+			queue: this.#queue,
+			signal: controller.signal,
+			quality: config.quality,
+			...(this.#options.revise ? { revise: this.#options.revise } : {}),
+		};
+		const batchMode = config.bulkMode === 'batch';
 		try {
 			// Bulk steps in batch mode and cancels read a job's routes a part or a page at a time; chat runners walk them all.
 			const job = await readJobHead(database, jobId);
 			if (!job) return;
-			const deps: RunnerDeps = {
-				database,
-				logger,
-				worker: this.worker,
-				provider: this.#options.provider,
-				queue: this.#queue,
-				signal: controller.signal,
-				quality: config.quality,
-				...(this.#options.revise ? { revise: this.#options.revise } : {}),
-			};
 			logger.debug({ jobId, mode: job.mode, attempt: job.attempts }, 'pseo job claimed');
 			if (job.cancelled) {
 				// Its owner cancelled it and the request that began the cancel did not finish it.
-				await runCancel(job, { ...deps, batchMode: config.bulkMode === 'batch' });
-			} else if (job.mode === 'bulk' && config.bulkMode === 'batch') {
+				await runCancel(job, { ...deps, batchMode });
+			} else if (job.mode === 'bulk' && batchMode) {
 				await runBatchStep(job, deps, { pollIntervalMs: config.batchPollIntervalMs, maxRequests: config.batchMaxRequests, maxBytes: config.batchMaxBytes });
 			} else {
 				await runPages(job, deps);
@@ -151,16 +153,33 @@ export class GenerationRuntime {
 				logger.warn({ jobId, worker: this.worker }, 'pseo job handed over to another worker');
 				return;
 			}
-			// An unexpected fault (database, provider outage on a batch call): hand the job back so it is retried
-			// after the poll interval rather than left running with nobody on it.
-			logger.error({ err: error, jobId }, 'pseo job step failed; it will be retried');
-			await releaseJob(database, jobId, this.worker, Date.now() + config.batchPollIntervalMs).catch((releaseError: unknown) =>
+			await this.#stepFailed(jobId, error, { ...deps, batchMode }).catch((recordError: unknown) =>
 				// The lease lapses by itself and another sweep takes the job over; say why it waits that long.
-				logger.warn({ err: releaseError, jobId }, 'pseo job could not be handed back; it resumes when its lease lapses'),
+				logger.warn({ err: recordError, jobId }, 'pseo job could not be handed back; it resumes when its lease lapses'),
 			);
 		} finally {
 			clearInterval(renew);
 		}
+	}
+
+	/**
+	 * A step that threw (a provider outage or refusal on a batch call, a database fault): the failure is counted on
+	 * the job, which is handed back to be tried again after a growing delay, or failed when its provider keeps
+	 * refusing it in a way no retry mends (step-failure.ts).
+	 */
+	async #stepFailed(jobId: number, error: unknown, deps: EndJobDeps): Promise<void> {
+		const { database, logger, config } = this.#options;
+		const job = await readJobHead(database, jobId);
+		if (!job || job.lease_owner !== this.worker || job.status !== 'running') return;
+		const { record, fail } = nextStepError(job.last_error, error, Date.now(), config);
+		if (fail) {
+			logger.error({ err: error, jobId, code: record.code, attempts: record.attempts }, 'pseo job step failed again, in a way no retry mends; the job fails');
+			await failJob(job, deps, record);
+			return;
+		}
+		const delay = stepRetryDelay(config.batchPollIntervalMs, record.attempts);
+		logger.error({ err: error, jobId, code: record.code, attempts: record.attempts, retryInMs: delay }, 'pseo job step failed; it will be retried');
+		await recordStepFailure(database, jobId, this.worker, record, Date.now() + delay);
 	}
 
 	/**

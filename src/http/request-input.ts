@@ -8,3 +8,8 @@ export function requireUser(req: Request): Accountability & { user: string } {
 	if (!accountability?.user) throw new UnauthorizedError();
 	return accountability as Accountability & { user: string };
 }
+
+/** Whether the caller is an admin of this Directus; false for an anonymous request. */
+export function callerIsAdmin(req: Request): boolean {
+	return (req as Request & { accountability?: Accountability | null }).accountability?.admin === true;
+}

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Knex } from 'knex';
 import type { PseoConfig } from '../config/config.ts';
-import { runCancel } from '../engine/cancel-runner.ts';
+import { runCancel } from '../engine/end-job.ts';
 import { LeaseLostError, markCancelled, readJobHead, renewLease } from '../engine/job-store.ts';
 import { ConflictError } from '../errors/index.ts';
 import type { GenerationProvider } from '../provider/generation-provider.ts';

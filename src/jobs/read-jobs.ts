@@ -4,14 +4,20 @@ import type { FailedRoute } from '../engine/job-types.ts';
 import { ForbiddenError, NotFoundError } from '../errors/index.ts';
 import { isoFromDb } from '../shared/database.ts';
 import { failedRoutesOf } from '../engine/job-route-store.ts';
+import { troubleView } from '../engine/step-failure.ts';
 import type { ServiceContext } from '../shared/services.ts';
 import { readOwnedRow } from '../shared/read-owned-row.ts';
 import { requireOwnedPseo } from '../websites/ownership.ts';
 import { readWebsite } from '../websites/website-store.ts';
 
-/** The fields of interface 2.2, in its order; `failed_routes` come from the job's route rows. */
-const LIST_FIELDS = ['id', 'pseo_id', 'status', 'requested_count', 'created_count', 'failed_count', 'failed_routes', 'date_created', 'date_completed'];
-const RECORD_FIELDS = [...LIST_FIELDS.slice(0, 8), 'date_updated', 'date_completed'];
+/**
+ * The fields of interface 2.2, in its order, then the job's trouble (engine/step-failure.ts); `failed_routes` come
+ * from the job's route rows.
+ */
+const INTERFACE_FIELDS = ['id', 'pseo_id', 'status', 'requested_count', 'created_count', 'failed_count', 'failed_routes', 'date_created', 'date_completed'];
+const TROUBLE_FIELDS = ['last_error', 'attention'];
+const LIST_FIELDS = [...INTERFACE_FIELDS, ...TROUBLE_FIELDS];
+const RECORD_FIELDS = [...INTERFACE_FIELDS.slice(0, 8), 'date_updated', 'date_completed', ...TROUBLE_FIELDS];
 const stored = (fields: string[]) => fields.filter((field) => field !== 'failed_routes');
 const USAGE_FIELDS = ['usage_prompt_tokens', 'usage_completion_tokens', 'usage_requests'];
 
@@ -27,6 +33,7 @@ function toRecord(row: Record<string, unknown>, fields: string[], failed: Failed
 	for (const field of fields) {
 		const value = row[field];
 		if (field === 'failed_routes') record[field] = failed;
+		else if (field === 'last_error' || field === 'attention') Object.assign(record, { [field]: troubleView(row)[field] });
 		else if (field.startsWith('date_')) record[field] = isoFromDb(value);
 		else if (field === 'status') record[field] = value;
 		else record[field] = value === null || value === undefined ? value : Number(value);

@@ -117,8 +117,16 @@ describe('buildOpenApi', () => {
 			failed_routes: [{ route: '/a', error: 'refused' }],
 			date_created: timestamp,
 			date_completed: null,
+			last_error: null,
+			attention: false,
 		};
 		expect(valid('GenerationSummary', job)).toBe(true);
+		const trouble = { code: 'bad_request', message: 'Provider rejected the request (HTTP 400)', at: timestamp, attempts: 2 };
+		expect(valid('GenerationSummary', { ...job, last_error: trouble, attention: true })).toBe(true);
+		expect(valid('GenerationSummary', { ...job, last_error: { ...trouble, since: 1 } })).toBe(false);
+		expect(valid('GenerationSummary', { ...job, last_error: { ...trouble, attempts: 0 } })).toBe(false);
+		const { attention: _attention, ...withoutAttention } = job;
+		expect(valid('GenerationSummary', withoutAttention)).toBe(false);
 		const usage = { prompt_tokens: 1200, completion_tokens: 800, requests: 2 };
 		expect(valid('Generation', { ...job, date_updated: timestamp, usage })).toBe(true);
 		expect(valid('Generation', { ...job, date_updated: timestamp })).toBe(false);

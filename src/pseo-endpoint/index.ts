@@ -20,7 +20,7 @@ export default defineEndpoint({
 	id: 'pseo-endpoints',
 	handler: (router, context) => {
 		const ctx = context as unknown as ServiceContext;
-		registerHealth(router);
+		registerHealth(router, ctx);
 		registerWebsites(router, ctx);
 		registerTriggers(router, ctx, kickRuntime);
 		registerGenerations(router, ctx, kickRuntime);

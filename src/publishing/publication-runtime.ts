@@ -9,10 +9,12 @@ import {
 	findClaimablePublications,
 	PublicationLeaseLostError,
 	readPublication,
+	recordPublicationFailure,
 	releasePublication,
 	renewPublicationLease,
 } from './publication-store.ts';
 import { runPublication } from './publication-runner.ts';
+import { nextInternalError } from '../engine/step-failure.ts';
 
 /** Publications one instance runs at once: each waits on a website far more than on this process. */
 const MAX_PUBLICATIONS = 4;
@@ -104,12 +106,19 @@ export class PublicationRuntime {
 				this.#logger.warn({ publicationId: id, worker: this.worker }, 'pseo publication handed over to another worker');
 				return;
 			}
-			// A database fault: hand it back, and the next sweep (here or elsewhere) resumes it from its cursor.
+			// A database fault: on its record, and handed back, so that the next sweep (here or elsewhere) resumes it
+			// from its cursor.
 			this.#logger.error({ err: error, publicationId: id }, 'pseo publication step failed; it will be resumed');
-			await releasePublication(this.#database, id, this.worker).catch(() => undefined);
+			await this.#stepFailed(id).catch(() => releasePublication(this.#database, id, this.worker).catch(() => undefined));
 		} finally {
 			clearInterval(renew);
 		}
+	}
+
+	async #stepFailed(id: number): Promise<void> {
+		const publication = await readPublication(this.#database, id);
+		if (!publication) return;
+		await recordPublicationFailure(this.#database, id, this.worker, nextInternalError(publication.lastError, Date.now()));
 	}
 
 	/** Stops claiming, aborts the publications in flight and hands them back. */

@@ -3,6 +3,7 @@ import { dbTimestamp, insertedId, jsonFromDb } from '../shared/database.ts';
 import type { Logger } from '../shared/logger.ts';
 import { itemsChanged } from '../shared/item-events.ts';
 import { retryConflicts } from '../shared/transaction.ts';
+import { storedStepError, type StoredStepError } from '../engine/step-failure.ts';
 
 /*
  * The owner of `pseo_publications`: durable publishing jobs, claimed and leased like generations so that one
@@ -42,6 +43,8 @@ export interface PublicationRecord {
 	cursor: number;
 	phase: PublicationPhase;
 	failedPosts: FailedPost[];
+	/** The failures of its latest steps in a row (engine/step-failure.ts); null when its last step went well. */
+	lastError: StoredStepError | null;
 }
 
 export interface NewPublication {
@@ -117,6 +120,7 @@ export async function readPublication(knex: Knex, id: number): Promise<Publicati
 		cursor: Number(row['next_index']),
 		phase: (row['phase'] as PublicationPhase) ?? 'publish',
 		failedPosts: jsonFromDb<FailedPost[]>(row['failed_posts'], []),
+		lastError: storedStepError(row['last_error']),
 	};
 }
 
@@ -160,6 +164,14 @@ export async function releasePublication(knex: Knex, id: number, worker: string)
 	await knex(PUBLICATIONS).where({ id, lease_owner: worker, status: 'running' }).update({ lease_owner: null, lease_expires_at: null });
 }
 
+/** Records a failed step on the publication, with `attention` on, and hands it back to be resumed by the next sweep. */
+export async function recordPublicationFailure(knex: Knex, id: number, worker: string, record: StoredStepError): Promise<void> {
+	const updated = await knex(PUBLICATIONS)
+		.where({ id, lease_owner: worker, status: 'running' })
+		.update({ last_error: JSON.stringify(record), attention: true, lease_owner: null, lease_expires_at: null, date_updated: dbTimestamp(knex) });
+	if (updated === 1) itemsChanged(PUBLICATIONS, [id]);
+}
+
 /** What one post's outcome adds to the publication, written in the caller's transaction. */
 export interface PostStep {
 	/** The cursor before this post; the write applies only if it is still there (and the lease is held). */
@@ -200,12 +212,16 @@ export async function enterLinksPhase(knex: Knex, publication: PublicationRecord
 	publication.cursor = 0;
 }
 
-/** Ends the publication: completed, or failed with a reason; the website may take another one. */
+/**
+ * Ends the publication: completed, or failed with a reason; the website may take another one. An ended publication
+ * needs nobody's attention; one that completed is well, so its last error goes too.
+ */
 export async function finishPublication(knex: Knex, id: number, worker: string, status: 'completed' | 'failed', error: string | null): Promise<void> {
 	const now = dbTimestamp(knex);
+	const trouble = status === 'completed' ? { attention: false, last_error: null } : { attention: false };
 	const updated = await knex(PUBLICATIONS)
 		.where({ id, lease_owner: worker, status: 'running' })
-		.update({ status, error, active_pseo_id: null, lease_owner: null, lease_expires_at: null, date_completed: now, date_updated: now });
+		.update({ status, error, active_pseo_id: null, lease_owner: null, lease_expires_at: null, date_completed: now, date_updated: now, ...trouble });
 	if (updated !== 1) throw new PublicationLeaseLostError(id);
 	itemsChanged(PUBLICATIONS, [id]);
 }
@@ -224,5 +240,7 @@ export const PUBLICATIONS_VIEW_FIELDS = [
 	'failed_posts',
 	'date_created',
 	'date_completed',
+	'last_error',
+	'attention',
 ] as const;
 

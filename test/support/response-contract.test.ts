@@ -16,6 +16,8 @@ const job = {
 	date_created: timestamp,
 	date_updated: timestamp,
 	date_completed: null,
+	last_error: null,
+	attention: false,
 	usage: { prompt_tokens: 0, completion_tokens: 0, requests: 0 },
 };
 

@@ -3,6 +3,9 @@ import manifest from '../../../package.json' with { type: 'json' };
 import { healthRoute } from '../../contracts/health.ts';
 import { mountRoute } from '../../http/mount-route.ts';
 import { respond } from '../../http/respond.ts';
+import { callerIsAdmin } from '../../http/request-input.ts';
+import { countJobsNeedingAttention } from '../../engine/job-store.ts';
+import type { ServiceContext } from '../../shared/services.ts';
 
 /** The endpoints the health check lists (interface 4.1). */
 export const ENDPOINTS = [
@@ -27,9 +30,11 @@ export const ENDPOINTS = [
 	'GET /openapi.json',
 ] as const;
 
-/** 4.1 GET / — no authentication. */
-export function registerHealth(router: Router): void {
-	mountRoute(router, healthRoute, async (_req, res) => {
-		respond(res, 200, { status: 'ok', extension: 'pseo-automation', version: manifest.version, endpoints: ENDPOINTS });
+/** 4.1 GET / — no authentication; an admin's token adds what needs an operator. */
+export function registerHealth(router: Router, context: ServiceContext): void {
+	mountRoute(router, healthRoute, async (req, res) => {
+		const health = { status: 'ok', extension: 'pseo-automation', version: manifest.version, endpoints: ENDPOINTS };
+		if (!callerIsAdmin(req)) return respond(res, 200, health);
+		respond(res, 200, { ...health, jobs_needing_attention: await countJobsNeedingAttention(context.database) });
 	});
 }

@@ -4,6 +4,7 @@ import { defineComponent, h } from 'vue';
 import { describe, expect, it } from 'vitest';
 import CostPreview from './cost-preview.vue';
 import JobProgress from './job-progress.vue';
+import JobTrouble from './job-trouble.vue';
 import MarkdownReader from './markdown-reader.vue';
 import WebsiteForm from './website-form.vue';
 
@@ -42,6 +43,22 @@ describe('job-progress', () => {
 		await wrapper.setProps({ job: { id: 4, status: 'completed', requested_count: 10, created_count: 10, failed_count: 0 } });
 		expect(wrapper.get('[data-test="percent"]').text()).toBe('100 %');
 		expect(wrapper.get('[role="progressbar"]').attributes('aria-valuenow')).toBe('100');
+	});
+});
+
+describe('job-trouble', () => {
+	const lastError = { code: 'bad_request', message: 'Provider rejected the request (HTTP 400): unknown model', at: '2026-01-31T09:30:00.000Z', attempts: 3 };
+	it('says what keeps failing while the job is in trouble, its last error once it has ended, and nothing while all is well', async () => {
+		const wrapper = mount(JobTrouble, { props: { job: { status: 'running', attention: true, last_error: lastError } }, global });
+		const notice = wrapper.get('[data-test="job-trouble"]');
+		expect(notice.classes()).toContain('warning');
+		expect(notice.text()).toContain('Its last 3 steps failed; it is tried again.');
+		expect(notice.text()).toContain('unknown model');
+		await wrapper.setProps({ job: { status: 'failed', attention: false, last_error: lastError } });
+		expect(wrapper.get('[data-test="job-trouble"]').classes()).toContain('danger');
+		expect(wrapper.get('[data-test="job-trouble"]').text()).toContain('Its last error before it ended: Provider rejected the request (HTTP 400): unknown model');
+		await wrapper.setProps({ job: { status: 'completed', attention: false, last_error: null } });
+		expect(wrapper.find('[data-test="job-trouble"]').exists()).toBe(false);
 	});
 });
 

@@ -32,6 +32,10 @@ export interface Job {
 	failed_routes: { route: string; error: string }[];
 	date_created: string;
 	date_completed: string | null;
+	/** The failures of its latest steps in a row; null while all is well. */
+	last_error: { code: string; message: string; at: string; attempts: number } | null;
+	/** True while its steps keep failing. */
+	attention: boolean;
 }
 
 export interface Publication {

@@ -59,7 +59,7 @@ export interface FakeConfig {
 	refuseFileDeletes: boolean;
 	/**
 	 * `POST /v1/batches` answers this status and creates nothing: a 400 as for a model the Batch API does not serve, a
-	 * 5xx as an outage. Default null.
+	 * 401 as for a revoked key, a 403 as for a project without the Batch API, a 5xx as an outage. Default null.
 	 */
 	refuseBatchCreates: number | null;
 	/** Calls whose prompt context has this `task` answer this status (in chat, and as batch lines). Default {}. */

@@ -418,9 +418,7 @@ class FakeProviderServer implements FakeProvider {
 		const body = await readJson(req);
 		if (this.#config.holdBatchCreates && !(await holdUntilReleased(this.#heldCreates, res))) return;
 		const refusal = this.#config.refuseBatchCreates;
-		if (refusal !== null) {
-			throw new HttpError(refusal, refusal < 500 ? apiError('The model `gpt-4o-mini` is not supported by the Batch API.', 'invalid_request_error', 'model_not_found') : apiError('The server had an error while processing your request. Sorry about that!', 'server_error'));
-		}
+		if (refusal !== null) throw new HttpError(refusal, batchCreateRefusal(refusal));
 		const result = this.#batches.create(body);
 		if (!result.ok) throw new HttpError(result.status, result.error);
 		if (entry) {
@@ -474,6 +472,14 @@ class FakeProviderServer implements FakeProvider {
 }
 
 /** Starts a fake OpenAI-compatible provider on loopback and resolves once it listens. */
+/** The error body the real service sends with a refused batch create of this status. */
+function batchCreateRefusal(status: number) {
+	if (status === 401) return apiError('Incorrect API key provided: sk-revo*****oked. You can find your API key at https://platform.openai.com/account/api-keys.', 'invalid_request_error', 'invalid_api_key');
+	if (status === 403) return apiError('You are not allowed to use the Batch API with this project.', 'invalid_request_error', 'permission_denied');
+	if (status < 500) return apiError('The model `gpt-4o-mini` is not supported by the Batch API.', 'invalid_request_error', 'model_not_found');
+	return apiError('The server had an error while processing your request. Sorry about that!', 'server_error');
+}
+
 export async function startFakeProvider(options: FakeProviderOptions = {}): Promise<FakeProvider> {
 	const { port = 0, host = '127.0.0.1' } = options;
 	if (!Number.isInteger(port) || port < 0 || port > 65535) {

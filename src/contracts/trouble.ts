@@ -1,0 +1,26 @@
+import { z } from 'zod';
+import { doc, named } from './contract-registry.ts';
+import { Timestamp } from './field-rules.ts';
+
+const StepError = named(
+	'StepError',
+	z.strictObject({
+		code: doc(z.string(), {
+			description: 'What failed: the provider\'s failure (`bad_request`, `not_found`, `unauthorized`, `forbidden`, `server_error`, `rate_limited`, `timeout`, `connection`...), `missing_api_key`, or `internal`.',
+			examples: ['bad_request'],
+		}),
+		message: doc(z.string(), { description: 'What happened, for people; never a key.' }),
+		at: Timestamp,
+		attempts: doc(z.int().min(1), { description: 'Steps of the job that failed in a row.' }),
+	}),
+	{
+		description:
+			'The failures of the latest steps in a row of a job or a publication (a provider call of a bulk job, a database fault). A failure no retry mends (400, 404, 422) fails a job after `PSEO_PROVIDER_MAX_STEP_FAILURES` of them; a 401 or 403 only after `PSEO_AUTH_FAILURE_GRACE_MS` too. Others are retried, later each time.',
+	},
+);
+
+/** The trouble of a job or a publication (engine/step-failure.ts), after the fields of the interface. */
+export const troubleFields = {
+	last_error: doc(StepError.nullable(), { description: 'Null while all is well; kept when its failures ended it.' }),
+	attention: doc(z.boolean(), { description: 'True while its steps keep failing: someone should look at `last_error`.' }),
+};
