@@ -36,7 +36,8 @@ function documentedRequests(): DocumentedRequest[] {
 	const requests: DocumentedRequest[] = [];
 	for (const [template, item] of Object.entries<Json>(document['paths'])) {
 		for (const [method, operation] of Object.entries<Json>(item)) {
-			const parameters: Json[] = operation['parameters'] ?? [];
+			// The optional Idempotency-Key header (a shared reference) is not part of the examples.
+			const parameters: Json[] = (operation['parameters'] ?? []).filter((parameter: Json) => !('$ref' in parameter));
 			const bodyExamples: Json = operation['requestBody']?.content['application/json'].examples ?? {};
 			const names = new Set([...Object.keys(bodyExamples), ...parameters.flatMap((parameter) => Object.keys(parameter['examples'] ?? {}))]);
 			if (names.size === 0 && (parameters.length > 0 || operation['requestBody'])) throw new Error(`${operation['operationId']} documents no request example`);

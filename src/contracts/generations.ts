@@ -115,6 +115,7 @@ const accepted = { 202: { description: 'Accepted; poll the generation.', schema:
 /** 4.4 POST /trigger/on-demand-generation. */
 export const onDemandGenerationRoute = defineRoute({
 	method: 'post',
+	idempotent: true,
 	path: '/trigger/on-demand-generation',
 	operationId: 'startOnDemandGeneration',
 	tag: 'Generations',
@@ -136,6 +137,7 @@ export const onDemandGenerationRoute = defineRoute({
 /** 4.5 POST /trigger/bulk-generation. */
 export const bulkGenerationRoute = defineRoute({
 	method: 'post',
+	idempotent: true,
 	path: '/trigger/bulk-generation',
 	operationId: 'startBulkGeneration',
 	tag: 'Generations',
@@ -193,6 +195,7 @@ export const getGenerationRoute = defineRoute({
 /** POST /generations/:id/cancel. */
 export const cancelGenerationRoute = defineRoute({
 	method: 'post',
+	idempotent: true,
 	path: '/generations/{id}/cancel',
 	operationId: 'cancelGeneration',
 	tag: 'Generations',
@@ -217,6 +220,7 @@ export const cancelGenerationRoute = defineRoute({
 /** POST /generations/:id/retry. */
 export const retryGenerationRoute = defineRoute({
 	method: 'post',
+	idempotent: true,
 	path: '/generations/{id}/retry',
 	operationId: 'retryGeneration',
 	tag: 'Generations',
@@ -238,6 +242,7 @@ export const retryGenerationRoute = defineRoute({
 /** POST /posts/:id/regenerate. */
 export const regeneratePostRoute = defineRoute({
 	method: 'post',
+	idempotent: true,
 	path: '/posts/{id}/regenerate',
 	operationId: 'regeneratePost',
 	tag: 'Generations',

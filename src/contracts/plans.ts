@@ -236,6 +236,7 @@ const DESCRIPTION_EXAMPLE =
 /** 4.8 POST /generate/main-json. */
 export const generateContentPlanRoute = defineRoute({
 	method: 'post',
+	idempotent: true,
 	path: '/generate/main-json',
 	operationId: 'generateContentPlan',
 	tag: 'Content plans',
@@ -260,6 +261,7 @@ export const generateContentPlanRoute = defineRoute({
 /** POST /plan/import. */
 export const importContentPlanRoute = defineRoute({
 	method: 'post',
+	idempotent: true,
 	path: '/plan/import',
 	operationId: 'importContentPlan',
 	tag: 'Content plans',

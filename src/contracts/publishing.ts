@@ -271,6 +271,7 @@ export const deletePublishingTargetRoute = defineRoute({
 /** POST /publish. */
 export const publishRoute = defineRoute({
 	method: 'post',
+	idempotent: true,
 	path: '/publish',
 	operationId: 'publish',
 	tag: 'Publishing',

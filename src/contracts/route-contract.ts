@@ -34,6 +34,11 @@ export interface RouteContract<Params extends Part = Part, Query extends Part = 
 	description?: string;
 	/** True for the routes that need no Bearer token (the health check and the document). */
 	open?: boolean;
+	/**
+	 * True for a POST that creates or charges: it takes an `Idempotency-Key` header (idempotency/), and may answer
+	 * 409 (the key's first request still runs) and 422 (the key was used with another body).
+	 */
+	idempotent?: boolean;
 	/** An object schema of the path parameters, each a string as Express gives it. */
 	params?: Params;
 	/** An object schema of the query parameters, each a string (or an array, when repeated) as Express gives it. */

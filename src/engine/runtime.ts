@@ -12,6 +12,10 @@ import { nextStepError, stepRetryDelay } from './step-failure.ts';
 import { runPages, type RunnerDeps } from './page-runner.ts';
 import type { PostReviser } from '../posts/post-revisions.ts';
 import { releaseAbandonedPlans } from '../plan/plan-store.ts';
+import { deleteExpiredKeys } from '../idempotency/idempotency-store.ts';
+
+/** How often an instance deletes expired idempotency keys. */
+const KEY_SWEEP_INTERVAL_MS = 60 * 60 * 1000;
 
 export interface RuntimeOptions {
 	database: Knex;
@@ -40,6 +44,7 @@ export class GenerationRuntime {
 	#sweeping: Promise<void> | null = null;
 	#releasingPlans: Promise<unknown> | null = null;
 	#stopping = false;
+	#nextKeySweep = 0;
 
 	constructor(options: RuntimeOptions) {
 		this.#options = options;
@@ -53,6 +58,7 @@ export class GenerationRuntime {
 		const tick = () => {
 			this.kick();
 			this.#releaseAbandonedPlans();
+			this.#forgetExpiredKeys();
 		};
 		this.#timer = setInterval(tick, this.#options.config.sweepIntervalMs);
 		this.#timer.unref();
@@ -71,6 +77,17 @@ export class GenerationRuntime {
 			.finally(() => {
 				this.#releasingPlans = null;
 			});
+	}
+
+	/** Idempotency keys past their 24 hours are deleted, by each instance at most once an hour. */
+	#forgetExpiredKeys(): void {
+		const now = Date.now();
+		if (this.#stopping || now < this.#nextKeySweep) return;
+		this.#nextKeySweep = now + KEY_SWEEP_INTERVAL_MS;
+		const { database, logger } = this.#options;
+		deleteExpiredKeys(database, now)
+			.then((deleted) => deleted > 0 && logger.debug({ deleted }, 'pseo: expired idempotency keys deleted'))
+			.catch((error: unknown) => logger.warn({ err: error }, 'pseo: expired idempotency keys could not be deleted; the next sweep tries again'));
 	}
 
 	/** Looks for claimable jobs now (after a trigger, say) instead of at the next tick. */

@@ -45,7 +45,7 @@ interface ClassifiedFailure {
  * Why a step failed. Provider errors carry a redacted, human message already (provider-failure.ts); anything else
  * (the database, a bug) is named only as internal, since its message may hold SQL or paths: the log has it.
  */
-export function classifyStepFailure(error: unknown): ClassifiedFailure {
+function classifyStepFailure(error: unknown): ClassifiedFailure {
 	if (isProviderCallError(error)) {
 		const auth = error.status === 401 || error.status === 403;
 		return { code: error.reason, message: error.message, permanent: !error.retryable && error.reason !== 'aborted', auth };

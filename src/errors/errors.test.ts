@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import * as conflict from './conflict.ts';
 import * as forbidden from './forbidden.ts';
+import * as idempotency from './idempotency.ts';
 import * as insufficientTokens from './insufficient-tokens.ts';
 import * as invalidPayload from './invalid-payload.ts';
 import * as notFound from './not-found.ts';
@@ -38,6 +39,13 @@ describe('error messages', () => {
 	it('ProviderUnavailableError carries the provider\'s reason', () => {
 		expect(providerUnavailable.messageConstructor({ reason: 'timeout.' })).toBe('The AI provider could not complete the request: timeout.');
 		expect(new providerUnavailable.ProviderUnavailableError({ reason: 'x' }).status).toBe(502);
+	});
+
+	it('the Idempotency-Key errors name the key and say what to do', () => {
+		expect(idempotency.reusedMessage({ key: 'k-1' })).toBe('Idempotency-Key "k-1" was already used for a request with another body on this route; send a new key for a new request.');
+		expect(new idempotency.IdempotencyKeyReusedError({ key: 'k' })).toMatchObject({ status: 422, code: 'PSEO_IDEMPOTENCY_KEY_REUSED' });
+		expect(idempotency.inUseMessage({ key: 'k-1' })).toContain('still being processed');
+		expect(new idempotency.IdempotencyKeyInUseError({ key: 'k' })).toMatchObject({ status: 409, code: 'PSEO_IDEMPOTENCY_KEY_IN_USE' });
 	});
 
 	it('UnauthorizedError asks for a Bearer token', () => {

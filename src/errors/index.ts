@@ -6,3 +6,4 @@ export { ForbiddenError } from './forbidden.ts';
 export { NotFoundError } from './not-found.ts';
 export { ConflictError } from './conflict.ts';
 export { ProviderUnavailableError } from './provider-unavailable.ts';
+export { IdempotencyKeyInUseError, IdempotencyKeyReusedError } from './idempotency.ts';

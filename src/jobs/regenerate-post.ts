@@ -6,7 +6,7 @@ import { ensurePlanPages, readCurrentPlan } from '../plan/plan-store.ts';
 import { readPlanPage } from '../plan/plan-page-store.ts';
 import { readPostForRegeneration } from '../posts/post-store.ts';
 import { readWebsite } from '../websites/website-store.ts';
-import { acceptJob, activeConflict, type StartJobDeps } from './start-job.ts';
+import { acceptJob, activeConflict, type AcceptedJob, type StartJobDeps } from './start-job.ts';
 
 /**
  * Starts an on-demand job of one page that rewrites post `postId` of `userId`, with `instructions` added to the
@@ -19,7 +19,7 @@ export async function regeneratePost(
 	userId: string,
 	postId: number,
 	instructions: string | null,
-): Promise<{ id: number }> {
+): Promise<AcceptedJob> {
 	const post = await readPostForRegeneration(deps.database, postId);
 	if (!post) throw new NotFoundError({ resource: 'Post', id: postId });
 	const owner = post.userId ?? (await readWebsite(deps.database, post.pseoId))?.backend_user_id;

@@ -8,6 +8,7 @@ import type { PlanPage } from '../plan/plan-page.ts';
 import { isUniqueViolation } from '../shared/database.ts';
 import type { Logger } from '../shared/logger.ts';
 import { transact } from '../shared/transaction.ts';
+import { settleIdempotency } from '../idempotency/idempotent-request.ts';
 import { requireOwnedPseo } from '../websites/ownership.ts';
 import { selectRoutes } from './select-routes.ts';
 
@@ -44,6 +45,12 @@ export interface JobToAccept {
 	instructions?: string | null;
 }
 
+/** What accepting a job committed: its id and its number of pages. */
+export interface AcceptedJob {
+	id: number;
+	pages: number;
+}
+
 export function activeConflict(pseoId: number) {
 	return new ConflictError({ reason: `PSEO ${pseoId} already has a generation job pending or running.` });
 }
@@ -52,7 +59,7 @@ export function activeConflict(pseoId: number) {
  * Accepts a generation job (interface section 3): checks ownership, picks the routes, and accepts them
  * (`acceptJob`).
  */
-export async function startJob(deps: StartJobDeps, input: StartJobInput): Promise<{ id: number }> {
+export async function startJob(deps: StartJobDeps, input: StartJobInput): Promise<AcceptedJob> {
 	const { userId, pseoId, postCount, mode, rate, userCap } = input;
 	await requireOwnedPseo(deps.database, pseoId, userId);
 	// Cheap early answer; the unique index in acceptJob is what actually decides.
@@ -69,7 +76,7 @@ export async function startJob(deps: StartJobDeps, input: StartJobInput): Promis
  * transaction that moves money, and a deadlock or serialization abort runs the transaction again
  * (shared/transaction.ts).
  */
-export async function acceptJob(deps: StartJobDeps, job: JobToAccept): Promise<{ id: number }> {
+export async function acceptJob(deps: StartJobDeps, job: JobToAccept): Promise<AcceptedJob> {
 	const { userId, pseoId, mode, rate, routes, planId, note, userCap, regeneratePostId = null, instructions = null } = job;
 	try {
 		const accepted = await transact(
@@ -79,7 +86,11 @@ export async function acceptJob(deps: StartJobDeps, job: JobToAccept): Promise<{
 				await assertWithinDailyCaps(trx, { userId, pseoId, amount: rate * routes.length, userCap });
 				const id = await insertJob(trx, { pseoId, userId, mode, routes, rate, planId, regeneratePostId, instructions });
 				await chargeTokens(trx, userId, rate * routes.length, { pseoId, generationId: id, note });
-				return { id };
+				const accepted = { id, pages: routes.length };
+				// With an Idempotency-Key, the key records this job in the charge's transaction: a retry after a crash
+				// before the answer gets this job, never a second one.
+				await settleIdempotency(trx, accepted);
+				return accepted;
 			},
 			{ logger: deps.logger, what: 'generation trigger', context: { userId, pseoId } },
 		);

@@ -14,7 +14,7 @@ type Operation = {
 	responses: Record<string, { $ref?: string; content?: Record<string, { schema: unknown }> }>;
 	security?: unknown[];
 	requestBody?: { required: boolean; content: Record<string, { schema: { $ref: string }; examples?: Record<string, { summary: string; value: unknown }> }> };
-	parameters?: { name: string; in: string; examples?: Record<string, { value: string }> }[];
+	parameters?: { name: string; in: string; $ref?: string; examples?: Record<string, { value: string }> }[];
 };
 
 function operationsOf(document: Record<string, any>): Map<string, Operation> {
@@ -136,13 +136,36 @@ describe('buildOpenApi', () => {
 		expect(valid('Generation', { ...job, date_updated: timestamp, usage, status: 'done' })).toBe(false);
 	});
 
+	it('every POST that creates or charges takes an Idempotency-Key, answers 409 and 422 for it, and says when an answer is replayed', () => {
+		const keyed = [...operationsOf(document)].filter(([, operation]) => (operation.parameters ?? []).some((parameter) => parameter.$ref === '#/components/parameters/IdempotencyKey'));
+		expect(keyed.map(([name]) => name).sort()).toEqual([
+			'POST /generate/main-json',
+			'POST /generations/{id}/cancel',
+			'POST /generations/{id}/retry',
+			'POST /plan/import',
+			'POST /posts/{id}/regenerate',
+			'POST /publish',
+			'POST /trigger/bulk-generation',
+			'POST /trigger/on-demand-generation',
+		]);
+		for (const [name, operation] of keyed) {
+			expect(Object.keys(operation.responses), name).toEqual(expect.arrayContaining(['409', '422']));
+			const success = Object.entries(operation.responses).filter(([status]) => status.startsWith('2'));
+			for (const [status, response] of success) expect((response as { headers?: object }).headers, `${name} ${status}`).toHaveProperty('Idempotent-Replayed');
+		}
+		const header = document['components'].parameters.IdempotencyKey;
+		expect(header).toMatchObject({ name: 'Idempotency-Key', in: 'header', required: false, schema: { minLength: 1, maxLength: 255 } });
+	});
+
 	it('every route that takes a body documents at least one request example, and every example names its parameters', () => {
 		for (const [name, operation] of operationsOf(document)) {
 			const bodyExamples = Object.keys(operation.requestBody?.content['application/json']?.examples ?? {});
 			if (operation.requestBody) expect(bodyExamples.length, name).toBeGreaterThan(0);
-			const parameterExamples = (operation.parameters ?? []).map((parameter) => Object.keys(parameter.examples ?? {}));
+			// The shared, optional Idempotency-Key header (a reference) takes part in no example.
+			const located = (operation.parameters ?? []).filter((parameter) => !('$ref' in parameter));
+			const parameterExamples = located.map((parameter) => Object.keys(parameter.examples ?? {}));
 			for (const example of new Set([...bodyExamples, ...parameterExamples.flat()])) {
-				for (const [index, parameter] of (operation.parameters ?? []).entries()) {
+				for (const [index, parameter] of located.entries()) {
 					expect(parameterExamples[index], `${name} example ${example} gives no ${parameter.name}`).toContain(example);
 				}
 			}

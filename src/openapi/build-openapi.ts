@@ -41,6 +41,7 @@ const ERROR_RESPONSES: Record<number, { name: string; description: string }> = {
 	403: { name: 'Forbidden', description: 'The resource belongs to another user (admins included).' },
 	404: { name: 'NotFound', description: 'The website or generation does not exist.' },
 	409: { name: 'Conflict', description: 'A concurrent generation is already active.' },
+	422: { name: 'UnprocessableContent', description: 'The Idempotency-Key was already used with another request body on this route.' },
 	500: { name: 'InternalServerError', description: 'An unexpected error; the message leaks nothing.' },
 	502: { name: 'BadGateway', description: 'The AI provider failed after bounded retries, or none is configured; the tokens were refunded.' },
 	503: { name: 'ServiceUnavailable', description: 'Directus is under pressure or shutting down; retry later.' },
@@ -114,14 +115,30 @@ function errorResponses(statuses: ErrorStatus[]): Json {
 
 const json = (schema: Json, description: string): Json => ({ description, content: { 'application/json': { schema } } });
 
+/** What an Idempotency-Key adds to a route's errors: a 409 while its first request runs, a 422 for another body. */
+function idempotentErrors(statuses: ErrorStatus[]): ErrorStatus[] {
+	const inUse = 'or a request with the same Idempotency-Key is still running';
+	const conflict = statuses.find((entry) => (Array.isArray(entry) ? entry[0] : entry) === 409);
+	const conflictText = Array.isArray(conflict) ? `${conflict[1].replace(/\.$/, '')}, ${inUse}.` : `A request with the same Idempotency-Key is still running.`;
+	const others = statuses.filter((entry) => entry !== conflict);
+	return [...others, [409, conflictText], 422];
+}
+
 function operation(route: RouteContract): Json {
 	const where = `${route.method.toUpperCase()} ${route.path}`;
-	const parameterList = [...parameters(route, 'path'), ...parameters(route, 'query')];
+	const parameterList = [
+		...parameters(route, 'path'),
+		...parameters(route, 'query'),
+		...(route.idempotent ? [{ $ref: '#/components/parameters/IdempotencyKey' }] : []),
+	];
 	const bodyExamples = Object.entries(route.examples ?? {}).flatMap(([name, example]) =>
 		example.body === undefined ? [] : [[name, { summary: example.summary, value: example.body }]],
 	);
 	const responses: Json = {};
-	for (const [status, answer] of Object.entries(route.responses)) responses[status] = json(schemaRef(answer.schema, `${where} ${status}`), answer.description);
+	for (const [status, answer] of Object.entries(route.responses)) {
+		const response = json(schemaRef(answer.schema, `${where} ${status}`), answer.description);
+		responses[status] = route.idempotent ? { ...response, headers: { 'Idempotent-Replayed': { $ref: '#/components/headers/IdempotentReplayed' } } } : response;
+	}
 	return {
 		operationId: route.operationId,
 		tags: [route.tag],
@@ -142,7 +159,7 @@ function operation(route: RouteContract): Json {
 					},
 				}
 			: {}),
-		responses: { ...responses, ...errorResponses(route.errors) },
+		responses: { ...responses, ...errorResponses(route.idempotent ? idempotentErrors(route.errors) : route.errors) },
 	};
 }
 
@@ -185,6 +202,23 @@ export function buildOpenApi(routes: readonly RouteContract[], version: string):
 				},
 			},
 			schemas: componentSchemas(),
+			parameters: {
+				IdempotencyKey: {
+					name: 'Idempotency-Key',
+					in: 'header',
+					required: false,
+					description:
+						'Makes the request safe to retry (IETF draft "The Idempotency-Key HTTP Header Field"): the first request with a key runs, and its answer is kept for 24 hours, per user and route. A repeat with the same body gets the same answer with `Idempotent-Replayed: true`, even when the first answer was lost to a crash after its transaction committed; a repeat with another body is a 422, and one while the first still runs a 409. A request that failed leaves nothing: its retry runs afresh.',
+					schema: { type: 'string', minLength: 1, maxLength: 255, pattern: '^[\\x21-\\x7e]+$' },
+					examples: { uuid: { summary: 'A fresh UUID per logical request', value: '5f0c7e0e-3c52-4f0f-9d7e-2b8f9b1e4a11' } },
+				},
+			},
+			headers: {
+				IdempotentReplayed: {
+					description: '`true` when this is the stored answer of an earlier request with the same Idempotency-Key.',
+					schema: { type: 'string', enum: ['true'] },
+				},
+			},
 			responses: Object.fromEntries(
 				Object.values(ERROR_RESPONSES).map(({ name, description }) => [name, json(schemaRef(ErrorEnvelope, 'The error envelope'), description)]),
 			),

@@ -11,6 +11,7 @@ import { PLAN_PAGES } from '../plan/plan-page-store.ts';
 import { PARTS } from '../engine/part-store.ts';
 import { JOB_ROUTES } from '../engine/job-route-store.ts';
 import { PUBLICATIONS } from '../publishing/publication-store.ts';
+import { IDEMPOTENCY_KEYS } from '../idempotency/idempotency-store.ts';
 import { snapshotForHost } from '../shared/host-compat.ts';
 
 interface DiffEntry {
@@ -97,7 +98,8 @@ const REDUNDANT_INDEXES = [
  * Indexes a Directus snapshot cannot express. The unique (pseo_id, route) key makes storing a generated page
  * idempotent: a resumed or retried job can never write a second post for a route. The band indexes make the
  * quality gate's near-duplicate lookup, and the re-indexing of a rewritten post, index scans. One row per part
- * of a bulk job: two workers can never both store the same part. One row per position of a job's routes, found by
+ * of a bulk job: two workers can never both store the same part. One row per Idempotency-Key of a user on a route:
+ * a concurrent twin of a keyed request fails on it. One row per position of a job's routes, found by
  * route (an outcome), and the failed ones by route among them: a partial index, which the trigger's rows, all
  * `queued`, never write to. It replaced an index of (generation_id, state) that every route row wrote at the
  * trigger and again at each change of state (100,000 rows like the trigger's, inserted in psql into copies of the
@@ -123,6 +125,8 @@ export async function ensureIndexes(knex: Knex, logger?: Logger): Promise<void> 
 		{ name: 'pseo_generation_routes_position', unique: true, on: `${JOB_ROUTES} (generation_id, position)` },
 		{ name: 'pseo_generation_routes_route', on: `${JOB_ROUTES} (generation_id, route)` },
 		{ name: 'pseo_publications_status_lease', on: `${PUBLICATIONS} (status, lease_expires_at)` },
+		{ name: 'pseo_idempotency_keys_unique', unique: true, on: `${IDEMPOTENCY_KEYS} (user_id, scope, idempotency_key)` },
+		{ name: 'pseo_idempotency_keys_expiry', on: `${IDEMPOTENCY_KEYS} (expires_at)` },
 		vendor === 'postgres'
 			? { name: 'pseo_generation_routes_failed', on: `${JOB_ROUTES} (generation_id, route) WHERE state = 'failed'` }
 			: { name: JOB_ROUTES_BY_STATE, on: `${JOB_ROUTES} (generation_id, state)` },

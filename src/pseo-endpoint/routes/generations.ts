@@ -4,7 +4,8 @@ import { cancelGenerationRoute, getGenerationRoute, listGenerationsRoute, retryG
 import { cancelJob } from '../../jobs/cancel-job.ts';
 import { getGeneration, listGenerations } from '../../jobs/read-jobs.ts';
 import { retryJob } from '../../jobs/retry-job.ts';
-import { mountRoute } from '../../http/mount-route.ts';
+import type { AcceptedJob } from '../../jobs/start-job.ts';
+import { mountIdempotentRoute, mountRoute } from '../../http/mount-route.ts';
 import { parseRequest } from '../../http/parse-request.ts';
 import { requireUser } from '../../http/request-input.ts';
 import { respond } from '../../http/respond.ts';
@@ -31,23 +32,35 @@ export function registerGenerations(router: Router, context: ServiceContext, not
 		const data = await getGeneration(context, accountability, await requestSchema(req, context), id);
 		respond(res, 200, { data });
 	});
-	mountRoute(router, cancelGenerationRoute, async (req, res) => {
+	const keyed = { database: context.database, lockMs: config.leaseMs };
+	mountIdempotentRoute(router, cancelGenerationRoute, keyed, (req) => {
 		const accountability = requireUser(req);
 		const { id } = parseRequest(cancelGenerationRoute, req).params;
-		const provider = providerFor(config, context.logger);
-		await cancelJob({ context, database: context.database, logger: context.logger, config, provider }, accountability.user, id);
-		const data = await getGeneration(context, accountability, await requestSchema(req, context), id);
-		respond(res, 200, { message: `Generation ${id} was cancelled; every page it had not created is refunded.`, data });
+		return {
+			run: async () => {
+				const provider = providerFor(config, context.logger);
+				await cancelJob({ context, database: context.database, logger: context.logger, config, provider }, accountability.user, id);
+				return getGeneration(context, accountability, await requestSchema(req, context), id);
+			},
+			answer: (data: Record<string, unknown>) => ({ status: 200, payload: { message: `Generation ${id} was cancelled; every page it had not created is refunded.`, data } }),
+		};
 	});
-	mountRoute(router, retryGenerationRoute, async (req, res) => {
-		const accountability = requireUser(req);
+	mountIdempotentRoute(router, retryGenerationRoute, keyed, (req, userId) => {
 		const { id } = parseRequest(retryGenerationRoute, req).params;
-		const retry = await retryJob({ context, database: context.database, logger: context.logger, config }, accountability.user, id);
-		notify();
-		respond(res, 202, {
-			message: `Retry of ${retry.pages} failed page(s) of generation ${id} accepted; poll GET /pseo-endpoints/generations/${retry.id} for progress.`,
-			generation_id: retry.id,
-			status: 'pending',
-		});
+		return {
+			run: async () => {
+				const retry = await retryJob({ context, database: context.database, logger: context.logger, config }, userId, id);
+				notify();
+				return retry;
+			},
+			answer: (retry: AcceptedJob) => ({
+				status: 202,
+				payload: {
+					message: `Retry of ${retry.pages} failed page(s) of generation ${id} accepted; poll GET /pseo-endpoints/generations/${retry.id} for progress.`,
+					generation_id: retry.id,
+					status: 'pending',
+				},
+			}),
+		};
 	});
 }

@@ -2,11 +2,9 @@ import type { Router } from 'express';
 import { useConfig } from '../../config/config.ts';
 import { generateContentPlanRoute } from '../../contracts/plans.ts';
 import { providerFor } from '../../provider/create-provider.ts';
-import { mountRoute } from '../../http/mount-route.ts';
+import { mountIdempotentRoute } from '../../http/mount-route.ts';
 import { parseRequest } from '../../http/parse-request.ts';
-import { requireUser } from '../../http/request-input.ts';
-import { respond } from '../../http/respond.ts';
-import { createPlan } from '../../plan/create-plan.ts';
+import { createPlan, type CreatedPlan } from '../../plan/create-plan.ts';
 import type { ServiceContext } from '../../shared/services.ts';
 import { siteRoutesReader } from '../../sitemap/site-routes.ts';
 
@@ -14,14 +12,12 @@ import { siteRoutesReader } from '../../sitemap/site-routes.ts';
 export function registerMainJson(router: Router, context: ServiceContext): void {
 	const config = useConfig(context.env);
 	const siteRoutes = siteRoutesReader(config.sitemap, context.logger);
-	mountRoute(router, generateContentPlanRoute, async (req, res) => {
-		const accountability = requireUser(req);
+	// A plan takes minutes: its key is held for as long as a plan may lock its user (PSEO_PLAN_LOCK_MS).
+	mountIdempotentRoute(router, generateContentPlanRoute, { database: context.database, lockMs: config.planLockMs }, (req, userId) => {
 		const { body } = parseRequest(generateContentPlanRoute, req);
-		const data = await createPlan(
-			{ database: context.database, logger: context.logger, config, provider: providerFor(config, context.logger), siteRoutes },
-			accountability.user,
-			body,
-		);
-		respond(res, 200, { message: `Content plan of ${data.total_pages} pages generated.`, data });
+		return {
+			run: () => createPlan({ database: context.database, logger: context.logger, config, provider: providerFor(config, context.logger), siteRoutes }, userId, body),
+			answer: (data: CreatedPlan) => ({ status: 200, payload: { message: `Content plan of ${data.total_pages} pages generated.`, data } }),
+		};
 	});
 }

@@ -1,11 +1,9 @@
 import type { Router } from 'express';
 import { useConfig } from '../../config/config.ts';
 import { importContentPlanRoute } from '../../contracts/plans.ts';
-import { mountRoute } from '../../http/mount-route.ts';
+import { mountIdempotentRoute } from '../../http/mount-route.ts';
 import { parseRequest } from '../../http/parse-request.ts';
-import { requireUser } from '../../http/request-input.ts';
-import { respond } from '../../http/respond.ts';
-import { importPlan } from '../../plan/import-plan.ts';
+import { importPlan, type ImportResult } from '../../plan/import-plan.ts';
 import { libraryFileOpener } from '../../plan/library-file.ts';
 import type { ServiceContext } from '../../shared/services.ts';
 import { siteRoutesReader } from '../../sitemap/site-routes.ts';
@@ -20,11 +18,14 @@ export function registerPlanImport(router: Router, context: ServiceContext): voi
 		siteRoutes: siteRoutesReader(config.sitemap, context.logger),
 		openFile: libraryFileOpener(context),
 	};
-	mountRoute(router, importContentPlanRoute, async (req, res) => {
-		const accountability = requireUser(req);
+	mountIdempotentRoute(router, importContentPlanRoute, { database: context.database, lockMs: config.leaseMs }, (req, userId) => {
 		const { body } = parseRequest(importContentPlanRoute, req);
-		const data = await importPlan(deps, accountability.user, body);
-		const skipped = data.skipped.duplicate + data.skipped.on_site + data.skipped.invalid;
-		respond(res, 200, { message: `${data.added} plan page(s) added, ${skipped} row(s) skipped; the plan has ${data.total_pages} pages.`, data });
+		return {
+			run: () => importPlan(deps, userId, body),
+			answer: (data: ImportResult) => {
+				const skipped = data.skipped.duplicate + data.skipped.on_site + data.skipped.invalid;
+				return { status: 200, payload: { message: `${data.added} plan page(s) added, ${skipped} row(s) skipped; the plan has ${data.total_pages} pages.`, data } };
+			},
+		};
 	});
 }

@@ -7,7 +7,7 @@ import {
 	publishRoute,
 	savePublishingTargetRoute,
 } from '../../contracts/publishing.ts';
-import { mountRoute } from '../../http/mount-route.ts';
+import { mountIdempotentRoute, mountRoute } from '../../http/mount-route.ts';
 import { parseRequest } from '../../http/parse-request.ts';
 import { requireUser } from '../../http/request-input.ts';
 import { respond } from '../../http/respond.ts';
@@ -42,16 +42,19 @@ export function registerPublishing(router: Router, context: ServiceContext): voi
 		await removePublishingTarget(deps, accountability.user, pseoId);
 		respond(res, 200, { message: `Publishing target of PSEO ${pseoId} removed.` });
 	});
-	mountRoute(router, publishRoute, async (req, res) => {
-		const accountability = requireUser(req);
+	mountIdempotentRoute(router, publishRoute, { database: context.database, lockMs: useConfig(context.env).leaseMs }, (req, userId) => {
 		const { body } = parseRequest(publishRoute, req);
-		const id = await startPublication(context.database, accountability.user, body);
-		kickPublications();
-		respond(res, 202, {
-			message: `Publication accepted; poll GET /pseo-endpoints/publications/${id} for progress.`,
-			publication_id: id,
-			status: 'pending',
-		});
+		return {
+			run: async () => {
+				const id = await startPublication(context.database, userId, body);
+				kickPublications();
+				return id;
+			},
+			answer: (id: number) => ({
+				status: 202,
+				payload: { message: `Publication accepted; poll GET /pseo-endpoints/publications/${id} for progress.`, publication_id: id, status: 'pending' },
+			}),
+		};
 	});
 	mountRoute(router, getPublicationRoute, async (req, res) => {
 		const accountability = requireUser(req);
