@@ -338,7 +338,7 @@ describe.skipIf(missing.length > 0)('two replicas starting at once on a database
 			name,
 			`SELECT collection, count(*)::int AS n FROM directus_collections WHERE collection LIKE 'pseo%' GROUP BY collection`,
 		);
-		expect(collections.map((row) => row.collection).sort()).toEqual(['pseo', 'pseo_generation_parts', 'pseo_generation_routes', 'pseo_generations', 'pseo_main_json', 'pseo_plan_pages', 'pseo_post_bands', 'pseo_posts', 'pseo_publications', 'pseo_publishing_targets', 'pseo_token_ledger']);
+		expect(collections.map((row) => row.collection).sort()).toEqual(['pseo', 'pseo_generation_parts', 'pseo_generation_routes', 'pseo_generations', 'pseo_idempotency_keys', 'pseo_main_json', 'pseo_plan_pages', 'pseo_post_bands', 'pseo_posts', 'pseo_publications', 'pseo_publishing_targets', 'pseo_token_ledger']);
 		expect(collections.every((row) => row.n === 1)).toBe(true);
 		const doubledFields = await query(
 			name,
@@ -349,12 +349,14 @@ describe.skipIf(missing.length > 0)('two replicas starting at once on a database
 		expect(policies.map((row) => [row.name, row.n]).sort()).toEqual([['pSEO app access', 1], ['pSEO user', 1]]);
 		const uniqueIndexes = await query<{ indexdef: string }>(
 			name,
-			`SELECT tablename, indexdef FROM pg_indexes WHERE tablename IN ('pseo_generations', 'pseo_posts', 'pseo_publications', 'pseo_publishing_targets') AND indexdef LIKE '%UNIQUE%'`,
+			`SELECT tablename, indexdef FROM pg_indexes WHERE tablename IN ('pseo_generations', 'pseo_posts', 'pseo_publications', 'pseo_publishing_targets', 'pseo_idempotency_keys') AND indexdef LIKE '%UNIQUE%'`,
 		);
 		// One active job and one active publication per website, one target per website: each index exists once.
 		expect(uniqueIndexes.filter((row) => /\(active_pseo_id\)/.test(row.indexdef)).map((row) => (row as { tablename?: string }).tablename).sort()).toEqual(['pseo_generations', 'pseo_publications']);
 		expect(uniqueIndexes.filter((row) => /pseo_publishing_targets/.test(row.indexdef) && /\(pseo_id\)/.test(row.indexdef))).toHaveLength(1);
 		expect(uniqueIndexes.filter((row) => /\(pseo_id, route\)/.test(row.indexdef))).toHaveLength(1);
+		// One row per Idempotency-Key of a user on a route.
+		expect(uniqueIndexes.filter((row) => /\(user_id, scope, idempotency_key\)/.test(row.indexdef))).toHaveLength(1);
 
 		// Each replica serves the interface: a website, a plan and a job through one, read back through the other.
 		const user = await createUser(first, { balance: 100 });

@@ -236,12 +236,14 @@ describe.each(INTERFACE_LEGS)('generation engine on %s', (leg) => {
 			expect(list.body.data).toHaveLength(50);
 			expect(list.body.data.map((job: { id: number }) => job.id)).toEqual([...ids].reverse().slice(0, 50));
 			expect(Object.keys(list.body.data[0]).sort()).toEqual(
-				['id', 'pseo_id', 'status', 'requested_count', 'created_count', 'failed_count', 'failed_routes', 'date_created', 'date_completed'].sort(),
+				['id', 'pseo_id', 'status', 'requested_count', 'created_count', 'failed_count', 'failed_routes', 'date_created', 'date_completed', 'last_error', 'attention'].sort(),
 			);
+			// Jobs that went well: no trouble on their record.
+			expect(list.body.data[0]).toMatchObject({ last_error: null, attention: false });
 			expect(list.body.data[0].date_created).toMatch(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/);
 			const one = await call(directus, 'GET', `/pseo-endpoints/generations/${ids[0]}`, { token: user.token });
 			expect(Object.keys(one.body.data).sort()).toEqual(
-				['id', 'pseo_id', 'status', 'requested_count', 'created_count', 'failed_count', 'failed_routes', 'date_created', 'date_updated', 'date_completed', 'usage'].sort(),
+				['id', 'pseo_id', 'status', 'requested_count', 'created_count', 'failed_count', 'failed_routes', 'date_created', 'date_updated', 'date_completed', 'last_error', 'attention', 'usage'].sort(),
 			);
 			const stranger = await createUser(directus);
 			expectEnvelope(await call(directus, 'GET', `/pseo-endpoints/generations/${ids[0]}`, { token: stranger.token }), 403);

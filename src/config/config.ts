@@ -53,6 +53,8 @@ export interface PseoConfig {
 	 * refunds what it has not created; default 5.
 	 */
 	providerMaxStepFailures: number;
+	/** `PSEO_METRICS_TOKEN`: the static token of the Directus user that may read GET /metrics besides admins; none by default. */
+	metricsToken: string | undefined;
 	/** `PSEO_AUTH_FAILURE_GRACE_MS`, how long a job's steps refused with 401 or 403 keep being retried, so that a key can be rotated, default 3600000. */
 	authFailureGraceMs: number;
 	/** The quality gate: `PSEO_QUALITY_MIN_WORDS` (default 300) and `PSEO_QUALITY_MAX_SIMILARITY` (default 0.8). */
@@ -106,6 +108,7 @@ export function readConfig(env: Env): PseoConfig {
 		planSitemapBudgetMs: int(env, 'PSEO_PLAN_SITEMAP_BUDGET_MS', 8000, 0),
 		providerMaxStepFailures: int(env, 'PSEO_PROVIDER_MAX_STEP_FAILURES', 5, 1),
 		authFailureGraceMs: int(env, 'PSEO_AUTH_FAILURE_GRACE_MS', 3_600_000, 0),
+		metricsToken: secretString(env, 'PSEO_METRICS_TOKEN', 16),
 		quality: {
 			minWords: int(env, 'PSEO_QUALITY_MIN_WORDS', 300, 0),
 			maxSimilarity: fraction(env, 'PSEO_QUALITY_MAX_SIMILARITY', 0.8),
@@ -150,6 +153,13 @@ function optionalString(env: Env, name: string): string | undefined {
 		throw new TypeError(`${name} must be a string, received ${JSON.stringify(value)}`);
 	}
 	return String(value);
+}
+
+/** A secret: at least `minLength` characters, so that it cannot be guessed; its value is never echoed. */
+function secretString(env: Env, name: string, minLength: number): string | undefined {
+	const value = optionalString(env, name);
+	if (value !== undefined && value.trim().length < minLength) throw new TypeError(`${name} must be at least ${minLength} characters, received ${JSON.stringify(value.replace(/./g, '*'))}`);
+	return value?.trim();
 }
 
 function optionalUrl(env: Env, name: string): string | undefined {

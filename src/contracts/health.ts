@@ -62,3 +62,22 @@ export const openApiRoute = defineRoute({
 	},
 	errors: [tokenRefusedAnyway],
 });
+
+/** GET /metrics. */
+export const metricsRoute = defineRoute({
+	method: 'get',
+	path: '/metrics',
+	operationId: 'getMetrics',
+	tag: 'Health',
+	summary: 'The service\'s figures, for Prometheus',
+	description:
+		'Counters of this instance since it started (jobs ended, pages, tokens charged and refunded, provider calls and their latency, batch parts, lease claims and takeovers, publication deliveries, quality verdicts) and gauges read from the database (unfinished jobs, jobs needing attention, batches running), in the Prometheus text format. For admins, or for the user whose static token is PSEO_METRICS_TOKEN. docs/deployment.md has a scrape configuration and alert rules.',
+	responses: {
+		200: {
+			description: 'The metrics, in the Prometheus text exposition format 0.0.4.',
+			mediaType: 'text/plain',
+			schema: named('MetricsText', z.string(), { description: 'Prometheus text exposition format, version 0.0.4.' }),
+		},
+	},
+	errors: [401, [403, 'The caller is neither an admin nor the user whose static token is PSEO_METRICS_TOKEN.']],
+});

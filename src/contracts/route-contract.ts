@@ -13,6 +13,8 @@ interface SuccessResponse {
 	description: string;
 	/** A named schema (see `named`), written as a reference in the document. */
 	schema: z.ZodType;
+	/** The body's media type; `application/json` unless said. */
+	mediaType?: string;
 }
 
 /** An error status a route can answer, alone or with what it means on this route. */

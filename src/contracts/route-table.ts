@@ -8,7 +8,7 @@ import {
 	regeneratePostRoute,
 	retryGenerationRoute,
 } from './generations.ts';
-import { healthRoute, openApiRoute } from './health.ts';
+import { healthRoute, metricsRoute, openApiRoute } from './health.ts';
 import { generateContentPlanRoute, importContentPlanRoute } from './plans.ts';
 import {
 	deletePublishingTargetRoute,
@@ -25,6 +25,7 @@ import { createWebsiteRoute } from './websites.ts';
 export const ROUTES: readonly RouteContract[] = [
 	healthRoute,
 	openApiRoute,
+	metricsRoute,
 	createWebsiteRoute,
 	onDemandGenerationRoute,
 	bulkGenerationRoute,

@@ -8,6 +8,7 @@ import { finishJob, holdsLease, LeaseLostError, readJobHead, recordOutcomes, rel
 import { walkJobRoutes } from './route-walk.ts';
 import { failJob } from './end-job.ts';
 import { providerMissing } from './step-failure.ts';
+import { batchParts } from '../metrics/metrics.ts';
 import type { JobHead } from './job-types.ts';
 import { buildPageRequest, generatePage, pageFromBatchLine } from './page-request.ts';
 import { errorMessage, type RunnerDeps } from './page-runner.ts';
@@ -113,6 +114,7 @@ export async function runBatchStep(job: JobHead, deps: RunnerDeps, settings: Bat
 		if (deps.signal.aborted) return;
 		part.status = unanswered > 0 ? 'expired' : 'ingested';
 		await setPartStatus(database, job.id, worker, part.part, part.status);
+		batchParts.inc({ state: part.status });
 		logger.info({ jobId: job.id, part: part.part, batchId: batch.id, batchStatus: batch.status, unanswered, ...timing }, 'pseo batch part ingested');
 		if (!deps.signal.aborted) await discardPartFiles(provider, batch, job.id, logger);
 	}
@@ -312,6 +314,7 @@ async function submitPart(
 		}
 		throw error;
 	}
+	batchParts.inc({ state: 'submitted' });
 	logger.info({ jobId: job.id, part: plan.part, batchId: batch.id, lines: count, bytes, resubmitOf: plan.resubmitOf }, 'pseo batch part submitted');
 	return { ...saved, status: 'running' };
 }
@@ -326,6 +329,7 @@ async function adoptPart(jobId: number, batch: BatchInfo, plan: PartPlan, deps: 
 	const resubmitOf = recorded === NEW_PART ? null : recorded !== undefined && /^\d+$/.test(recorded) ? Number(recorded) : plan.resubmitOf;
 	const adopted = { part: plan.part, route_start: start, route_end: end, batch_id: batch.id, input_file_id: null, resubmit_of: resubmitOf };
 	await savePart(deps.database, jobId, deps.worker, adopted);
+	batchParts.inc({ state: 'adopted' });
 	deps.logger.info({ jobId, part: plan.part, batchId: batch.id, routeStart: start, resubmitOf }, message);
 	return { ...adopted, status: 'running' };
 }

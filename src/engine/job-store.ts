@@ -13,6 +13,7 @@ import { indexPages } from '../quality/similarity-index.ts';
 import { markPosted } from '../plan/plan-page-store.ts';
 import type { FailedRoute, JobHead, JobMode, JobRecord } from './job-types.ts';
 import { storedStepError, type StoredStepError } from './step-failure.ts';
+import { jobsFinished, leaseClaims, pagesStored } from '../metrics/metrics.ts';
 
 /*
  * The engine's writes to jobs, posts and counters. They use Knex directly because each is an atomic conditional
@@ -124,6 +125,8 @@ export async function claimJob(knex: Knex, jobId: number, worker: string, leaseM
 
 async function tryClaim(knex: Knex, jobId: number, worker: string, leaseMs: number): Promise<boolean> {
 	const now = Date.now();
+	// Read first, for the metrics only: whether this claim takes over a lease another worker let lapse.
+	const before = (await knex(JOBS).where('id', jobId).first('status', 'lease_owner')) as { status: string; lease_owner: string | null } | undefined;
 	const updated = await knex(JOBS)
 		.where('id', jobId)
 		.andWhere((q) =>
@@ -144,6 +147,7 @@ async function tryClaim(knex: Knex, jobId: number, worker: string, leaseMs: numb
 			attempts: knex.raw('attempts + 1'),
 			date_updated: dbTimestamp(knex),
 		});
+	if (updated === 1) leaseClaims.inc({ kind: before?.status === 'running' && before.lease_owner !== null ? 'takeover' : 'claim' });
 	return updated === 1;
 }
 
@@ -315,6 +319,8 @@ export async function recordOutcomes(
 		context: { jobId: job.id, worker },
 	});
 	if (recorded.created > 0 || recorded.failed > 0) itemsChanged(JOBS, [job.id]);
+	pagesStored.inc({ outcome: job.regenerate_post_id === null ? 'created' : 'regenerated' }, recorded.created);
+	pagesStored.inc({ outcome: 'failed' }, recorded.failed);
 	return recorded;
 }
 
@@ -438,8 +444,8 @@ export async function finishJob(
 	error: string | null = null,
 	{ keepLastError = false }: { keepLastError?: boolean } = {},
 ): Promise<JobRecord['status']> {
-	const row = (await knex(JOBS).where({ id: jobId, lease_owner: worker }).first('created_count', 'requested_count')) as
-		| { created_count: number; requested_count: number }
+	const row = (await knex(JOBS).where({ id: jobId, lease_owner: worker }).first('created_count', 'requested_count', 'mode')) as
+		| { created_count: number; requested_count: number; mode: string }
 		| undefined;
 	if (!row) throw new LeaseLostError(jobId);
 	const status = Number(row.created_count) === Number(row.requested_count) ? 'completed' : 'failed';
@@ -460,6 +466,7 @@ export async function finishJob(
 		});
 	if (updated !== 1) throw new LeaseLostError(jobId);
 	itemsChanged(JOBS, [jobId]);
+	jobsFinished.inc({ mode: row.mode, status });
 	return status;
 }
 

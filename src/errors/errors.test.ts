@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import * as conflict from './conflict.ts';
 import * as forbidden from './forbidden.ts';
 import * as idempotency from './idempotency.ts';
+import * as metricsAccess from './metrics-access.ts';
 import * as insufficientTokens from './insufficient-tokens.ts';
 import * as invalidPayload from './invalid-payload.ts';
 import * as notFound from './not-found.ts';
@@ -46,6 +47,11 @@ describe('error messages', () => {
 		expect(new idempotency.IdempotencyKeyReusedError({ key: 'k' })).toMatchObject({ status: 422, code: 'PSEO_IDEMPOTENCY_KEY_REUSED' });
 		expect(idempotency.inUseMessage({ key: 'k-1' })).toContain('still being processed');
 		expect(new idempotency.IdempotencyKeyInUseError({ key: 'k' })).toMatchObject({ status: 409, code: 'PSEO_IDEMPOTENCY_KEY_IN_USE' });
+	});
+
+	it('MetricsAccessError says who may read the metrics', () => {
+		expect(metricsAccess.messageConstructor()).toBe('Only admins, and the user whose static token is PSEO_METRICS_TOKEN, may read the metrics.');
+		expect(new metricsAccess.MetricsAccessError()).toMatchObject({ status: 403, code: 'PSEO_FORBIDDEN' });
 	});
 
 	it('UnauthorizedError asks for a Bearer token', () => {

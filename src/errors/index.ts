@@ -7,3 +7,4 @@ export { NotFoundError } from './not-found.ts';
 export { ConflictError } from './conflict.ts';
 export { ProviderUnavailableError } from './provider-unavailable.ts';
 export { IdempotencyKeyInUseError, IdempotencyKeyReusedError } from './idempotency.ts';
+export { MetricsAccessError } from './metrics-access.ts';

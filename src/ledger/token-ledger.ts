@@ -1,5 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { Knex } from 'knex';
+import { tokensMoved } from '../metrics/metrics.ts';
+import { afterCommit } from '../shared/transaction.ts';
 import { InsufficientTokensError } from '../errors/index.ts';
 import { dbTimestamp, insertedId, isUniqueViolation, vendorOf } from '../shared/database.ts';
 
@@ -82,6 +84,7 @@ export async function chargeTokens(
 	if (updated === 0) {
 		throw new InsufficientTokensError({ required: amount, balance: await readBalance(trx, userId) });
 	}
+	afterCommit(trx, () => tokensMoved.inc({ kind: 'charged' }, amount));
 	return appendEntry(trx, userId, -amount, 'charge', reference);
 }
 
@@ -110,6 +113,7 @@ export async function refundTokens(
 		.update({ [BALANCE_FIELD]: trx.raw('?? + ?', [BALANCE_FIELD, amount]) });
 	const balanceAfter = await readBalance(trx, userId);
 	await trx(LEDGER_TABLE).where('id', id).update({ balance_after: balanceAfter });
+	afterCommit(trx, () => tokensMoved.inc({ kind: 'refunded' }, amount));
 	return { id, amount, balanceAfter };
 }
 

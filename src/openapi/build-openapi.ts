@@ -113,7 +113,7 @@ function errorResponses(statuses: ErrorStatus[]): Json {
 	return responses;
 }
 
-const json = (schema: Json, description: string): Json => ({ description, content: { 'application/json': { schema } } });
+const json = (schema: Json, description: string, mediaType = 'application/json'): Json => ({ description, content: { [mediaType]: { schema } } });
 
 /** What an Idempotency-Key adds to a route's errors: a 409 while its first request runs, a 422 for another body. */
 function idempotentErrors(statuses: ErrorStatus[]): ErrorStatus[] {
@@ -136,7 +136,7 @@ function operation(route: RouteContract): Json {
 	);
 	const responses: Json = {};
 	for (const [status, answer] of Object.entries(route.responses)) {
-		const response = json(schemaRef(answer.schema, `${where} ${status}`), answer.description);
+		const response = json(schemaRef(answer.schema, `${where} ${status}`), answer.description, answer.mediaType);
 		responses[status] = route.idempotent ? { ...response, headers: { 'Idempotent-Replayed': { $ref: '#/components/headers/IdempotentReplayed' } } } : response;
 	}
 	return {

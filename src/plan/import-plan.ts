@@ -8,7 +8,7 @@ import { pageFromRow, type ImportTemplate } from './import-template.ts';
 import { countPlanPages, deletePlanPages, insertPlanPages, type StoredPlanPage } from './plan-page-store.ts';
 import { bumpPlanVersion } from './plan-version.ts';
 import { completeImport, extendLock, failPlan, startPlan } from './plan-store.ts';
-import { retryConflicts } from '../shared/transaction.ts';
+import { retryConflicts, runTransaction } from '../shared/transaction.ts';
 
 /** A validated body of POST /plan/import. */
 export interface ImportRequest {
@@ -95,7 +95,7 @@ export async function importPlan(deps: ImportDeps, userId: string, request: Impo
 		const result = await retryConflicts(
 			async () => {
 				const rows = await openRows();
-				return database.transaction((trx) => storeImport(trx, rows, { request, owner, posted, onSite, config }));
+				return runTransaction(database, (trx) => storeImport(trx, rows, { request, owner, posted, onSite, config }));
 			},
 			{ logger, what: 'plan import', context: { planId, pseoId: pseo.id } },
 		);

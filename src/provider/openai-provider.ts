@@ -1,3 +1,4 @@
+import { providerCalls, providerLatency } from '../metrics/metrics.ts';
 import { createReadStream, createWriteStream } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -92,6 +93,7 @@ export function createOpenAiProvider(options: OpenAiProviderOptions): OpenAiProv
 		for (let number = 1; ; number++) {
 			if (signal?.aborted) throw toCallError({ reason: 'aborted', retryable: false }, number - 1 || 1);
 			let outcome: Attempt<T>;
+			const started = performance.now();
 			try {
 				outcome = await attempt();
 			} catch (error) {
@@ -105,6 +107,8 @@ export function createOpenAiProvider(options: OpenAiProviderOptions): OpenAiProv
 				// A timeout or reset seen after the caller aborted is the abort, not a provider fault.
 				outcome = { ok: false, failure: signal?.aborted ? { reason: 'aborted', retryable: false } : failure };
 			}
+			providerLatency.observe({ kind: op }, (performance.now() - started) / 1000);
+			providerCalls.inc({ kind: op, outcome: outcome.ok ? 'ok' : outcome.failure.reason });
 			if (outcome.ok) return outcome.value;
 			const { failure } = outcome;
 			const retry = failure.retryable && (context.mayRetry?.(failure) ?? true) && number < maxAttempts;

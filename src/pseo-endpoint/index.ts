@@ -12,6 +12,7 @@ import { registerPlanImport } from './routes/plan-import.ts';
 import { registerSitemap } from './routes/sitemap.ts';
 import { registerBalance } from './routes/balance.ts';
 import { registerOpenApi } from './routes/openapi.ts';
+import { registerMetrics } from './routes/metrics.ts';
 import { registerPublishing } from './routes/publishing.ts';
 import { kickRuntime } from '../engine/runtime-registry.ts';
 
@@ -31,6 +32,7 @@ export default defineEndpoint({
 		registerBalance(router, ctx);
 		registerPublishing(router, ctx);
 		registerOpenApi(router);
+		registerMetrics(router, ctx);
 		router.use((req, _res, next) => next(new NotFoundError({ resource: 'Route', id: `${req.method} ${req.path}` })));
 		router.use(errorHandler(ctx.logger));
 	},

@@ -2,7 +2,8 @@ import type { Knex } from 'knex';
 import { dbTimestamp, insertedId, jsonFromDb } from '../shared/database.ts';
 import type { Logger } from '../shared/logger.ts';
 import { itemsChanged } from '../shared/item-events.ts';
-import { retryConflicts } from '../shared/transaction.ts';
+import { afterCommit, retryConflicts } from '../shared/transaction.ts';
+import { publicationDeliveries } from '../metrics/metrics.ts';
 import { storedStepError, type StoredStepError } from '../engine/step-failure.ts';
 
 /*
@@ -194,6 +195,8 @@ export async function recordPostStep(trx: Knex.Transaction, publication: Publica
 		.where({ id: publication.id, lease_owner: worker, status: 'running', next_index: step.cursor, phase: publication.phase })
 		.update(changes);
 	if (updated !== 1) throw new PublicationLeaseLostError(publication.id);
+	const { outcome } = step;
+	if (outcome) afterCommit(trx, () => publicationDeliveries.inc({ target: publication.target, outcome }));
 	publication.cursor = step.cursor + 1;
 }
 

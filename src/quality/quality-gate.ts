@@ -1,3 +1,4 @@
+import { qualityVerdicts } from '../metrics/metrics.ts';
 import { setImmediate } from 'node:timers/promises';
 import type { Knex } from 'knex';
 import { bandNumbers, encodeSignature, signatureOf, similarity } from './minhash.ts';
@@ -90,7 +91,7 @@ export function createQualityGate(knex: Knex, pseoId: number, settings: QualityS
 			});
 			const stored = lookups.length > 0 ? await nearestStoredPosts(knex, pseoId, lookups) : new Map<string, { route: string; score: number }>();
 			// Each page is compared with the unsettled pages, earlier pages of this call included.
-			return mapInSlices(entries, ({ page, place }, i) => {
+			const reports = await mapInSlices(entries, ({ page, place }, i) => {
 				const issues = checkPage(page, place, settings);
 				const signature = signatures[i];
 				if (signature) {
@@ -103,6 +104,8 @@ export function createQualityGate(knex: Knex, pseoId: number, settings: QualityS
 				}
 				return { ...verdict(issues), issues, signature: signature ? encodeSignature(signature) : null };
 			});
+			for (const report of reports) qualityVerdicts.inc({ verdict: report.status });
+			return reports;
 		},
 		settle(routes) {
 			for (const route of routes) unsettled.remove(route);

@@ -60,5 +60,30 @@ export async function retryConflicts<T>(work: () => Promise<T>, options: RetryOp
 
 /** `knex.transaction(work)`, run again from the start on a deadlock or serialization failure (see above). */
 export function transact<T>(knex: Knex, work: (trx: Knex.Transaction) => Promise<T>, options: RetryOptions): Promise<T> {
-	return retryConflicts(() => knex.transaction(work), options);
+	return retryConflicts(() => runTransaction(knex, work), options);
+}
+
+const afterCommitEffects = new WeakMap<Knex.Transaction, (() => void)[]>();
+
+/**
+ * Runs `effect` once `trx` has committed, never when it rolls back or runs again: for figures that count committed
+ * work (metrics). A `trx` that is no transaction runs it at once. Effects run only for transactions begun with
+ * `runTransaction` or `transact`.
+ */
+export function afterCommit(trx: Knex | Knex.Transaction, effect: () => void): void {
+	if (!(trx as Knex.Transaction).isTransaction) return effect();
+	const effects = afterCommitEffects.get(trx as Knex.Transaction);
+	if (effects) effects.push(effect);
+	else afterCommitEffects.set(trx as Knex.Transaction, [effect]);
+}
+
+/** `knex.transaction(work)`, then the effects its work registered with `afterCommit`. */
+export async function runTransaction<T>(knex: Knex, work: (trx: Knex.Transaction) => Promise<T>): Promise<T> {
+	let current: Knex.Transaction | undefined;
+	const result = await knex.transaction((trx) => {
+		current = trx;
+		return work(trx);
+	});
+	for (const effect of (current && afterCommitEffects.get(current)) ?? []) effect();
+	return result;
 }

@@ -85,15 +85,15 @@ class ResponseContract {
 			pointer = response['$ref'];
 			response = this.#resolve(pointer);
 		}
-		const media = response['content']?.['application/json'];
-		if (!media) {
+		const [mediaType] = Object.keys(response['content'] ?? {});
+		if (!mediaType) {
 			if (body !== null) throw new ResponseContractError(`${label}: the document promises no body\nbody: ${excerpt(body)}`);
 			return;
 		}
-		if (!contentType?.startsWith('application/json')) {
-			throw new ResponseContractError(`${label}: content-type ${contentType}, the document promises application/json`);
+		if (!contentType?.startsWith(mediaType)) {
+			throw new ResponseContractError(`${label}: content-type ${contentType}, the document promises ${mediaType}`);
 		}
-		this.#validate(`${pointer}/content/application~1json/schema`, `${label} (${method.toUpperCase()} ${template}, response ${key})`, body);
+		this.#validate(`${pointer}/content/${pointerPart(mediaType)}/schema`, `${label} (${method.toUpperCase()} ${template}, response ${key})`, body);
 	}
 
 	#resolve(pointer: string): Json {

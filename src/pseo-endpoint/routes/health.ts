@@ -28,6 +28,7 @@ export const ENDPOINTS = [
 	'POST /publish',
 	'GET /publications/:id',
 	'GET /openapi.json',
+	'GET /metrics',
 ] as const;
 
 /** 4.1 GET / — no authentication; an admin's token adds what needs an operator. */
