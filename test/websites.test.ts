@@ -47,6 +47,7 @@ describe.each(INTERFACE_LEGS)('foundation on %s', (leg) => {
 				'POST /publish',
 				'GET /publications/:id',
 				'GET /openapi.json',
+				'GET /metrics',
 			]);
 		});
 
