@@ -13,9 +13,10 @@ import { runPages, type RunnerDeps } from './page-runner.ts';
 import type { PostReviser } from '../posts/post-revisions.ts';
 import { releaseAbandonedPlans } from '../plan/plan-store.ts';
 import { deleteExpiredKeys } from '../idempotency/idempotency-store.ts';
+import { sweepProviderFiles } from './provider-file-sweep.ts';
 
-/** How often an instance deletes expired idempotency keys. */
-const KEY_SWEEP_INTERVAL_MS = 60 * 60 * 1000;
+/** How often an instance deletes expired idempotency keys, and looks for our files left at the provider. */
+const HOUSEKEEPING_INTERVAL_MS = 60 * 60 * 1000;
 
 export interface RuntimeOptions {
 	database: Knex;
@@ -45,6 +46,9 @@ export class GenerationRuntime {
 	#releasingPlans: Promise<unknown> | null = null;
 	#stopping = false;
 	#nextKeySweep = 0;
+	/** The first look at the provider's files waits an hour: a restart loop must not list them at every start. */
+	#nextFileSweep = Date.now() + HOUSEKEEPING_INTERVAL_MS;
+	#sweepingFiles = false;
 
 	constructor(options: RuntimeOptions) {
 		this.#options = options;
@@ -59,6 +63,7 @@ export class GenerationRuntime {
 			this.kick();
 			this.#releaseAbandonedPlans();
 			this.#forgetExpiredKeys();
+			this.#sweepProviderFiles();
 		};
 		this.#timer = setInterval(tick, this.#options.config.sweepIntervalMs);
 		this.#timer.unref();
@@ -83,11 +88,25 @@ export class GenerationRuntime {
 	#forgetExpiredKeys(): void {
 		const now = Date.now();
 		if (this.#stopping || now < this.#nextKeySweep) return;
-		this.#nextKeySweep = now + KEY_SWEEP_INTERVAL_MS;
+		this.#nextKeySweep = now + HOUSEKEEPING_INTERVAL_MS;
 		const { database, logger } = this.#options;
 		deleteExpiredKeys(database, now)
 			.then((deleted) => deleted > 0 && logger.debug({ deleted }, 'pseo: expired idempotency keys deleted'))
 			.catch((error: unknown) => logger.warn({ err: error }, 'pseo: expired idempotency keys could not be deleted; the next sweep tries again'));
+	}
+
+	/** Our uploads of ended jobs left at the provider (provider-file-sweep.ts), looked for once an hour. */
+	#sweepProviderFiles(): void {
+		const now = Date.now();
+		const { database, logger, provider } = this.#options;
+		if (this.#stopping || this.#sweepingFiles || now < this.#nextFileSweep || 'unavailable' in provider) return;
+		this.#nextFileSweep = now + HOUSEKEEPING_INTERVAL_MS;
+		this.#sweepingFiles = true;
+		sweepProviderFiles(database, provider, logger, now)
+			.catch((error: unknown) => logger.warn({ err: error }, 'pseo: the files left at the provider could not be listed; the next sweep tries again'))
+			.finally(() => {
+				this.#sweepingFiles = false;
+			});
 	}
 
 	/** Looks for claimable jobs now (after a trigger, say) instead of at the next tick. */

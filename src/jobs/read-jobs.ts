@@ -41,6 +41,15 @@ function toRecord(row: Record<string, unknown>, fields: string[], failed: Failed
 	return record;
 }
 
+/**
+ * The failed routes of the jobs of `rows`, read only for the jobs that count any: a job is polled every second or
+ * so while it runs, and most never fail a page, so the usual poll costs no read of the route rows.
+ */
+async function failedRoutesOfJobs(context: ServiceContext, rows: readonly Record<string, unknown>[]): Promise<Map<number, FailedRoute[]>> {
+	const failing = rows.filter((row) => Number(row['failed_count'] ?? 0) > 0).map((row) => Number(row['id']));
+	return failing.length > 0 ? failedRoutesOf(context.database, failing) : new Map();
+}
+
 function itemsService(context: ServiceContext, accountability: Accountability, schema: SchemaOverview) {
 	return new context.services.ItemsService(JOBS, { accountability, schema, knex: context.database });
 }
@@ -67,8 +76,8 @@ export async function getGeneration(
 	const row = await readOwnedRow(context, accountability, schema, { collection: JOBS, id, fields: [...stored(RECORD_FIELDS), ...USAGE_FIELDS] }, () =>
 		requireOwnedGeneration(context, id, accountability.user),
 	);
-	const failed = (await failedRoutesOf(context.database, [id])).get(id) ?? [];
-	return { ...toRecord(row, RECORD_FIELDS, failed), usage: usageOf(row) };
+	const failed = await failedRoutesOfJobs(context, [row]);
+	return { ...toRecord(row, RECORD_FIELDS, failed.get(id) ?? []), usage: usageOf(row) };
 }
 
 /** 4.7: the caller's 50 newest jobs of a website, newest first. */
@@ -85,9 +94,6 @@ export async function listGenerations(
 		limit: 50,
 		fields: stored(LIST_FIELDS),
 	})) as Record<string, unknown>[];
-	const failed = await failedRoutesOf(
-		context.database,
-		rows.map((row) => Number(row['id'])),
-	);
+	const failed = await failedRoutesOfJobs(context, rows);
 	return rows.map((row) => toRecord(row, LIST_FIELDS, failed.get(Number(row['id'])) ?? []));
 }

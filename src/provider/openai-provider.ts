@@ -15,7 +15,7 @@ import { ProviderCallError } from './provider-call-error.ts';
 import { classifyError, redact, toCallError } from './provider-failure.ts';
 import type { ProviderFailure } from './provider-failure.ts';
 import { readCompletionContent } from './read-completion.ts';
-import { readUsage, type BatchInfo, type BatchStatus, type JsonCompletionRequest, type OpenAiProvider } from './types.ts';
+import { readUsage, type BatchInfo, type BatchStatus, type JsonCompletionRequest, type OpenAiProvider, type ProviderFile } from './types.ts';
 
 export interface OpenAiProviderOptions {
 	/** `OPENAI_API_KEY`. Without it every call fails at once with `OPENAI_API_KEY is not set`, before any network use. */
@@ -282,6 +282,21 @@ export function createOpenAiProvider(options: OpenAiProviderOptions): OpenAiProv
 				// Already gone (deleted before, or expired): what was asked for holds.
 				if (error instanceof ProviderCallError && error.status === 404) return;
 				throw error;
+			}
+		},
+
+		async *listBatchFiles(): AsyncGenerator<ProviderFile> {
+			const api = requireClient();
+			let after: string | undefined;
+			for (;;) {
+				const page = await withRetries({ op: 'list_files', logContext: { after } }, async () => ({
+					ok: true as const,
+					value: await api.files.list({ purpose: 'batch', order: 'asc', limit: LIST_PAGE_SIZE, ...(after !== undefined ? { after } : {}) }),
+				}));
+				for (const file of page.data) yield { id: file.id, filename: file.filename, createdAt: file.created_at };
+				const last = page.data.at(-1)?.id;
+				if (!page.has_more || last === undefined) return;
+				after = last;
 			}
 		},
 

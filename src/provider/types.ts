@@ -79,6 +79,14 @@ export interface BatchInfo {
 	createdAt: number | null;
 }
 
+/** A file the provider holds. */
+export interface ProviderFile {
+	id: string;
+	filename: string;
+	/** Unix seconds. */
+	createdAt: number;
+}
+
 /** Batch API operations (`/v1/files` + `/v1/batches`) of an OpenAI-compatible provider. */
 interface BatchProvider {
 	/** One JSONL line for `/v1/chat/completions` with the same body as a direct {@link JsonProvider.completeJson} call. */
@@ -94,6 +102,8 @@ interface BatchProvider {
 	cancelBatch(id: string): Promise<BatchInfo>;
 	/** Deletes a file; resolves as well when the provider no longer has it. Not retried except on 429. */
 	deleteFile(fileId: string): Promise<void>;
+	/** The files of `purpose: 'batch'` the provider holds for this key, a page at a time, oldest first. */
+	listBatchFiles(): AsyncIterable<ProviderFile>;
 	/** The non-empty lines of a file, streamed: memory stays bounded by the longest line. */
 	streamFileLines(fileId: string): AsyncIterable<string>;
 }

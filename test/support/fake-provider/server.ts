@@ -152,7 +152,14 @@ class FakeProviderServer implements FakeProvider {
 		this.#routes = [
 			{ method: 'POST', pattern: /^\/v1\/chat\/completions$/, handler: (c) => this.#chat(c) },
 			{ method: 'POST', pattern: /^\/v1\/files$/, handler: (c) => this.#uploadFile(c) },
-			{ method: 'GET', pattern: /^\/v1\/files$/, handler: ({ res }) => sendJson(res, 200, { object: 'list', data: this.#files.list(), has_more: false }) },
+			{
+				method: 'GET',
+				pattern: /^\/v1\/files$/,
+				handler: ({ res, query }) => {
+					const purpose = query.get('purpose');
+					sendJson(res, 200, { object: 'list', data: this.#files.list().filter((file) => !purpose || file.purpose === purpose), has_more: false });
+				},
+			},
 			{ method: 'GET', pattern: new RegExp(`^/v1/files/${ID}$`), handler: (c) => this.#getFile(c) },
 			{ method: 'DELETE', pattern: new RegExp(`^/v1/files/${ID}$`), handler: (c) => this.#deleteFile(c) },
 			{ method: 'GET', pattern: new RegExp(`^/v1/files/${ID}/content$`), handler: (c) => this.#fileContent(c) },
