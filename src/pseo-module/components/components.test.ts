@@ -5,6 +5,9 @@ import { describe, expect, it } from 'vitest';
 import CostPreview from './cost-preview.vue';
 import JobProgress from './job-progress.vue';
 import JobTrouble from './job-trouble.vue';
+import GenerateTab from './generate-tab.vue';
+import { ref } from 'vue';
+import { WORKSPACE } from '../lib/workspace.ts';
 import MarkdownReader from './markdown-reader.vue';
 import WebsiteForm from './website-form.vue';
 
@@ -59,6 +62,41 @@ describe('job-trouble', () => {
 		expect(wrapper.get('[data-test="job-trouble"]').text()).toContain('Its last error before it ended: Provider rejected the request (HTTP 400): unknown model');
 		await wrapper.setProps({ job: { status: 'completed', attention: false, last_error: null } });
 		expect(wrapper.find('[data-test="job-trouble"]').exists()).toBe(false);
+	});
+});
+
+describe('generate-tab', () => {
+	const rates = { token_per_page: 10, token_per_batch_page: 5, token_per_main_json: 20 };
+	function mountTab(balance: number) {
+		const triggered: unknown[][] = [];
+		const workspace = {
+			api: { trigger: async (...args: unknown[]) => (triggered.push(args), { generation_id: 7 }) },
+			pseoId: ref(3),
+			website: ref(null),
+			balance: ref(balance),
+			rates: ref(rates),
+			refreshBalance: async () => {},
+			showTab: () => {},
+			live: () => null,
+		};
+		const stubs = { ...global.stubs, 'native-field': defineComponent({ props: { id: String }, setup: () => () => h('input') }) };
+		return { wrapper: mount(GenerateTab, { global: { stubs, provide: { [WORKSPACE as symbol]: workspace } } }), workspace, triggered };
+	}
+
+	it('disables Start with the reason beside it when the balance does not cover the price, and enables it once it does', async () => {
+		const { wrapper, workspace, triggered } = mountTab(20);
+		// Ten bulk pages at 5 tokens: 50, against a balance of 20.
+		const start = wrapper.get('[data-test="start-job"]');
+		expect(start.attributes('disabled')).toBeDefined();
+		expect(wrapper.get('[data-test="start-blocked"]').text()).toContain('Start needs 30 more tokens');
+		await start.trigger('click');
+		expect(triggered).toEqual([]);
+		workspace.balance.value = 50;
+		await wrapper.vm.$nextTick();
+		expect(wrapper.find('[data-test="start-blocked"]').exists()).toBe(false);
+		expect(wrapper.get('[data-test="start-job"]').attributes('disabled')).toBeUndefined();
+		await wrapper.get('[data-test="start-job"]').trigger('click');
+		expect(triggered).toEqual([['bulk', 3, 10]]);
 	});
 });
 
