@@ -127,6 +127,19 @@ describe('website-form', () => {
 		await wrapper.get('button').trigger('click');
 		expect(wrapper.emitted('submit')).toEqual([[{ website_url: 'https://example.com', master_prompt: 'Friendly, precise pages for homeowners.', website_software: 'wordpress' }]]);
 	});
+
+	it('binds every label to its field, the master prompt\'s text area included, so that a screen reader names it', () => {
+		const wrapper = mount(WebsiteForm, { global });
+		const labels = wrapper.findAll('label');
+		expect(labels.length).toBeGreaterThanOrEqual(3);
+		for (const label of labels) {
+			const target = wrapper.find(`#${label.attributes('for')}`);
+			expect(target.exists(), label.text()).toBe(true);
+			expect(['INPUT', 'TEXTAREA', 'SELECT'], label.text()).toContain(target.element.tagName);
+		}
+		// The app's own text area kept the id on a wrapper; the module's native one carries it on the text area itself.
+		expect(wrapper.get('#pseo-master-prompt').element.tagName).toBe('TEXTAREA');
+	});
 });
 
 describe('markdown-reader', () => {
