@@ -83,13 +83,17 @@ describeOnVendors('job store', (database) => {
 		for (const id of [leased, lapsed, waiting]) expect(await claimJob(knex, id, 'holder', LEASE_MS, silentLogger)).toBe(true);
 		await lapse(lapsed);
 		await releaseJob(knex, waiting, 'holder', Date.now() + 60_000);
-		const claimable = new Set(await findClaimable(knex, Date.now(), 10_000));
+		const found = await findClaimable(knex, Date.now(), 10_000);
+		const claimable = new Set(found.map((job) => job.id));
 		expect(claimable.has(pending)).toBe(true);
+		// A lapsed lease is a takeover of another worker's job; a pending job is not.
+		expect(found.find((job) => job.id === lapsed)?.takeover).toBe(true);
+		expect(found.find((job) => job.id === pending)?.takeover).toBe(false);
 		expect(claimable.has(lapsed)).toBe(true);
 		expect(claimable.has(leased)).toBe(false);
 		expect(claimable.has(waiting)).toBe(false);
 		// Due once its poll time has come.
-		expect(new Set(await findClaimable(knex, Date.now() + 61_000, 10_000)).has(waiting)).toBe(true);
+		expect(new Set((await findClaimable(knex, Date.now() + 61_000, 10_000)).map((job) => job.id)).has(waiting)).toBe(true);
 		expect(await claimJob(knex, waiting, 'other', LEASE_MS, silentLogger)).toBe(false);
 	});
 

@@ -13,7 +13,7 @@ import { indexPages } from '../quality/similarity-index.ts';
 import { markPosted } from '../plan/plan-page-store.ts';
 import type { FailedRoute, JobHead, JobMode, JobRecord } from './job-types.ts';
 import { storedStepError, type StoredStepError } from './step-failure.ts';
-import { jobsFinished, leaseClaims, pagesStored } from '../metrics/metrics.ts';
+import { jobsFinished, pagesStored } from '../metrics/metrics.ts';
 
 /*
  * The engine's writes to jobs, posts and counters. They use Knex directly because each is an atomic conditional
@@ -97,8 +97,14 @@ export class LeaseLostError extends Error {
 	}
 }
 
-/** Ids of jobs that may be claimed now: pending ones, and running ones whose lease lapsed and that are due. */
-export async function findClaimable(knex: Knex, now: number, limit: number): Promise<number[]> {
+/** A job that may be claimed now; `takeover` when another worker held it and let its lease lapse. */
+export interface ClaimableJob {
+	id: number;
+	takeover: boolean;
+}
+
+/** Jobs that may be claimed now: pending ones, and running ones whose lease lapsed and that are due. */
+export async function findClaimable(knex: Knex, now: number, limit: number): Promise<ClaimableJob[]> {
 	const rows = (await knex(JOBS)
 		.where('status', 'pending')
 		.orWhere((q) =>
@@ -109,8 +115,8 @@ export async function findClaimable(knex: Knex, now: number, limit: number): Pro
 		)
 		.orderBy('id')
 		.limit(limit)
-		.select('id')) as { id: number }[];
-	return rows.map((row) => Number(row.id));
+		.select('id', 'status', 'lease_owner')) as { id: number; status: string; lease_owner: string | null }[];
+	return rows.map((row) => ({ id: Number(row.id), takeover: row.status === 'running' && row.lease_owner !== null }));
 }
 
 /**
@@ -125,8 +131,6 @@ export async function claimJob(knex: Knex, jobId: number, worker: string, leaseM
 
 async function tryClaim(knex: Knex, jobId: number, worker: string, leaseMs: number): Promise<boolean> {
 	const now = Date.now();
-	// Read first, for the metrics only: whether this claim takes over a lease another worker let lapse.
-	const before = (await knex(JOBS).where('id', jobId).first('status', 'lease_owner')) as { status: string; lease_owner: string | null } | undefined;
 	const updated = await knex(JOBS)
 		.where('id', jobId)
 		.andWhere((q) =>
@@ -147,7 +151,6 @@ async function tryClaim(knex: Knex, jobId: number, worker: string, leaseMs: numb
 			attempts: knex.raw('attempts + 1'),
 			date_updated: dbTimestamp(knex),
 		});
-	if (updated === 1) leaseClaims.inc({ kind: before?.status === 'running' && before.lease_owner !== null ? 'takeover' : 'claim' });
 	return updated === 1;
 }
 

@@ -14,6 +14,7 @@ import type { PostReviser } from '../posts/post-revisions.ts';
 import { releaseAbandonedPlans } from '../plan/plan-store.ts';
 import { deleteExpiredKeys } from '../idempotency/idempotency-store.ts';
 import { sweepProviderFiles } from './provider-file-sweep.ts';
+import { leaseClaims } from '../metrics/metrics.ts';
 
 /** How often an instance deletes expired idempotency keys, and looks for our files left at the provider. */
 const HOUSEKEEPING_INTERVAL_MS = 60 * 60 * 1000;
@@ -124,10 +125,13 @@ export class GenerationRuntime {
 		const free = this.#maxJobs - this.#owned.size;
 		if (free <= 0) return;
 		const candidates = await findClaimable(database, Date.now(), free * 2);
-		for (const jobId of candidates) {
+		for (const { id: jobId, takeover } of candidates) {
 			if (this.#stopping || this.#owned.size >= this.#maxJobs) return;
 			if (this.#owned.has(jobId)) continue;
-			if (await claimJob(database, jobId, this.worker, config.leaseMs, this.#options.logger)) this.#run(jobId);
+			if (!(await claimJob(database, jobId, this.worker, config.leaseMs, this.#options.logger))) continue;
+			// What the sweep read of the job says whether it was a lapsed lease: the metric costs no statement of its own.
+			leaseClaims.inc({ kind: takeover ? 'takeover' : 'claim' });
+			this.#run(jobId);
 		}
 	}
 

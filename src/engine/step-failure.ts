@@ -70,10 +70,14 @@ export function nextStepError(
 	settings: StepFailureSettings,
 ): { record: StoredStepError; fail: boolean } {
 	const failure = classifyStepFailure(error);
-	const since = previous?.since ?? now;
-	const record: StoredStepError = { code: failure.code, message: failure.message, at: new Date(now).toISOString(), attempts: (previous?.attempts ?? 0) + 1, since };
-	const graceOver = !failure.auth || now - since >= settings.authFailureGraceMs;
+	const record = countFailure(previous, failure, now);
+	const graceOver = !failure.auth || now - record.since >= settings.authFailureGraceMs;
 	return { record, fail: failure.permanent && graceOver && record.attempts >= settings.providerMaxStepFailures };
+}
+
+/** The streak of failures after one more: the latest failure's code and message, and the streak's count and start. */
+function countFailure(previous: StoredStepError | null, failure: Pick<ClassifiedFailure, 'code' | 'message'>, now: number): StoredStepError {
+	return { code: failure.code, message: failure.message, at: new Date(now).toISOString(), attempts: (previous?.attempts ?? 0) + 1, since: previous?.since ?? now };
 }
 
 /** A stored record as the interface shows it. */
@@ -100,7 +104,7 @@ export function storedStepError(value: unknown): StoredStepError | null {
 
 /** The trouble of a job that fails at its first step: there is no provider to call at all (no API key). */
 export function providerMissing(message: string, now: number): StoredStepError {
-	return { code: 'missing_api_key', message, at: new Date(now).toISOString(), attempts: 1, since: now };
+	return countFailure(null, { code: 'missing_api_key', message }, now);
 }
 
 /** The longest wait between two failed steps of a job, unless its poll interval is longer. */
@@ -116,13 +120,15 @@ export function stepRetryDelay(pollIntervalMs: number, attempts: number): number
 	return Math.min(doubled, Math.max(MAX_RETRY_DELAY_MS, pollIntervalMs));
 }
 
-/** The trouble fields of a job's or a publication's row, as the interface shows them. */
-export function troubleView(row: Record<string, unknown>): { last_error: StepError | null; attention: boolean } {
-	const attention = row['attention'];
-	return { last_error: publicStepError(storedStepError(row['last_error'])), attention: attention === true || attention === 1 || attention === '1' };
+/** The columns of a job's or a publication's trouble. */
+export const TROUBLE_FIELDS: readonly string[] = ['last_error', 'attention'];
+
+/** One of TROUBLE_FIELDS as the interface shows it, from its column's value (a boolean is 1 or '1' on some vendors). */
+export function troubleValue(field: string, value: unknown): StepError | null | boolean {
+	return field === 'last_error' ? publicStepError(storedStepError(value)) : value === true || value === 1 || value === '1';
 }
 
 /** A failed step of a publication: it has no provider, so it is named only as internal (its log has the rest). */
 export function nextInternalError(previous: StoredStepError | null, now: number): StoredStepError {
-	return nextStepError(previous, null, now, { providerMaxStepFailures: Number.MAX_SAFE_INTEGER, authFailureGraceMs: 0 }).record;
+	return countFailure(previous, classifyStepFailure(null), now);
 }

@@ -4,7 +4,7 @@ import type { FailedRoute } from '../engine/job-types.ts';
 import { ForbiddenError, NotFoundError } from '../errors/index.ts';
 import { isoFromDb } from '../shared/database.ts';
 import { failedRoutesOf } from '../engine/job-route-store.ts';
-import { troubleView } from '../engine/step-failure.ts';
+import { TROUBLE_FIELDS, troubleValue } from '../engine/step-failure.ts';
 import type { ServiceContext } from '../shared/services.ts';
 import { readOwnedRow } from '../shared/read-owned-row.ts';
 import { requireOwnedPseo } from '../websites/ownership.ts';
@@ -15,7 +15,6 @@ import { readWebsite } from '../websites/website-store.ts';
  * from the job's route rows.
  */
 const INTERFACE_FIELDS = ['id', 'pseo_id', 'status', 'requested_count', 'created_count', 'failed_count', 'failed_routes', 'date_created', 'date_completed'];
-const TROUBLE_FIELDS = ['last_error', 'attention'];
 const LIST_FIELDS = [...INTERFACE_FIELDS, ...TROUBLE_FIELDS];
 const RECORD_FIELDS = [...INTERFACE_FIELDS.slice(0, 8), 'date_updated', 'date_completed', ...TROUBLE_FIELDS];
 const stored = (fields: string[]) => fields.filter((field) => field !== 'failed_routes');
@@ -33,7 +32,7 @@ function toRecord(row: Record<string, unknown>, fields: string[], failed: Failed
 	for (const field of fields) {
 		const value = row[field];
 		if (field === 'failed_routes') record[field] = failed;
-		else if (field === 'last_error' || field === 'attention') Object.assign(record, { [field]: troubleView(row)[field] });
+		else if (TROUBLE_FIELDS.includes(field)) record[field] = troubleValue(field, value);
 		else if (field.startsWith('date_')) record[field] = isoFromDb(value);
 		else if (field === 'status') record[field] = value;
 		else record[field] = value === null || value === undefined ? value : Number(value);

@@ -4,7 +4,7 @@ import type { Logger } from '../shared/logger.ts';
 import { itemsChanged } from '../shared/item-events.ts';
 import { afterCommit, retryConflicts } from '../shared/transaction.ts';
 import { publicationDeliveries } from '../metrics/metrics.ts';
-import { storedStepError, type StoredStepError } from '../engine/step-failure.ts';
+import { storedStepError, TROUBLE_FIELDS, type StoredStepError } from '../engine/step-failure.ts';
 
 /*
  * The owner of `pseo_publications`: durable publishing jobs, claimed and leased like generations so that one
@@ -243,7 +243,6 @@ export const PUBLICATIONS_VIEW_FIELDS = [
 	'failed_posts',
 	'date_created',
 	'date_completed',
-	'last_error',
-	'attention',
-] as const;
+	...TROUBLE_FIELDS,
+];
 

@@ -10,7 +10,7 @@ import { readOwnedRow } from '../shared/read-owned-row.ts';
 import type { Accountability, SchemaOverview } from '@directus/types';
 import type { PostStatus } from './publishing-target.ts';
 import { readTarget } from './target-store.ts';
-import { troubleView } from '../engine/step-failure.ts';
+import { TROUBLE_FIELDS, troubleValue } from '../engine/step-failure.ts';
 
 /** A validated body of POST /publish. */
 export interface PublishRequest {
@@ -70,7 +70,7 @@ export async function getPublication(
 	for (const field of PUBLICATIONS_VIEW_FIELDS) {
 		const value = row[field];
 		if (field === 'failed_posts') view[field] = jsonFromDb(value, []);
-		else if (field === 'last_error' || field === 'attention') Object.assign(view, { [field]: troubleView(row)[field] });
+		else if (TROUBLE_FIELDS.includes(field)) view[field] = troubleValue(field, value);
 		else if (field.startsWith('date_')) view[field] = isoFromDb(value);
 		else if (field === 'status' || field === 'target') view[field] = value;
 		else view[field] = value === null || value === undefined ? value : Number(value);
