@@ -4,7 +4,7 @@ import { defineComponent, h } from 'vue';
 import { describe, expect, it } from 'vitest';
 import CostPreview from './cost-preview.vue';
 import JobProgress from './job-progress.vue';
-import JobTrouble from './job-trouble.vue';
+import TroubleNotice from './trouble-notice.vue';
 import GenerateTab from './generate-tab.vue';
 import { ref } from 'vue';
 import { WORKSPACE } from '../lib/workspace.ts';
@@ -49,19 +49,19 @@ describe('job-progress', () => {
 	});
 });
 
-describe('job-trouble', () => {
+describe('trouble-notice', () => {
 	const lastError = { code: 'bad_request', message: 'Provider rejected the request (HTTP 400): unknown model', at: '2026-01-31T09:30:00.000Z', attempts: 3 };
 	it('says what keeps failing while the job is in trouble, its last error once it has ended, and nothing while all is well', async () => {
-		const wrapper = mount(JobTrouble, { props: { job: { status: 'running', attention: true, last_error: lastError } }, global });
-		const notice = wrapper.get('[data-test="job-trouble"]');
+		const wrapper = mount(TroubleNotice, { props: { record: { status: 'running', attention: true, last_error: lastError } }, global });
+		const notice = wrapper.get('[data-test="trouble"]');
 		expect(notice.classes()).toContain('warning');
 		expect(notice.text()).toContain('Its last 3 steps failed; it is tried again.');
 		expect(notice.text()).toContain('unknown model');
-		await wrapper.setProps({ job: { status: 'failed', attention: false, last_error: lastError } });
-		expect(wrapper.get('[data-test="job-trouble"]').classes()).toContain('danger');
-		expect(wrapper.get('[data-test="job-trouble"]').text()).toContain('Its last error before it ended: Provider rejected the request (HTTP 400): unknown model');
-		await wrapper.setProps({ job: { status: 'completed', attention: false, last_error: null } });
-		expect(wrapper.find('[data-test="job-trouble"]').exists()).toBe(false);
+		await wrapper.setProps({ record: { status: 'failed', attention: false, last_error: lastError } });
+		expect(wrapper.get('[data-test="trouble"]').classes()).toContain('danger');
+		expect(wrapper.get('[data-test="trouble"]').text()).toContain('Its last error before it ended: Provider rejected the request (HTTP 400): unknown model');
+		await wrapper.setProps({ record: { status: 'completed', attention: false, last_error: null } });
+		expect(wrapper.find('[data-test="trouble"]').exists()).toBe(false);
 	});
 });
 

@@ -47,6 +47,8 @@ export interface Publication {
 	unchanged_count: number;
 	failed_count: number;
 	failed_posts: { post_id: number; route: string; error: string }[];
+	last_error: Job['last_error'];
+	attention: boolean;
 }
 
 /**
