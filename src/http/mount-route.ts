@@ -1,4 +1,5 @@
 import type { Request, Response, Router } from 'express';
+import type { Accountability } from '@directus/types';
 import type { Knex } from 'knex';
 import { expressPath, type RouteContract } from '../contracts/route-contract.ts';
 import { idempotencyKeyOf, requestHash, runIdempotent, type IdempotentWork } from '../idempotency/idempotent-request.ts';
@@ -25,13 +26,13 @@ export function mountIdempotentRoute<O>(
 	router: Router,
 	contract: RouteContract,
 	options: IdempotentRouteOptions,
-	prepare: (req: Request, userId: string) => IdempotentWork<O>,
+	prepare: (req: Request, accountability: Accountability & { user: string }) => IdempotentWork<O>,
 ): void {
 	mountRoute(router, contract, async (req, res) => {
-		const { user } = requireUser(req);
+		const accountability = requireUser(req);
 		const key = idempotencyKeyOf(req.headers['idempotency-key']);
-		const work = prepare(req, user);
-		const where = key ? { userId: user, scope: `${req.method} ${req.path}`, key } : null;
+		const work = prepare(req, accountability);
+		const where = key ? { userId: accountability.user, scope: `${req.method} ${req.path}`, key } : null;
 		const sent = await runIdempotent({ knex: options.database, where, hash: requestHash(req.body), lockMs: options.lockMs, envelope: successBody }, work);
 		if (sent.replayed) res.setHeader('Idempotent-Replayed', 'true');
 		res.status(sent.status).json(sent.body);

@@ -33,8 +33,7 @@ export function registerGenerations(router: Router, context: ServiceContext, not
 		respond(res, 200, { data });
 	});
 	const keyed = { database: context.database, lockMs: config.leaseMs };
-	mountIdempotentRoute(router, cancelGenerationRoute, keyed, (req) => {
-		const accountability = requireUser(req);
+	mountIdempotentRoute(router, cancelGenerationRoute, keyed, (req, accountability) => {
 		const { id } = parseRequest(cancelGenerationRoute, req).params;
 		return {
 			run: async () => {
@@ -45,7 +44,7 @@ export function registerGenerations(router: Router, context: ServiceContext, not
 			answer: (data: Record<string, unknown>) => ({ status: 200, payload: { message: `Generation ${id} was cancelled; every page it had not created is refunded.`, data } }),
 		};
 	});
-	mountIdempotentRoute(router, retryGenerationRoute, keyed, (req, userId) => {
+	mountIdempotentRoute(router, retryGenerationRoute, keyed, (req, { user: userId }) => {
 		const { id } = parseRequest(retryGenerationRoute, req).params;
 		return {
 			run: async () => {

@@ -13,7 +13,7 @@ export function registerMainJson(router: Router, context: ServiceContext): void 
 	const config = useConfig(context.env);
 	const siteRoutes = siteRoutesReader(config.sitemap, context.logger);
 	// A plan takes minutes: its key is held for as long as a plan may lock its user (PSEO_PLAN_LOCK_MS).
-	mountIdempotentRoute(router, generateContentPlanRoute, { database: context.database, lockMs: config.planLockMs }, (req, userId) => {
+	mountIdempotentRoute(router, generateContentPlanRoute, { database: context.database, lockMs: config.planLockMs }, (req, { user: userId }) => {
 		const { body } = parseRequest(generateContentPlanRoute, req);
 		return {
 			run: () => createPlan({ database: context.database, logger: context.logger, config, provider: providerFor(config, context.logger), siteRoutes }, userId, body),

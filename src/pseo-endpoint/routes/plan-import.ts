@@ -18,7 +18,7 @@ export function registerPlanImport(router: Router, context: ServiceContext): voi
 		siteRoutes: siteRoutesReader(config.sitemap, context.logger),
 		openFile: libraryFileOpener(context),
 	};
-	mountIdempotentRoute(router, importContentPlanRoute, { database: context.database, lockMs: config.leaseMs }, (req, userId) => {
+	mountIdempotentRoute(router, importContentPlanRoute, { database: context.database, lockMs: config.leaseMs }, (req, { user: userId }) => {
 		const { body } = parseRequest(importContentPlanRoute, req);
 		return {
 			run: () => importPlan(deps, userId, body),

@@ -11,7 +11,7 @@ import type { JobNotifier } from './triggers.ts';
 /** POST /posts/:id/regenerate: a new version of one page, as an on-demand job. */
 export function registerPosts(router: Router, context: ServiceContext, notify: JobNotifier): void {
 	const config = useConfig(context.env);
-	mountIdempotentRoute(router, regeneratePostRoute, { database: context.database, lockMs: config.leaseMs }, (req, userId) => {
+	mountIdempotentRoute(router, regeneratePostRoute, { database: context.database, lockMs: config.leaseMs }, (req, { user: userId }) => {
 		const { params, body } = parseRequest(regeneratePostRoute, req);
 		const { id } = params;
 		return {

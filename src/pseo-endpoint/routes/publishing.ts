@@ -42,7 +42,7 @@ export function registerPublishing(router: Router, context: ServiceContext): voi
 		await removePublishingTarget(deps, accountability.user, pseoId);
 		respond(res, 200, { message: `Publishing target of PSEO ${pseoId} removed.` });
 	});
-	mountIdempotentRoute(router, publishRoute, { database: context.database, lockMs: useConfig(context.env).leaseMs }, (req, userId) => {
+	mountIdempotentRoute(router, publishRoute, { database: context.database, lockMs: useConfig(context.env).leaseMs }, (req, { user: userId }) => {
 		const { body } = parseRequest(publishRoute, req);
 		return {
 			run: async () => {

@@ -15,7 +15,7 @@ export type JobNotifier = () => void;
 export function registerTriggers(router: Router, context: ServiceContext, notify: JobNotifier): void {
 	const config = useConfig(context.env);
 	const trigger = (mode: JobMode, contract: typeof onDemandGenerationRoute | typeof bulkGenerationRoute) =>
-		mountIdempotentRoute(router, contract, { database: context.database, lockMs: config.leaseMs }, (req, userId) => {
+		mountIdempotentRoute(router, contract, { database: context.database, lockMs: config.leaseMs }, (req, { user: userId }) => {
 			const { pseo_id: pseoId, post_count: postCount } = parseRequest(contract, req).body;
 			const rate = mode === 'on_demand' ? config.tokenPerPage : config.tokenPerBatchPage;
 			return {
