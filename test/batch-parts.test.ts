@@ -29,6 +29,23 @@ async function providerFiles(fake: FakeProvider): Promise<unknown[]> {
 	return ((await res.json()) as { data: unknown[] }).data;
 }
 
+/** Uploads one JSONL line straight to the provider, as a file left there by someone; resolves to its id. */
+async function uploadToProvider(fake: FakeProvider, filename: string): Promise<string> {
+	const form = new FormData();
+	form.append('purpose', 'batch');
+	form.append('file', new Blob([`${JSON.stringify({ custom_id: '/x', method: 'POST', url: '/v1/chat/completions', body: {} })}\n`]), filename);
+	const res = await fetch(`${fake.url}/files`, { method: 'POST', headers: { authorization: 'Bearer test-key' }, body: form });
+	expect(res.status).toBe(200);
+	return ((await res.json()) as { id: string }).id;
+}
+
+/** A batch as the provider reports it. */
+async function providerBatch(fake: FakeProvider, id: string): Promise<{ status: string; request_counts: { completed: number } }> {
+	const res = await fetch(`${fake.url}/batches/${id}`, { headers: { authorization: 'Bearer test-key' } });
+	expect(res.status).toBe(200);
+	return (await res.json()) as { status: string; request_counts: { completed: number } };
+}
+
 describe.each(LEGS)('bulk jobs in parts on %s', (leg) => {
 	describe.skipIf(!legAvailable(leg))(`${leg}`, () => {
 		let fake: FakeProvider;
@@ -47,6 +64,8 @@ describe.each(LEGS)('bulk jobs in parts on %s', (leg) => {
 					// Three refused steps in a row fail a job (the cases below let two pass); a 401 gets ten minutes.
 					PSEO_PROVIDER_MAX_STEP_FAILURES: String(MAX_STEP_FAILURES),
 					PSEO_AUTH_FAILURE_GRACE_MS: '600000',
+					// The look for our files left at the provider runs every half second, not every hour.
+					PSEO_HOUSEKEEPING_INTERVAL_MS: '500',
 					// The parts' log lines (info) are part of what this suite checks.
 					LOG_LEVEL: 'info',
 				},
@@ -251,6 +270,58 @@ describe.each(LEGS)('bulk jobs in parts on %s', (leg) => {
 			// The list shows the same trouble as the record.
 			const listed = await call(directus, 'GET', `/pseo-endpoints/generations?pseo_id=${pseoId}`, { token: user.token });
 			expect(listed.body.data[0]).toMatchObject({ id, attention: false, last_error: job['last_error'] });
+		});
+
+		it('a cancel stops every running part: the lines the stopped batches answered are in the job\'s usage, and all their files are deleted', async () => {
+			const user = await createUser(directus, { balance: 100 });
+			const { pseoId } = await plannedSite(directus, user, 7);
+			fake.configure({ holdBatches: true });
+			const res = await call(directus, 'POST', BULK, { token: user.token, body: { pseo_id: pseoId, post_count: 7 } });
+			const id = res.body.generation_id as number;
+			const parts = await eventually(async () => {
+				const stored = await partsOf(directus, id);
+				return stored.length === 3 ? stored : null;
+			}, 30_000, 'three stored parts');
+
+			const cancelled = await call(directus, 'POST', `/pseo-endpoints/generations/${id}/cancel`, { token: user.token });
+			expect(cancelled.status).toBe(200);
+			expect(cancelled.body.data).toMatchObject({ status: 'failed', created_count: 0, failed_count: 7 });
+			// Each part is settled once its batch has stopped at the provider.
+			await eventually(async () => (await partsOf(directus, id)).every((part) => part.status === 'ingested'), 30_000, 'every part settled');
+			const batches = await Promise.all(parts.map((part) => providerBatch(fake, part['batch_id'] as string)));
+			expect(batches.map((batch) => batch.status)).toEqual(['cancelled', 'cancelled', 'cancelled']);
+			const answered = batches.reduce((sum, batch) => sum + batch.request_counts.completed, 0);
+			expect(answered).toBeGreaterThan(0);
+			// The provider billed those lines; their pages were refunded with the cancel and are not stored.
+			const job = (await call(directus, 'GET', `/pseo-endpoints/generations/${id}`, { token: user.token })).body.data;
+			expect(job.usage.requests).toBe(answered);
+			expect(job.usage.prompt_tokens).toBeGreaterThan(0);
+			expect(job).toMatchObject({ status: 'failed', created_count: 0, failed_count: 7 });
+			expect(await balanceOf(directus, user.id)).toBe(100);
+			await expectLedgerBalances(directus, user);
+			// Inputs, outputs and error files: none is left at the provider.
+			expect(await providerFiles(fake)).toEqual([]);
+			expect(directus.output()).toContain("pseo batch of an ended job has stopped: the lines it billed are in the job's usage");
+		});
+
+		it('an upload of an ended job left at the provider is deleted once a day old; fresh uploads and files not ours are kept', async () => {
+			const user = await createUser(directus, { balance: 100 });
+			const { pseoId } = await plannedSite(directus, user, 1);
+			const res = await call(directus, 'POST', BULK, { token: user.token, body: { pseo_id: pseoId, post_count: 1 } });
+			const id = res.body.generation_id as number;
+			expect((await waitForJob(directus, user, id))['status']).toBe('completed');
+
+			// Left behind two days ago: a crash between an upload and its part, say.
+			fake.configure({ uploadAgeS: 2 * 24 * 3600 });
+			const orphan = await uploadToProvider(fake, `pseo-generation-${id}-part-5.jsonl`);
+			const foreign = await uploadToProvider(fake, 'someone-elses-batch.jsonl');
+			fake.configure({ uploadAgeS: 0 });
+			const fresh = await uploadToProvider(fake, `pseo-generation-${id}-part-6.jsonl`);
+
+			await eventually(async () => fake.requests.some((entry) => entry.method === 'DELETE' && entry.path === `/v1/files/${orphan}`), 15_000, 'the orphan deleted');
+			const left = ((await providerFiles(fake)) as { id: string }[]).map((file) => file.id).sort();
+			expect(left).toEqual([foreign, fresh].sort());
+			expect(directus.output()).toContain('pseo: a batch file of an ended job was left at the provider; deleted');
 		});
 
 		it('a 401 that clears within PSEO_AUTH_FAILURE_GRACE_MS does not fail the job: it completes once the key works again, its trouble cleared', async () => {

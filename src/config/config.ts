@@ -39,6 +39,11 @@ export interface PseoConfig {
 	leaseMs: number;
 	/** `PSEO_SWEEP_INTERVAL_MS`, how often an instance looks for pending, orphaned or due jobs, default 10000. */
 	sweepIntervalMs: number;
+	/**
+	 * `PSEO_HOUSEKEEPING_INTERVAL_MS`, how often an instance deletes expired idempotency keys and looks for its files
+	 * left at the provider, default 3600000.
+	 */
+	housekeepingIntervalMs: number;
 	/** `PSEO_SHUTDOWN_GRACE_MS`, how long in-flight pages may finish on SIGTERM, default 10000. */
 	shutdownGraceMs: number;
 	/** `PSEO_PROVIDER_TIMEOUT_MS`, per provider call, default 120000. */
@@ -101,6 +106,7 @@ export function readConfig(env: Env): PseoConfig {
 		planLockMs: int(env, 'PSEO_PLAN_LOCK_MS', 600_000, 1000),
 		leaseMs: int(env, 'PSEO_LEASE_MS', 60_000, 500),
 		sweepIntervalMs: int(env, 'PSEO_SWEEP_INTERVAL_MS', 10_000, 50),
+		housekeepingIntervalMs: int(env, 'PSEO_HOUSEKEEPING_INTERVAL_MS', 3_600_000, 100),
 		shutdownGraceMs: int(env, 'PSEO_SHUTDOWN_GRACE_MS', 10_000, 0),
 		providerTimeoutMs: int(env, 'PSEO_PROVIDER_TIMEOUT_MS', 120_000, 100),
 		providerMaxAttempts: int(env, 'PSEO_PROVIDER_MAX_ATTEMPTS', 4, 1),

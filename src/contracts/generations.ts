@@ -76,7 +76,7 @@ const GenerationSummary = named('GenerationSummary', z.strictObject({ ...generat
 
 const Usage = named('Usage', z.strictObject({ prompt_tokens: count(), completion_tokens: count(), requests: count() }), {
 	description:
-		'Tokens the provider reported for the job\'s pages, summed over every answer it gave (retries and invalid answers included, as each was billed), and the number of answers.',
+		'Tokens the provider reported for the job\'s pages, summed over every answer it gave (retries and invalid answers included, as each was billed, and the lines a batch answered before a cancel stopped it), and the number of answers.',
 });
 
 const Generation = named(

@@ -14,6 +14,8 @@ import { buildPageRequest, generatePage, pageFromBatchLine } from './page-reques
 import { errorMessage, type RunnerDeps } from './page-runner.ts';
 import { isAbortError } from '../shared/abort-error.ts';
 import { BATCH_PART_KEY, readParts, savePart, setPartStatus, type JobPart } from './part-store.ts';
+import { discardFile, discardPartFiles } from './batch-files.ts';
+import { stopTwins } from './stray-batches.ts';
 import { createQualityGate, type QualityGate } from '../quality/quality-gate.ts';
 import type { QualityIssue } from '../quality/page-checks.ts';
 import type { PlanPage } from '../plan/plan-page.ts';
@@ -178,27 +180,6 @@ async function retrievePart(provider: GenerationProvider, part: JobPart, jobId: 
 }
 
 /**
- * Deletes a part's files at the provider once its outcome is stored: the input (the job's prompts) and the output and
- * error files (the pages, which are posts now). Nothing reads them again: a resubmission builds its input from the
- * job's rows. They would otherwise stay in the provider account, counted against its storage, until the provider's
- * own expiry (30 days for batch files at OpenAI). A crash between the part's status and this leaves them there.
- */
-async function discardPartFiles(provider: GenerationProvider, batch: BatchInfo, jobId: number, logger: Logger): Promise<void> {
-	for (const fileId of [batch.inputFileId, batch.outputFileId, batch.errorFileId]) {
-		if (fileId) await discardFile(provider, fileId, { jobId, batchId: batch.id }, logger);
-	}
-}
-
-/** Best effort: a file that cannot be deleted is logged and left to the provider's expiry, and the job goes on. */
-async function discardFile(provider: GenerationProvider, fileId: string, context: Record<string, unknown>, logger: Logger): Promise<void> {
-	try {
-		await provider.deleteFile(fileId);
-	} catch (error) {
-		logger.warn({ err: error, ...context, fileId }, 'pseo batch file could not be deleted at the provider; it stays until the provider expires it');
-	}
-}
-
-/**
  * Whether a failed create surely made no batch: the provider answered it, and not with what the provider failure
  * classification takes as transient (a timeout, a conflict or a server error may have made one, which the next step
  * adopts, and whose input file it still needs), or with a 429, which made nothing. This holds because a create is
@@ -234,7 +215,7 @@ async function submitPart(
 	const tag = `${job.id}:${plan.part}`;
 	// A create whose answer was lost (a timeout, a dropped connection) may have made a batch we never heard of.
 	const existing = await provider.findBatchByMetadata(BATCH_PART_KEY, tag);
-	if (existing) return adoptPart(job.id, existing, plan, deps, 'pseo batch part adopted after a lost create');
+	if (existing) return adoptPart(job.id, existing, plan, deps, provider, 'pseo batch part adopted after a lost create');
 
 	const limit = plan.end ?? job.route_count;
 	// The range's unsettled routes, read from the job's rows a page at a time, with the position they end.
@@ -281,7 +262,7 @@ async function submitPart(
 	const raced = await provider.findBatchByMetadata(BATCH_PART_KEY, tag);
 	if (raced) {
 		await unused();
-		return adoptPart(job.id, raced, plan, deps, 'pseo batch part adopted from the worker that held the job before');
+		return adoptPart(job.id, raced, plan, deps, provider, 'pseo batch part adopted from the worker that held the job before');
 	}
 	if (deps.signal.aborted || !(await holdsLease(database, job.id, worker))) {
 		await unused();
@@ -316,11 +297,23 @@ async function submitPart(
 	}
 	batchParts.inc({ state: 'submitted' });
 	logger.info({ jobId: job.id, part: plan.part, batchId: batch.id, lines: count, bytes, resubmitOf: plan.resubmitOf }, 'pseo batch part submitted');
+	await stopTwinsOf(provider, job.id, tag, batch.id, logger);
 	return { ...saved, status: 'running' };
 }
 
+/**
+ * Once a part is stored, any other batch tagged with it is a twin that nothing would ingest (stray-batches.ts).
+ * The part stays stored whatever this finds. A lookup that fails is only logged: a twin it missed runs unnoticed,
+ * and its input is swept once the job has ended (provider-file-sweep.ts).
+ */
+async function stopTwinsOf(provider: GenerationProvider, jobId: number, tag: string, kept: string, logger: Logger): Promise<void> {
+	await stopTwins(provider, jobId, tag, kept, logger).catch((error: unknown) =>
+		logger.warn({ err: error, jobId, tag, batchId: kept }, 'pseo batch part stored; its twins could not be looked up at the provider'),
+	);
+}
+
 /** Stores a batch found by its part's metadata as that part, as what the batch says it was created as. */
-async function adoptPart(jobId: number, batch: BatchInfo, plan: PartPlan, deps: RunnerDeps, message: string): Promise<JobPart> {
+async function adoptPart(jobId: number, batch: BatchInfo, plan: PartPlan, deps: RunnerDeps, provider: GenerationProvider, message: string): Promise<JobPart> {
 	const start = Number(batch.metadata['route_start']);
 	const end = Number(batch.metadata['route_end']);
 	// What the batch was created as, which may not be what this step planned for the number (see runBatchStep).
@@ -331,6 +324,7 @@ async function adoptPart(jobId: number, batch: BatchInfo, plan: PartPlan, deps: 
 	await savePart(deps.database, jobId, deps.worker, adopted);
 	batchParts.inc({ state: 'adopted' });
 	deps.logger.info({ jobId, part: plan.part, batchId: batch.id, routeStart: start, resubmitOf }, message);
+	await stopTwinsOf(provider, jobId, `${jobId}:${plan.part}`, batch.id, deps.logger);
 	return { ...adopted, status: 'running' };
 }
 

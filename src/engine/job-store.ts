@@ -391,9 +391,7 @@ async function recordInTransaction(
 			.update({
 				created_count: trx.raw('created_count + ?', [created]),
 				failed_count: trx.raw('failed_count + ?', [failed]),
-				usage_prompt_tokens: trx.raw('coalesce(usage_prompt_tokens, 0) + ?', [usage.prompt_tokens]),
-				usage_completion_tokens: trx.raw('coalesce(usage_completion_tokens, 0) + ?', [usage.completion_tokens]),
-				usage_requests: trx.raw('coalesce(usage_requests, 0) + ?', [usage.requests]),
+				...usageIncrement(trx, usage),
 				date_updated: now,
 			});
 	}
@@ -422,6 +420,15 @@ function newPosts(job: JobHead, outcomes: readonly PageOutcome[]): NewPost[] {
 			? [{ pseo_id: job.pseo_id, generation_id: job.id, user_id: job.user_id, route: outcome.route, language: outcome.language ?? null, content: outcome.content }]
 			: [],
 	);
+}
+
+/** The update that adds `usage` to a job's usage columns. */
+export function usageIncrement(trx: Knex, usage: PageUsage): Record<string, Knex.Raw> {
+	return {
+		usage_prompt_tokens: trx.raw('coalesce(usage_prompt_tokens, 0) + ?', [usage.prompt_tokens]),
+		usage_completion_tokens: trx.raw('coalesce(usage_completion_tokens, 0) + ?', [usage.completion_tokens]),
+		usage_requests: trx.raw('coalesce(usage_requests, 0) + ?', [usage.requests]),
+	};
 }
 
 function sumUsage(outcomes: readonly PageOutcome[]): PageUsage {

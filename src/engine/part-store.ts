@@ -11,7 +11,8 @@ export const BATCH_PART_KEY = 'pseo_generation_part';
 
 /**
  * - `running`: the batch is at the provider;
- * - `ingested`: its results are stored (or its lines failed and were refunded);
+ * - `ingested`: its results are stored (or its lines failed and were refunded), or, for a job that ended while it
+ *   ran, its batch has stopped and what it billed is in the job's usage (stray-batches.ts);
  * - `expired`: the provider let it expire with lines unanswered, which one resubmission sends again.
  */
 export type PartStatus = 'running' | 'ingested' | 'expired';

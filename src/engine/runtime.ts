@@ -14,10 +14,8 @@ import type { PostReviser } from '../posts/post-revisions.ts';
 import { releaseAbandonedPlans } from '../plan/plan-store.ts';
 import { deleteExpiredKeys } from '../idempotency/idempotency-store.ts';
 import { sweepProviderFiles } from './provider-file-sweep.ts';
+import { settleStrayParts } from './stray-batches.ts';
 import { leaseClaims } from '../metrics/metrics.ts';
-
-/** How often an instance deletes expired idempotency keys, and looks for our files left at the provider. */
-const HOUSEKEEPING_INTERVAL_MS = 60 * 60 * 1000;
 
 export interface RuntimeOptions {
 	database: Knex;
@@ -47,14 +45,17 @@ export class GenerationRuntime {
 	#releasingPlans: Promise<unknown> | null = null;
 	#stopping = false;
 	#nextKeySweep = 0;
-	/** The first look at the provider's files waits an hour: a restart loop must not list them at every start. */
-	#nextFileSweep = Date.now() + HOUSEKEEPING_INTERVAL_MS;
+	/** The first look at the provider's files waits an interval: a restart loop must not list them at every start. */
+	#nextFileSweep: number;
 	#sweepingFiles = false;
+	#nextStraySweep = 0;
+	#settlingStrays = false;
 
 	constructor(options: RuntimeOptions) {
 		this.#options = options;
 		this.#queue = new PQueue({ concurrency: options.config.concurrency });
 		this.#maxJobs = Math.max(2, options.config.concurrency);
+		this.#nextFileSweep = Date.now() + options.config.housekeepingIntervalMs;
 	}
 
 	/** Starts the schedule; the first sweep runs at once (start-up recovery). */
@@ -65,6 +66,7 @@ export class GenerationRuntime {
 			this.#releaseAbandonedPlans();
 			this.#forgetExpiredKeys();
 			this.#sweepProviderFiles();
+			this.#settleStrayParts();
 		};
 		this.#timer = setInterval(tick, this.#options.config.sweepIntervalMs);
 		this.#timer.unref();
@@ -85,28 +87,45 @@ export class GenerationRuntime {
 			});
 	}
 
-	/** Idempotency keys past their 24 hours are deleted, by each instance at most once an hour. */
+	/** Idempotency keys past their 24 hours are deleted, by each instance at most once per PSEO_HOUSEKEEPING_INTERVAL_MS (an hour). */
 	#forgetExpiredKeys(): void {
 		const now = Date.now();
 		if (this.#stopping || now < this.#nextKeySweep) return;
-		this.#nextKeySweep = now + HOUSEKEEPING_INTERVAL_MS;
+		this.#nextKeySweep = now + this.#options.config.housekeepingIntervalMs;
 		const { database, logger } = this.#options;
 		deleteExpiredKeys(database, now)
 			.then((deleted) => deleted > 0 && logger.debug({ deleted }, 'pseo: expired idempotency keys deleted'))
 			.catch((error: unknown) => logger.warn({ err: error }, 'pseo: expired idempotency keys could not be deleted; the next sweep tries again'));
 	}
 
-	/** Our uploads of ended jobs left at the provider (provider-file-sweep.ts), looked for once an hour. */
+	/** Our uploads of ended jobs left at the provider (provider-file-sweep.ts), looked for once per PSEO_HOUSEKEEPING_INTERVAL_MS (an hour). */
 	#sweepProviderFiles(): void {
 		const now = Date.now();
 		const { database, logger, provider } = this.#options;
 		if (this.#stopping || this.#sweepingFiles || now < this.#nextFileSweep || 'unavailable' in provider) return;
-		this.#nextFileSweep = now + HOUSEKEEPING_INTERVAL_MS;
+		this.#nextFileSweep = now + this.#options.config.housekeepingIntervalMs;
 		this.#sweepingFiles = true;
 		sweepProviderFiles(database, provider, logger, now)
 			.catch((error: unknown) => logger.warn({ err: error }, 'pseo: the files left at the provider could not be listed; the next sweep tries again'))
 			.finally(() => {
 				this.#sweepingFiles = false;
+			});
+	}
+
+	/**
+	 * The batches of jobs that ended while they ran (stray-batches.ts): once each has stopped at the provider, its
+	 * billed lines go into its job's usage and its files are deleted. Looked for at the batch poll interval.
+	 */
+	#settleStrayParts(): void {
+		const now = Date.now();
+		const { database, logger, provider, config } = this.#options;
+		if (this.#stopping || this.#settlingStrays || now < this.#nextStraySweep || 'unavailable' in provider) return;
+		this.#nextStraySweep = now + config.batchPollIntervalMs;
+		this.#settlingStrays = true;
+		settleStrayParts(database, provider, logger)
+			.catch((error: unknown) => logger.warn({ err: error }, 'pseo: the batches of ended jobs could not be looked up; the next sweep tries again'))
+			.finally(() => {
+				this.#settlingStrays = false;
 			});
 	}
 

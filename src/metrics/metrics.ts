@@ -33,7 +33,7 @@ export const providerLatency = new Histogram({
 });
 
 /** Provider batches of bulk jobs by the state they reached: `submitted`, `adopted`, `ingested`, `expired`. */
-export const batchParts = new Counter({ name: 'pseo_batch_parts_total', help: 'Parts of bulk jobs by the state they reached: submitted, adopted, ingested or expired.', labelNames: ['state'] as const, registers });
+export const batchParts = new Counter({ name: 'pseo_batch_parts_total', help: 'Parts of bulk jobs by the state they reached: submitted, adopted, ingested, expired, or stopped (a part of a job that ended while it ran, settled).', labelNames: ['state'] as const, registers });
 
 /** Jobs claimed by this instance: `claim` (pending or due), `takeover` (another worker's lease had lapsed). */
 export const leaseClaims = new Counter({ name: 'pseo_lease_claims_total', help: 'Jobs claimed, by kind: claim (pending or due) or takeover (another worker\'s lease had lapsed).', labelNames: ['kind'] as const, registers });

@@ -161,6 +161,29 @@ export function createOpenAiProvider(options: OpenAiProviderOptions): OpenAiProv
 
 	const onlyRateLimits = (failure: ProviderFailure) => failure.reason === 'rate_limited';
 
+	/** The batches whose `metadata[key] === value` among the `maxBatchScan` most recent, newest first (as listed). */
+	async function* batchesTagged(key: string, value: string): AsyncGenerator<BatchInfo> {
+		checkId('key', key);
+		if (typeof value !== 'string') throw new TypeError(`Expected \`value\` to be a string, got \`${String(value)}\` (${typeof value})`);
+		const api = requireClient();
+		let after: string | undefined;
+		let scanned = 0;
+		while (scanned < maxBatchScan) {
+			const limit = Math.min(LIST_PAGE_SIZE, maxBatchScan - scanned);
+			const page = await withRetries({ op: 'list_batches', logContext: { after } }, async () => ({
+				ok: true as const,
+				value: await api.batches.list({ limit, ...(after !== undefined ? { after } : {}) }),
+			}));
+			for (const batch of page.data.slice(0, limit)) {
+				if (batch.metadata?.[key] === value) yield batchInfo(batch);
+			}
+			scanned += page.data.length;
+			const last = page.data.at(-1)?.id;
+			if (!page.has_more || page.data.length === 0 || last === undefined) break;
+			after = last;
+		}
+	}
+
 	return {
 		async completeJson<T = unknown>(request: JsonCompletionRequest): Promise<T> {
 			const body = chatBody(request);
@@ -229,27 +252,14 @@ export function createOpenAiProvider(options: OpenAiProviderOptions): OpenAiProv
 		},
 
 		async findBatchByMetadata(key: string, value: string): Promise<BatchInfo | null> {
-			checkId('key', key);
-			if (typeof value !== 'string') throw new TypeError(`Expected \`value\` to be a string, got \`${String(value)}\` (${typeof value})`);
-			const api = requireClient();
-			let after: string | undefined;
-			let scanned = 0;
-			while (scanned < maxBatchScan) {
-				const limit = Math.min(LIST_PAGE_SIZE, maxBatchScan - scanned);
-				const page = await withRetries({ op: 'list_batches', logContext: { after } }, async () => ({
-					ok: true as const,
-					value: await api.batches.list({ limit, ...(after !== undefined ? { after } : {}) }),
-				}));
-				// Batches are listed newest first, so the first match is the newest.
-				for (const batch of page.data.slice(0, limit)) {
-					if (batch.metadata?.[key] === value) return batchInfo(batch);
-				}
-				scanned += page.data.length;
-				const last = page.data.at(-1)?.id;
-				if (!page.has_more || page.data.length === 0 || last === undefined) break;
-				after = last;
-			}
+			for await (const batch of batchesTagged(key, value)) return batch;
 			return null;
+		},
+
+		async findBatchesByMetadata(key: string, value: string): Promise<BatchInfo[]> {
+			const found: BatchInfo[] = [];
+			for await (const batch of batchesTagged(key, value)) found.push(batch);
+			return found;
 		},
 
 		async retrieveBatch(id: string): Promise<BatchInfo> {

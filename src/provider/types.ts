@@ -97,6 +97,8 @@ interface BatchProvider {
 	createBatch(inputFileId: string, metadata: Record<string, string>): Promise<BatchInfo>;
 	/** The newest batch whose `metadata[key] === value`, looking at a bounded number of recent batches. */
 	findBatchByMetadata(key: string, value: string): Promise<BatchInfo | null>;
+	/** Every batch whose `metadata[key] === value` among the same recent batches, newest first. */
+	findBatchesByMetadata(key: string, value: string): Promise<BatchInfo[]>;
 	retrieveBatch(id: string): Promise<BatchInfo>;
 	/** Asks the provider to stop a batch (it moves to `cancelling`, then `cancelled`); resolves to its new state. */
 	cancelBatch(id: string): Promise<BatchInfo>;

@@ -57,6 +57,8 @@ export interface FakeConfig {
 	holdBatchCreates: boolean;
 	/** `DELETE /v1/files/:id` answers 403, as for an API key allowed to read files but not to delete them. Default false. */
 	refuseFileDeletes: boolean;
+	/** Uploads are stamped this many seconds in the past (`created_at`), as files uploaded a while ago. Default 0. */
+	uploadAgeS: number;
 	/**
 	 * `POST /v1/batches` answers this status and creates nothing: a 400 as for a model the Batch API does not serve, a
 	 * 401 as for a revoked key, a 403 as for a project without the Batch API, a 5xx as an outage. Default null.
@@ -108,6 +110,7 @@ export function defaultConfig(): FakeConfig {
 		holdFileAfterLines: null,
 		holdBatchCreates: false,
 		refuseFileDeletes: false,
+		uploadAgeS: 0,
 		refuseBatchCreates: null,
 		chatErrorsForTask: {},
 		planFail: false,
@@ -203,6 +206,7 @@ const PARSERS: { [K in keyof FakeConfig]: Parser } = {
 	holdFileAfterLines: (v) => (v === null ? null : nonNegativeInteger('holdFileAfterLines', v)),
 	holdBatchCreates: (v) => boolean('holdBatchCreates', v),
 	refuseFileDeletes: (v) => boolean('refuseFileDeletes', v),
+	uploadAgeS: (v) => nonNegativeInteger('uploadAgeS', v),
 	refuseBatchCreates: (v) => (v === null ? null : httpStatus('refuseBatchCreates', v, 400)),
 	chatErrorsForTask: (v) => {
 		if (!isRecord(v)) throw new TypeError(`chatErrorsForTask must be an object of task to status, got ${show(v)}`);

@@ -383,6 +383,7 @@ class FakeProviderServer implements FakeProvider {
 		}
 		const content = Buffer.from(await file.arrayBuffer());
 		const meta = this.#files.add({ filename, purpose, chunks: [content] });
+		meta.created_at -= this.#config.uploadAgeS;
 		if (entry) entry.fileId = meta.id;
 		sendJson(res, 200, meta);
 	}
