@@ -1,4 +1,4 @@
-// Installs the extra Directus hosts under hosts/ (today: hosts/directus-11) when missing or when their lock
+// Installs the extra Directus hosts under hosts/ (today: hosts/directus-11 and hosts/directus-12-stock) when missing or when their lock
 // changed. npm test runs it before the suites; run it by hand to serve with another host:
 //
 //   node scripts/install-hosts.mjs [name ...]

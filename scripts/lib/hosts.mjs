@@ -16,7 +16,7 @@ import { nodeBinary, nodeEnv, root } from './node-runtime.mjs';
 export const HOME_VARIABLE = 'PSEO_DIRECTUS_HOME';
 
 /** Hosts installed under hosts/<name>/, beside the project's own Directus 12. */
-export const EXTRA_HOSTS = ['directus-11'];
+export const EXTRA_HOSTS = ['directus-11', 'directus-12-stock'];
 
 /** Native addons Directus loads; each must load under the Node that runs Directus. */
 const ADDONS = ['sqlite3', 'argon2', 'isolated-vm'];

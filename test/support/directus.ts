@@ -10,6 +10,8 @@ export function copyDatabase(leg: Leg): Promise<DatabaseCopy> {
 		'sqlite-d11': inject('sqliteD11Template'),
 		postgres: inject('pgTemplate'),
 		mariadb: inject('mariadbTemplate'),
+		// Bootstrapped by its own Directus at its first start (instance.ts).
+		stock: '',
 	}[leg];
 	return copyFrom(leg, template, inject('pgPrefix'));
 }

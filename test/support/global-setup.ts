@@ -3,7 +3,7 @@ import { copyFileSync, existsSync, mkdirSync, readFileSync, rmSync } from 'node:
 import os from 'node:os';
 import path from 'node:path';
 import type { TestProject } from 'vitest/node';
-import { ensureHost } from '../../scripts/lib/hosts.mjs';
+import { ensureHosts } from '../../scripts/lib/hosts.mjs';
 import { legHome, mariadbEnv, postgresEnv } from './instance.ts';
 import { dropMariaDatabase, mariaDatabasesLike, mariadbAdmin, mariadbReachable } from './mariadb.ts';
 import { bootstrapTemplate, buildExtension } from './templates.ts';
@@ -25,14 +25,14 @@ declare module 'vitest' {
 }
 
 /**
- * Builds the extension once, installs the Directus 11 host when missing (scripts/lib/hosts.mjs), and bootstraps
+ * Builds the extension once, installs the extra Directus hosts when missing (scripts/lib/hosts.mjs), and bootstraps
  * template databases (SQLite on each host, and PostgreSQL and MariaDB when reachable) through the same start script as
  * `npm start`. Each test file then copies a template instead of bootstrapping. The SQLite templates are cached
  * across runs, keyed by everything that shapes them.
  */
 export default async function setup(project: TestProject) {
 	buildExtension();
-	ensureHost('directus-11');
+	ensureHosts();
 	const key = templateKey();
 
 	const postgresAvailable = await postgresReachable();

@@ -7,13 +7,16 @@ import path from 'node:path';
 import { cloneMariaDatabase, dropMariaDatabase } from './mariadb.ts';
 import { cloneDatabase, dropDatabase } from './postgres.ts';
 import { ADMIN_EMAIL, ADMIN_PASSWORD, ADMIN_TOKEN, CACHE_DIR, MARIADB, PG, ROOT, SECRET, START_SCRIPT } from './paths.ts';
+import { directusCommand, installPackedBundle, STOCK_HOME, writeDotEnv } from './stock-install.ts';
 
 /**
  * Where an integration suite runs: a database vendor on a Directus host. `sqlite` and `postgres` run on the
  * project's own Directus 12; `sqlite-d11` runs on the Directus 11 host of hosts/directus-11; `mariadb` runs on the
- * project's own Directus 12 with MariaDB through Directus's `mysql` client.
+ * project's own Directus 12 with MariaDB through Directus's `mysql` client. `stock` runs Directus as admins do
+ * (stock-install.ts): the packed bundle in a project's extensions/, a new SQLite database, `directus bootstrap`
+ * and `directus start` of the newest Directus release (hosts/directus-12-stock).
  */
-export type Leg = 'sqlite' | 'postgres' | 'sqlite-d11' | 'mariadb';
+export type Leg = 'sqlite' | 'postgres' | 'sqlite-d11' | 'mariadb' | 'stock';
 
 /** The database vendor of a leg. */
 function legVendor(leg: Leg): 'sqlite' | 'postgres' | 'mariadb' {
@@ -39,6 +42,7 @@ export function mariadbEnv(database: string): Record<string, string> {
 
 /** The directory whose node_modules holds the leg's Directus (PSEO_DIRECTUS_HOME, see scripts/lib/hosts.mjs). */
 export function legHome(leg: Leg): string {
+	if (leg === 'stock') return STOCK_HOME;
 	return leg === 'sqlite-d11' ? path.join(ROOT, 'hosts', 'directus-11') : ROOT;
 }
 
@@ -86,7 +90,8 @@ export async function copyDatabase(leg: Leg, template: string, prefix = 'pseo_t'
 	if (legVendor(leg) === 'sqlite') {
 		const dir = mkdtempSync(path.join(os.tmpdir(), 'pseo-db-'));
 		const file = path.join(dir, 'directus.db');
-		copyFileSync(template, file);
+		// The stock leg starts from no database at all: `directus bootstrap` makes it.
+		if (leg !== 'stock') copyFileSync(template, file);
 		return {
 			leg,
 			env: { DB_CLIENT: 'sqlite3', DB_FILENAME: file },
@@ -175,18 +180,38 @@ export async function launchDirectus(options: {
 	let log = '';
 	let launchedWith: Record<string, string> = {};
 
+	const capture = (started: ChildProcess) => {
+		started.stdout?.on('data', (chunk: Buffer) => (log += chunk.toString()));
+		started.stderr?.on('data', (chunk: Buffer) => (log += chunk.toString()));
+		return started;
+	};
+	let bootstrapped = false;
 	const launch = async (extraEnv: Record<string, string> = {}) => {
 		log += `\n--- start ${new Date().toISOString()} ---\n`;
 		launchedWith = { ...extraEnv };
-		// Every database a test launches on is a copy of a template that this Directus bootstrapped (global-setup.ts),
-		// so the bootstrap step of `npm start` would find nothing to do: skipping it saves a whole Directus load per start.
-		child = spawn(process.execPath, [START_SCRIPT, '--skip-build', '--skip-bootstrap'], {
-			cwd: ROOT,
-			env: { ...process.env, ...env, ...extraEnv },
-			stdio: ['ignore', 'pipe', 'pipe'],
-		});
-		child.stdout?.on('data', (chunk: Buffer) => (log += chunk.toString()));
-		child.stderr?.on('data', (chunk: Buffer) => (log += chunk.toString()));
+		if (options.leg === 'stock') {
+			// As an admin runs it: the configuration in the project's .env, `directus bootstrap` once, then `directus start`.
+			const { PSEO_DIRECTUS_HOME: _home, ...config } = { ...env, ...extraEnv };
+			writeDotEnv(workDir, config);
+			if (!bootstrapped) {
+				installPackedBundle(workDir);
+				const bootstrap = capture(directusCommand(workDir, ['bootstrap']));
+				const code = await new Promise<number | null>((resolve) => bootstrap.once('exit', resolve));
+				if (code !== 0) throw new Error(`directus bootstrap exited with ${code}:\n${log}`);
+				bootstrapped = true;
+			}
+			child = capture(directusCommand(workDir, ['start']));
+		} else {
+			// Every database a test launches on is a copy of a template that this Directus bootstrapped (global-setup.ts),
+			// so the bootstrap step of `npm start` would find nothing to do: skipping it saves a whole Directus load per start.
+			child = capture(
+				spawn(process.execPath, [START_SCRIPT, '--skip-build', '--skip-bootstrap'], {
+					cwd: ROOT,
+					env: { ...process.env, ...env, ...extraEnv },
+					stdio: ['ignore', 'pipe', 'pipe'],
+				}),
+			);
+		}
 		await waitForPing(url, child, () => log);
 	};
 
@@ -194,7 +219,9 @@ export async function launchDirectus(options: {
 		new Promise<number | null>((resolve) => {
 			const current = child;
 			if (!current || current.exitCode !== null || current.signalCode !== null) return resolve(current?.exitCode ?? null);
-			current.once('exit', (code) => resolve(code));
+			// Directus ends a graceful shutdown by raising the signal again (terminus): scripts/start.mjs reports that as
+			// exit code 0, and so does the stock leg, which runs no start script.
+			current.once('exit', (code, signal) => resolve(code ?? (options.leg === 'stock' && signal === 'SIGTERM' ? 0 : null)));
 			current.kill(signal);
 		});
 
