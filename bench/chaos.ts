@@ -25,6 +25,7 @@ import { REDIS_URL, startCluster, type Cluster } from '../test/support/cluster.t
 import { checkInvariants, generatingPlans, query, unfinishedJobs, type Violation } from '../test/support/invariants.ts';
 import { redisReachable } from '../test/support/redis.ts';
 import { reconcile } from './chaos-reconcile.ts';
+import { emptyMetricsRecord, recordLife, reconcileMetrics, reconcileTrouble, scrapeCounters } from './chaos-metrics.ts';
 
 export interface ChaosOptions {
 	/** `long` (the default: 90 s of load, 3 kills) or `ci`, bounded to a few minutes in all. */
@@ -297,6 +298,8 @@ async function drive(
 	};
 
 	const takeovers: Promise<void>[] = [];
+	// The counters of each life of each instance: scraped just before its kill, and at the end (chaos-metrics.ts).
+	const metrics = emptyMetricsRecord();
 	// Kills follow their schedule whatever the restarts are doing (a restart under this load takes tens of
 	// seconds), as long as one instance stays up; each victim restarts in the background.
 	const restarts: Promise<void>[] = [];
@@ -321,6 +324,8 @@ async function drive(
 			up[index] = false;
 			const victimWorker = cluster.workerOf(victim);
 			const held = await query<{ id: number }>(databaseName, `SELECT id FROM pseo_generations WHERE status = 'running' AND lease_owner = $1`, [victimWorker]);
+			recordLife(metrics, await scrapeCounters(victim));
+			metrics.heldAtKills.push(...held.map((job) => Number(job.id)));
 			await victim.kill();
 			const killedAt = Date.now();
 			tally.killTimes.push(killedAt);
@@ -376,9 +381,12 @@ async function drive(
 		}
 	}
 
+	for (const instance of live()) recordLife(metrics, await scrapeCounters(instance));
 	const violations = [
 		...tally.unexpected,
 		...(await checkInvariants(databaseName)),
+		...(await reconcileMetrics(databaseName, metrics, live()[0], (line) => log(`  ${line}`))),
+		...(await reconcileTrouble(databaseName, live()[0])),
 		...(await reconcile(
 			databaseName,
 			{
