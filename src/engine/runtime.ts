@@ -6,7 +6,7 @@ import type { PseoConfig } from '../config/config.ts';
 import type { Logger } from '../shared/logger.ts';
 import { failJob, runCancel, type EndJobDeps } from './end-job.ts';
 import { runBatchStep } from './batch-runner.ts';
-import type { GenerationProvider } from '../provider/generation-provider.ts';
+import type { ProviderSource } from '../provider/provider-source.ts';
 import { claimJob, findClaimable, LeaseLostError, readJobHead, recordStepFailure, releaseJob, renewLease } from './job-store.ts';
 import { nextStepError, stepRetryDelay } from './step-failure.ts';
 import { runPages, type RunnerDeps } from './page-runner.ts';
@@ -21,8 +21,8 @@ export interface RuntimeOptions {
 	database: Knex;
 	logger: Logger;
 	config: PseoConfig;
-	/** The provider for this instance, or why there is none. */
-	provider: GenerationProvider | { unavailable: string };
+	/** The provider each step runs with, or why there is none: the environment's, or Settings → AI's. */
+	providers: ProviderSource;
 	/** Rewrites a post with a regenerated page (posts/post-revisions.ts); without it, a regeneration fails. */
 	revise?: PostReviser;
 }
@@ -101,11 +101,13 @@ export class GenerationRuntime {
 	/** Our uploads of ended jobs left at the provider (provider-file-sweep.ts), looked for once per PSEO_HOUSEKEEPING_INTERVAL_MS (an hour). */
 	#sweepProviderFiles(): void {
 		const now = Date.now();
-		const { database, logger, provider } = this.#options;
-		if (this.#stopping || this.#sweepingFiles || now < this.#nextFileSweep || 'unavailable' in provider) return;
+		const { database, logger, providers } = this.#options;
+		if (this.#stopping || this.#sweepingFiles || now < this.#nextFileSweep) return;
 		this.#nextFileSweep = now + this.#options.config.housekeepingIntervalMs;
 		this.#sweepingFiles = true;
-		sweepProviderFiles(database, provider, logger, now)
+		providers
+			.current()
+			.then((provider) => ('unavailable' in provider ? 0 : sweepProviderFiles(database, provider, logger, now)))
 			.catch((error: unknown) => logger.warn({ err: error }, 'pseo: the files left at the provider could not be listed; the next sweep tries again'))
 			.finally(() => {
 				this.#sweepingFiles = false;
@@ -118,11 +120,13 @@ export class GenerationRuntime {
 	 */
 	#settleStrayParts(): void {
 		const now = Date.now();
-		const { database, logger, provider, config } = this.#options;
-		if (this.#stopping || this.#settlingStrays || now < this.#nextStraySweep || 'unavailable' in provider) return;
+		const { database, logger, providers, config } = this.#options;
+		if (this.#stopping || this.#settlingStrays || now < this.#nextStraySweep) return;
 		this.#nextStraySweep = now + config.batchPollIntervalMs;
 		this.#settlingStrays = true;
-		settleStrayParts(database, provider, logger)
+		providers
+			.current()
+			.then((provider) => ('unavailable' in provider ? 0 : settleStrayParts(database, provider, logger)))
 			.catch((error: unknown) => logger.warn({ err: error }, 'pseo: the batches of ended jobs could not be looked up; the next sweep tries again'))
 			.finally(() => {
 				this.#settlingStrays = false;
@@ -180,7 +184,8 @@ export class GenerationRuntime {
 			database,
 			logger,
 			worker: this.worker,
-			provider: this.#options.provider,
+			// Resolved when the step starts (below): Settings → AI may have changed since the last step.
+			provider: { unavailable: 'The AI provider was not resolved.' },
 			queue: this.#queue,
 			signal: controller.signal,
 			quality: config.quality,
@@ -188,6 +193,7 @@ export class GenerationRuntime {
 		};
 		const batchMode = config.bulkMode === 'batch';
 		try {
+			deps.provider = await this.#options.providers.current();
 			// Bulk steps in batch mode and cancels read a job's routes a part or a page at a time; chat runners walk them all.
 			const job = await readJobHead(database, jobId);
 			if (!job) return;

@@ -503,6 +503,14 @@ describe('createOpenAiProvider: batch operations', () => {
 		expect(server.requests).toHaveLength(0);
 	});
 
+	it('sends the extra headers an OpenAI-compatible server asks for with every request, and keeps their values out of errors', async () => {
+		const server = await startServer((_req, res) => json(res, 401, { error: { message: 'bad gateway token gw-secret-7 for this project', type: 'invalid_request_error' } }));
+		const { instance } = provider(server, { headers: { 'X-Gateway-Token': 'gw-secret-7' } });
+		const failure = await instance.createBatch('file-in', {}).catch((error: unknown) => error as Error);
+		expect(server.requests[0]!.headers['x-gateway-token']).toBe('gw-secret-7');
+		expect(String(failure)).not.toContain('gw-secret-7');
+	});
+
 	it('createBatch posts a 24h chat batch with metadata and maps the answer', async () => {
 		const server = await startServer((_req, res) => json(res, 200, batchObject('batch_1', { job_id: '42' }, { status: 'validating' })));
 		const { instance } = provider(server);

@@ -34,6 +34,8 @@ export interface OpenAiProviderOptions {
 	maxRetryAfterMs?: number;
 	/** How many recent batches `findBatchByMetadata` looks at, newest first. Default 1000. */
 	maxBatchScan?: number;
+	/** Headers sent with every request, as an OpenAI-compatible server may ask (Settings → AI). Default none. */
+	headers?: Record<string, string>;
 	logger: Logger;
 	/** Waits between attempts; tests pass a fast one. Default: a timer that an abort signal cuts short. */
 	sleep?: Sleep;
@@ -72,6 +74,7 @@ export function createOpenAiProvider(options: OpenAiProviderOptions): OpenAiProv
 			: new OpenAI({
 					apiKey: settings.apiKey,
 					...(settings.baseURL !== undefined ? { baseURL: settings.baseURL } : {}),
+					...(options.headers ? { defaultHeaders: options.headers } : {}),
 					timeout: settings.timeoutMs,
 					maxRetries: 0,
 					// The SDK would otherwise write to the console; our own log lines carry the context.
@@ -81,7 +84,8 @@ export function createOpenAiProvider(options: OpenAiProviderOptions): OpenAiProv
 	const client = makeClient();
 	// Batch input files go through node:http: Node's fetch holds a whole uploaded file in memory (node-http-fetch.ts).
 	const uploadClient = makeClient(nodeHttpFetch);
-	const secrets = [settings.apiKey];
+	// Header values may be credentials too (an `x-api-key` of a gateway): never in an error or a log line.
+	const secrets = [settings.apiKey, ...Object.values(options.headers ?? {})];
 
 	function requireClient(which: OpenAI | null = client): OpenAI {
 		if (!which) throw toCallError(MISSING_KEY, 1);

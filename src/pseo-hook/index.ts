@@ -16,7 +16,7 @@ import { refreshSchemaCache } from '../schema/refresh-schema-cache.ts';
 import type { ServiceContext } from '../shared/services.ts';
 import { useConfig } from '../config/config.ts';
 import { drainBeforeClose } from '../engine/drain-before-close.ts';
-import { providerFor } from '../provider/create-provider.ts';
+import { providerSourceFor } from '../provider/create-provider.ts';
 import { createPostReviser } from '../posts/post-revisions.ts';
 import { GenerationRuntime } from '../engine/runtime.ts';
 import { migratePlanDocuments, PLANS } from '../plan/plan-store.ts';
@@ -84,7 +84,8 @@ export default defineHook(({ init, filter, action }, context) => {
 		const config = useConfig(ctx.env);
 		// Progress written with the extension's own SQL reaches WebSocket subscribers (and Flows) from here on.
 		if (config.announceChanges) setItemAnnouncer(ctx);
-		const runtime = new GenerationRuntime({ database, logger, config, provider: providerFor(config, logger), revise: createPostReviser(ctx) });
+		const providers = providerSourceFor(config, logger, ctx);
+		const runtime = new GenerationRuntime({ database, logger, config, providers, revise: createPostReviser(ctx) });
 		setRuntime(runtime);
 		drainBeforeClose(database, () => runtime.drain(config.shutdownGraceMs), logger);
 		runtime.start();
@@ -92,8 +93,13 @@ export default defineHook(({ init, filter, action }, context) => {
 		setPublicationRuntime(publications);
 		drainBeforeClose(database, () => publications.drain(config.shutdownGraceMs), logger);
 		publications.start();
-		logger.info({ worker: runtime.worker, concurrency: config.concurrency, bulkMode: config.bulkMode }, 'pseo-automation: job runtime started');
+		logger.info({ worker: runtime.worker, concurrency: config.concurrency, bulkMode: config.bulkMode, provider: providers.origin }, 'pseo-automation: job runtime started');
 	});
+
+	// Settings → AI saved on this instance: the next call reads it again (other instances within the source's TTL).
+	for (const event of ['settings.create', 'settings.update']) {
+		action(event, () => providerSourceFor(useConfig(ctx.env), logger, ctx).invalidate());
+	}
 
 	init('middlewares.before', (meta) => {
 		const { app } = meta as { app: Application };

@@ -9,7 +9,7 @@ import { mountIdempotentRoute, mountRoute } from '../../http/mount-route.ts';
 import { parseRequest } from '../../http/parse-request.ts';
 import { requireUser } from '../../http/request-input.ts';
 import { respond } from '../../http/respond.ts';
-import { providerFor } from '../../provider/create-provider.ts';
+import { providerSourceFor } from '../../provider/create-provider.ts';
 import type { ServiceContext } from '../../shared/services.ts';
 import { requestSchema } from '../request-schema.ts';
 import type { JobNotifier } from './triggers.ts';
@@ -37,7 +37,7 @@ export function registerGenerations(router: Router, context: ServiceContext, not
 		const { id } = parseRequest(cancelGenerationRoute, req).params;
 		return {
 			run: async () => {
-				const provider = providerFor(config, context.logger);
+				const provider = await providerSourceFor(config, context.logger, context).current();
 				await cancelJob({ context, database: context.database, logger: context.logger, config, provider }, accountability.user, id);
 				return getGeneration(context, accountability, await requestSchema(req, context), id);
 			},

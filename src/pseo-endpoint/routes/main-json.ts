@@ -1,7 +1,7 @@
 import type { Router } from 'express';
 import { useConfig } from '../../config/config.ts';
 import { generateContentPlanRoute } from '../../contracts/plans.ts';
-import { providerFor } from '../../provider/create-provider.ts';
+import { providerSourceFor } from '../../provider/create-provider.ts';
 import { mountIdempotentRoute } from '../../http/mount-route.ts';
 import { parseRequest } from '../../http/parse-request.ts';
 import { createPlan, type CreatedPlan } from '../../plan/create-plan.ts';
@@ -16,7 +16,8 @@ export function registerMainJson(router: Router, context: ServiceContext): void 
 	mountIdempotentRoute(router, generateContentPlanRoute, { database: context.database, lockMs: config.planLockMs }, (req, { user: userId }) => {
 		const { body } = parseRequest(generateContentPlanRoute, req);
 		return {
-			run: () => createPlan({ database: context.database, logger: context.logger, config, provider: providerFor(config, context.logger), siteRoutes }, userId, body),
+			run: async () =>
+				createPlan({ database: context.database, logger: context.logger, config, provider: await providerSourceFor(config, context.logger, context).current(), siteRoutes }, userId, body),
 			answer: (data: CreatedPlan) => ({ status: 200, payload: { message: `Content plan of ${data.total_pages} pages generated.`, data } }),
 		};
 	});

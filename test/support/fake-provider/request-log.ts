@@ -9,6 +9,9 @@ export interface RequestLogEntry {
 	path: string;
 	/** Arrival time, ms since the epoch. */
 	time: number;
+	/** The key the request carried (`Authorization: Bearer <key>`), and any `x-*` headers besides the SDK's own. */
+	apiKey?: string | null;
+	extraHeaders?: Record<string, string>;
 	/** Status sent, or null while the answer is pending (or never came, as with `hangChat`). */
 	status: number | null;
 	/** Chat completions: the `task` and `route` of the prompt context, and the json_schema name. */

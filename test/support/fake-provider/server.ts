@@ -85,6 +85,16 @@ function notFound(method: string, path: string): HttpError {
 	return new HttpError(404, apiError(`Invalid URL (${method} ${path})`));
 }
 
+/** Who called: the bearer key, and the `x-*` headers that the SDK does not send itself (`x-stainless-*`). */
+function callerOf(req: IncomingMessage): Pick<RequestLogEntry, 'apiKey' | 'extraHeaders'> {
+	const key = /^Bearer\s+(\S+)/i.exec(req.headers.authorization ?? '')?.[1] ?? null;
+	const extraHeaders: Record<string, string> = {};
+	for (const [name, value] of Object.entries(req.headers)) {
+		if (name.startsWith('x-') && !name.startsWith('x-stainless-') && typeof value === 'string') extraHeaders[name] = value;
+	}
+	return { apiKey: key, extraHeaders };
+}
+
 function isAuthorized(req: IncomingMessage): boolean {
 	const header = req.headers.authorization ?? '';
 	return /^Bearer\s+\S+/i.test(header);
@@ -290,7 +300,7 @@ class FakeProviderServer implements FakeProvider {
 		const path = url.pathname.replace(/\/+$/, '') || '/';
 		const method = req.method ?? 'GET';
 		const isApi = path.startsWith('/v1/');
-		const entry: RequestLogEntry | null = isApi ? { seq: this.#log.length + 1, method, path, time: Date.now(), status: null } : null;
+		const entry: RequestLogEntry | null = isApi ? { seq: this.#log.length + 1, method, path, time: Date.now(), status: null, ...callerOf(req) } : null;
 		if (entry) this.#log.push(entry);
 		try {
 			let route: Route | undefined;
