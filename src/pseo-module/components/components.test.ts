@@ -10,6 +10,9 @@ import { ref } from 'vue';
 import { WORKSPACE } from '../lib/workspace.ts';
 import MarkdownReader from './markdown-reader.vue';
 import WebsiteForm from './website-form.vue';
+import LedgerEntries from './ledger-entries.vue';
+import LocalTime from './local-time.vue';
+import type { LedgerQuery, LedgerRow } from '../lib/ledger.ts';
 
 /*
  * The stateful parts of the module, mounted for real. The app's global components (v-button, v-input…) are the
@@ -31,6 +34,9 @@ const stubs = {
 		setup: (props, { slots, emit }) => () => h('button', { type: 'button', disabled: props.disabled, onClick: () => emit('click') }, slots['default']?.()),
 	}),
 	'v-notice': defineComponent({ props: { type: String }, setup: (props, { slots }) => () => h('div', { class: `notice ${props.type}` }, slots['default']?.()) }),
+	'v-icon': defineComponent({ props: { name: String }, setup: () => () => h('i') }),
+	'router-link': defineComponent({ props: { to: String }, setup: (props, { slots }) => () => h('a', { href: props.to }, slots['default']?.()) }),
+	'v-progress-circular': defineComponent({ setup: () => () => h('progress') }),
 	'v-progress-linear': defineComponent({ props: { value: Number, indeterminate: Boolean }, setup: (props) => () => h('progress', { value: props.value, max: 100 }) }),
 };
 const global = { stubs };
@@ -155,5 +161,109 @@ describe('markdown-reader', () => {
 		expect(article.findAll('a')).toHaveLength(1);
 		expect(article.text()).toContain('<script>alert(1)</script>');
 		expect(article.text()).toContain('bad');
+	});
+});
+
+/** The app's stores, as useStores() finds them: a user of `language`. */
+const storesOf = (language: string | null, projectLanguage: string | null = null) => ({
+	useUserStore: () => ({ currentUser: { id: 'u-self', language } }),
+	useServerStore: () => ({ info: { project: { default_language: projectLanguage } } }),
+});
+
+describe('local-time', () => {
+	const moment = new Date(Date.now() - 3 * 60_000).toISOString();
+	it('says how long ago in the user\'s language, with the exact date and time on hover', () => {
+		const english = mount(LocalTime, { props: { value: moment }, global: { ...global, provide: { stores: storesOf('en-US') } } }).get('time');
+		expect(english.text()).toBe('3 minutes ago');
+		expect(english.attributes('datetime')).toBe(moment);
+		expect(english.attributes('title')).toBe(new Intl.DateTimeFormat('en-US', { dateStyle: 'medium', timeStyle: 'short' }).format(new Date(moment)));
+		const german = mount(LocalTime, { props: { value: moment }, global: { ...global, provide: { stores: storesOf('de-DE') } } }).get('time');
+		expect(german.text()).toBe('vor 3 Minuten');
+		expect(german.attributes('title')).toMatch(/^\d{2}\.\d{2}\.\d{4}, \d{2}:\d{2}$/);
+	});
+
+	it('follows the project\'s default language when the user has none', () => {
+		const time = mount(LocalTime, { props: { value: moment }, global: { ...global, provide: { stores: storesOf(null, 'de-DE') } } }).get('time');
+		expect(time.text()).toBe('vor 3 Minuten');
+	});
+});
+
+describe('ledger-entries', () => {
+	const admin = { id: 'a1b2c3d4-0000-4000-8000-000000000001', first_name: 'Ada', last_name: 'Admin', email: 'ada@example.com' };
+	const editor = { id: 'e1b2c3d4-0000-4000-8000-000000000002', first_name: null, last_name: null, email: 'eddie@example.com' };
+	const entry = (id: number, user: LedgerRow['user_id'], amount: number, reason: string, note: string | null, pseoId: number | null = null): LedgerRow => ({
+		id,
+		amount,
+		reason,
+		balance_after: 12_500 + amount,
+		note,
+		date_created: new Date(Date.now() - 3600_000).toISOString(),
+		pseo_id: pseoId,
+		user_id: user,
+	});
+
+	function fakeApi(rows: LedgerRow[], total = rows.length) {
+		const asked: LedgerQuery[] = [];
+		const api = {
+			ledger: async (query: LedgerQuery) => (asked.push(query), { rows, total }),
+			people: async (ids?: string[]) => [admin, editor].filter((person) => !ids || ids.includes(person.id)),
+			websiteNames: async (ids?: number[]) => [{ id: 4, website_url: 'https://plumbers.example' }].filter((site) => !ids || ids.includes(site.id)),
+		};
+		return { api, asked };
+	}
+	const settle = () => new Promise((resolve) => setTimeout(resolve, 0));
+	const mountEntries = (props: Record<string, unknown>, language = 'en-US') =>
+		mount(LedgerEntries, { props, global: { ...global, provide: { stores: storesOf(language) } } });
+
+	it('lists the reader\'s own entries only, with the website by its address and the admin who granted by name', async () => {
+		const { api, asked } = fakeApi([entry(2, editor.id, -20, 'charge', 'bulk generation of 4 page(s)', 4), entry(1, editor.id, 500, 'grant', `set by ${admin.id}`)]);
+		const wrapper = mountEntries({ api, scope: 'own', selfId: editor.id, isAdmin: true });
+		await settle();
+		expect(asked).toEqual([{ userId: editor.id, pseoId: null, reason: null, page: 1, limit: 25, withUser: false }]);
+		expect(wrapper.findAll('th').map((th) => th.text())).not.toContain('User');
+		const [charge, grant] = wrapper.findAll('tbody tr');
+		expect(charge!.find('a[href="/pseo-workspace/4"]').text()).toBe('https://plumbers.example');
+		expect(charge!.text()).toContain('-20');
+		expect(grant!.text()).toContain('+500');
+		expect(grant!.text()).toContain('13,000');
+		expect(grant!.find(`a[href="/users/${admin.id}"]`).text()).toBe('Ada Admin');
+		expect(wrapper.text()).not.toContain(admin.id);
+	});
+
+	it('names nobody by id to an editor, who may not read other users', async () => {
+		const { api } = fakeApi([entry(1, editor.id, 500, 'grant', `set by ${admin.id}`)]);
+		const wrapper = mountEntries({ api, scope: 'own', selfId: editor.id, isAdmin: false });
+		await settle();
+		expect(wrapper.get('tbody tr').text()).toContain('set by an admin');
+		expect(wrapper.text()).not.toContain(admin.id);
+	});
+
+	it('shows an admin every user\'s entries with a user column by name, filtered by user, website and reason, a page at a time', async () => {
+		const { api, asked } = fakeApi([entry(3, editor, -20, 'charge', null, 4), entry(2, admin, 100, 'grant', `set by ${admin.id}`)], 60);
+		const wrapper = mountEntries({ api, scope: 'all', selfId: admin.id, isAdmin: true });
+		await settle();
+		expect(wrapper.findAll('th').map((th) => th.text())).toContain('User');
+		expect(wrapper.findAll('[data-test="ledger-user"]').map((cell) => cell.text())).toEqual(['eddie@example.com', 'Ada Admin']);
+		expect(wrapper.get('tbody tr:nth-child(2)').text()).toContain('set by you');
+		expect(wrapper.get('[data-test="page-status"]').text()).toBe('Page 1 of 3 · 60 entries');
+		await wrapper.get('[data-test="page-next"]').trigger('click');
+		await settle();
+		expect(asked.at(-1)).toMatchObject({ page: 2, withUser: true, userId: null });
+		await wrapper.get('#pseo-ledger-user').setValue(editor.id);
+		await wrapper.get('#pseo-ledger-website').setValue('4');
+		await wrapper.get('#pseo-ledger-reason').setValue('charge');
+		await settle();
+		// A new filter starts again from the first page.
+		expect(asked.at(-1)).toEqual({ userId: editor.id, pseoId: 4, reason: 'charge', page: 1, limit: 25, withUser: true });
+		for (const label of wrapper.findAll('label')) expect(wrapper.find(`#${label.attributes('for')}`).element.tagName).toBe('SELECT');
+	});
+
+	it('formats amounts and balances in the user\'s language', async () => {
+		const { api } = fakeApi([entry(1, editor.id, 1500, 'grant', null)]);
+		const wrapper = mountEntries({ api, scope: 'own', selfId: editor.id, isAdmin: false }, 'de-DE');
+		await settle();
+		expect(wrapper.get('tbody tr').text()).toContain('+1.500');
+		expect(wrapper.get('tbody tr').text()).toContain('14.000');
+		expect(wrapper.get('tbody tr time').text()).toBe('vor 1 Stunde');
 	});
 });

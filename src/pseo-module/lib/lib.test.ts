@@ -4,6 +4,8 @@ import { generationCost } from './cost.ts';
 import { startPoller } from './poller.ts';
 import { progressOf } from './progress.ts';
 import { descriptionLength, websiteProblems } from './website-rules.ts';
+import { appLocale, formatsFor } from './formats.ts';
+import { ledgerParams, noteParts, notedUserIds, pageCount, personName } from './ledger.ts';
 
 describe('describeApiError', () => {
 	it('turns the interface envelope into a sentence per status, never raw JSON', () => {
@@ -120,5 +122,75 @@ describe('poller', () => {
 		expect(reads).toBe(2);
 		poller.stop();
 		expect(listeners.size).toBe(0);
+	});
+});
+
+describe('formats', () => {
+	const moment = '2026-01-31T09:30:00.000Z';
+	const now = new Date('2026-01-31T09:33:10.000Z');
+	it('formats dates, times and numbers in English and in German', () => {
+		const english = formatsFor('en-US', 'UTC');
+		// ICU versions differ on the space before AM (a narrow no-break space in newer ones).
+		expect(english.dateTime(moment).replace(/\s/g, ' ')).toBe('Jan 31, 2026, 9:30 AM');
+		expect(english.day(moment)).toBe('Jan 31, 2026');
+		expect(english.relative(moment, now)).toBe('3 minutes ago');
+		expect(english.number(12500)).toBe('12,500');
+		expect(english.signed(500)).toBe('+500');
+		const german = formatsFor('de-DE', 'UTC');
+		expect(german.dateTime(moment)).toBe('31.01.2026, 09:30');
+		expect(german.relative(moment, now)).toBe('vor 3 Minuten');
+		expect(german.relative('2026-01-30T09:30:00.000Z', now)).toBe('gestern');
+		expect(german.number(12500)).toBe('12.500');
+	});
+
+	it('formats in the time zone given', () => {
+		expect(formatsFor('de-DE', 'Europe/Berlin').dateTime(moment)).toBe('31.01.2026, 10:30');
+	});
+
+	it('shows what is not a date as it is', () => {
+		expect(formatsFor('en-US').relative('soon')).toBe('soon');
+	});
+
+	it('takes the user\'s language, else the project\'s, else the browser\'s', () => {
+		expect(appLocale('de-DE', 'fr-FR', 'en-GB')).toBe('de-DE');
+		expect(appLocale(null, 'fr-FR', 'en-GB')).toBe('fr-FR');
+		expect(appLocale(null, null, 'en-GB')).toBe('en-GB');
+		expect(appLocale('not a language', null, undefined)).toBe('en-US');
+	});
+});
+
+describe('ledger', () => {
+	it('asks the items API for a page, newest first, with the count and only the filters chosen', () => {
+		expect(ledgerParams({ userId: 'u1', page: 2, limit: 25 })).toEqual({
+			fields: ['id', 'amount', 'reason', 'balance_after', 'note', 'date_created', 'pseo_id', 'user_id'],
+			sort: ['-id'],
+			limit: 25,
+			page: 2,
+			meta: 'filter_count',
+			filter: { user_id: { _eq: 'u1' } },
+		});
+		const all = ledgerParams({ pseoId: 4, reason: 'refund', page: 1, limit: 25, withUser: true });
+		expect(all['filter']).toEqual({ _and: [{ pseo_id: { _eq: 4 } }, { reason: { _eq: 'refund' } }] });
+		expect(all['fields']).toContain('user_id.email');
+		expect(all['fields']).not.toContain('user_id');
+		expect(ledgerParams({ page: 1, limit: 10 })).not.toHaveProperty('filter');
+	});
+
+	it('names a person by name, else by e-mail, never by id', () => {
+		expect(personName({ first_name: 'Ada', last_name: 'Lovelace', email: 'ada@example.com' })).toBe('Ada Lovelace');
+		expect(personName({ first_name: null, last_name: ' ', email: 'ada@example.com' })).toBe('ada@example.com');
+		expect(personName(null)).toBe('a deleted user');
+	});
+
+	it('finds the people a note names by id', () => {
+		const id = '9A9E327C-1111-4222-8333-444455556666';
+		expect(noteParts(`initial balance set by ${id}`)).toEqual([{ text: 'initial balance set by ' }, { userId: id.toLowerCase() }]);
+		expect(noteParts('content plan')).toEqual([{ text: 'content plan' }]);
+		expect(notedUserIds([{ note: `set by ${id}` }, { note: null }, { note: `set by ${id}` }])).toEqual([id.toLowerCase()]);
+	});
+
+	it('counts pages, at least one', () => {
+		expect(pageCount(0, 25)).toBe(1);
+		expect(pageCount(60, 25)).toBe(3);
 	});
 });

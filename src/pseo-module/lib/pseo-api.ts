@@ -1,4 +1,5 @@
 import type { Rates } from './cost.ts';
+import { ledgerParams, type LedgerQuery, type LedgerRow, type Person } from './ledger.ts';
 
 /*
  * The module's calls, through the app's own axios instance (useApi()), so they carry the editor's session. Routes
@@ -100,12 +101,22 @@ export function pseoApi(http: Http) {
 		removeTarget: async (pseoId: number) => (await http.delete(`${BASE}/pseo/${pseoId}/publishing`)).data,
 		publish: async (body: Record<string, unknown>) => (await http.post<{ publication_id: number }>(`${BASE}/publish`, body)).data,
 		publication: async (id: number) => (await http.get<{ data: Publication }>(`${BASE}/publications/${id}`)).data.data,
-		ledger: async () =>
+		/** A page of the ledger (lib/ledger.ts) and how many entries match in all. */
+		ledger: async (query: LedgerQuery) => {
+			const response = await http.get<{ data: LedgerRow[]; meta?: { filter_count?: number } }>('/items/pseo_token_ledger', { params: ledgerParams(query) });
+			return { rows: response.data.data, total: Number(response.data.meta?.filter_count ?? response.data.data.length) };
+		},
+		/** Users by id, or the first 200 by name (an admin's filter); only what an admin may read of every user. */
+		people: async (ids?: string[]) =>
 			(
-				await http.get<{ data: { id: number; amount: number; reason: string; balance_after: number; note: string | null; date_created: string }[] }>('/items/pseo_token_ledger', {
-					params: { fields: ['id', 'amount', 'reason', 'balance_after', 'note', 'date_created'], sort: ['-id'], limit: 50 },
+				await http.get<{ data: Person[] }>('/users', {
+					params: { fields: ['id', 'first_name', 'last_name', 'email'], sort: ['first_name', 'last_name', 'email'], limit: 200, ...(ids ? { filter: { id: { _in: ids } } } : {}) },
 				})
 			).data.data,
+		/** Websites' addresses by id, or the first 200 (an admin's filter, every user's websites). */
+		websiteNames: async (ids?: number[]) =>
+			(await http.get<{ data: { id: number; website_url: string }[] }>('/items/pseo', { params: { fields: ['id', 'website_url'], sort: ['website_url'], limit: 200, ...(ids ? { filter: { id: { _in: ids } } } : {}) } }))
+				.data.data,
 		usage: async () =>
 			(
 				await http.get<{ data: Record<string, unknown>[] }>('/items/pseo_generations', {
