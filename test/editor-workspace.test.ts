@@ -99,7 +99,7 @@ describe.skipIf(!legAvailable(LEG))('the editors\' workspace in the app', () => 
 		await signIn(page, directus.url, editor.email, editor.password);
 		await page.goto(`${directus.url}${MODULE}`);
 		await page.getByText('No website yet').waitFor();
-		expect(await page.locator('[data-test="balance"]').textContent()).toContain('1000 tokens');
+		expect(await page.locator('[data-test="balance"]').textContent()).toContain('1,000 tokens');
 		await expectAccessible('01-websites-empty');
 
 		await press('create-website');
@@ -215,7 +215,7 @@ describe.skipIf(!legAvailable(LEG))('the editors\' workspace in the app', () => 
 		expect(balance).toBeLessThan(1000);
 		await page.goto(`${directus.url}${MODULE}/ledger`);
 		await page.locator('[data-test="ledger"]').waitFor();
-		await page.locator('[data-test="balance"]').getByText(`${balance} tokens`).waitFor();
+		await page.locator('[data-test="balance"]').getByText(`${balance.toLocaleString('en-US')} tokens`).waitFor();
 		await expectAccessible('07-ledger');
 	});
 

@@ -12,6 +12,7 @@ import MarkdownReader from './markdown-reader.vue';
 import WebsiteForm from './website-form.vue';
 import LedgerEntries from './ledger-entries.vue';
 import LocalTime from './local-time.vue';
+import BalanceBadge from './balance-badge.vue';
 import type { LedgerQuery, LedgerRow } from '../lib/ledger.ts';
 
 /*
@@ -265,5 +266,18 @@ describe('ledger-entries', () => {
 		expect(wrapper.get('tbody tr').text()).toContain('+1.500');
 		expect(wrapper.get('tbody tr').text()).toContain('14.000');
 		expect(wrapper.get('tbody tr time').text()).toBe('vor 1 Stunde');
+	});
+});
+
+describe('numbers in the user\'s language', () => {
+	const rates = { token_per_page: 10, token_per_batch_page: 5, token_per_main_json: 20 };
+	const inLanguage = (language: string) => ({ ...global, provide: { stores: storesOf(language) } });
+	it('groups the balance and the price as the language does, in English and in German', () => {
+		expect(mount(BalanceBadge, { props: { balance: 12500 }, global: inLanguage('en-US') }).text()).toBe('12,500 tokens');
+		expect(mount(BalanceBadge, { props: { balance: 12500 }, global: inLanguage('de-DE') }).text()).toBe('12.500 tokens');
+		const german = mount(CostPreview, { props: { mode: 'bulk', pages: 400, rates, balance: 1500 }, global: inLanguage('de-DE') });
+		expect(german.get('[data-test="cost"]').text()).toBe('2.000 tokens');
+		expect(german.get('[data-test="short"]').text()).toContain('500 more tokens');
+		expect(german.text()).toContain('of your 1.500');
 	});
 });

@@ -6,7 +6,7 @@
 export interface Formats {
 	/** The exact date and time, e.g. "Jan 31, 2026, 10:30 AM" or "31.01.2026, 10:30". */
 	dateTime(value: string | Date): string;
-	/** The day alone, e.g. "Jan 31, 2026" or "31.01.2026". */
+	/** A calendar day as the server counts days (UTC), e.g. "Jan 31, 2026" or "31.01.2026". */
 	day(value: string | Date): string;
 	/** How long ago (or in how long), e.g. "3 minutes ago" or "vor 3 Minuten". */
 	relative(value: string | Date, now?: Date): string;
@@ -32,7 +32,7 @@ const toDate = (value: string | Date) => (value instanceof Date ? value : new Da
 export function formatsFor(locale: string, timeZone?: string): Formats {
 	const zone = timeZone ? { timeZone } : {};
 	const dateTime = new Intl.DateTimeFormat(locale, { dateStyle: 'medium', timeStyle: 'short', ...zone });
-	const day = new Intl.DateTimeFormat(locale, { dateStyle: 'medium', ...zone });
+	const day = new Intl.DateTimeFormat(locale, { dateStyle: 'medium', timeZone: 'UTC' });
 	const relative = new Intl.RelativeTimeFormat(locale, { numeric: 'auto' });
 	const number = new Intl.NumberFormat(locale, { maximumFractionDigits: 0 });
 	const signed = new Intl.NumberFormat(locale, { maximumFractionDigits: 0, signDisplay: 'exceptZero' });
