@@ -5,7 +5,10 @@ import { describe, expect, it } from 'vitest';
 import CostPreview from './cost-preview.vue';
 import JobProgress from './job-progress.vue';
 import TroubleNotice from './trouble-notice.vue';
+import NoticeLine from './notice-line.vue';
+import { explainFailure } from '../lib/api-errors.ts';
 import GenerateTab from './generate-tab.vue';
+import PostsTab from './posts-tab.vue';
 import { ref } from 'vue';
 import { WORKSPACE } from '../lib/workspace.ts';
 import MarkdownReader from './markdown-reader.vue';
@@ -58,30 +61,62 @@ describe('job-progress', () => {
 
 describe('trouble-notice', () => {
 	const lastError = { code: 'bad_request', message: 'Provider rejected the request (HTTP 400): unknown model', at: '2026-01-31T09:30:00.000Z', attempts: 3 };
-	it('says what keeps failing while the job is in trouble, its last error once it has ended, and nothing while all is well', async () => {
-		const wrapper = mount(TroubleNotice, { props: { record: { status: 'running', attention: true, last_error: lastError } }, global });
+	const counts = { failed_count: 2, requested_count: 10 };
+	it('says what happens, what it costs and what to do while a job is in trouble, with the error behind Details', async () => {
+		const wrapper = mount(TroubleNotice, { props: { kind: 'job', record: { status: 'running', attention: true, last_error: lastError, ...counts } }, global });
 		const notice = wrapper.get('[data-test="trouble"]');
 		expect(notice.classes()).toContain('warning');
-		expect(notice.text()).toContain('Its last 3 steps failed; it is tried again.');
-		expect(notice.text()).toContain('unknown model');
-		await wrapper.setProps({ record: { status: 'failed', attention: false, last_error: lastError } });
+		const [summary] = notice.text().split('Details');
+		expect(summary!.trim()).toBe('Its last 3 steps failed and the job keeps trying; any page that still fails is refunded. Nothing to do unless it goes on: then cancel it.');
+		expect(notice.get('details summary').text()).toBe('Details');
+		expect(notice.get('details [data-test="detail"]').text()).toContain('Provider rejected the request (HTTP 400): unknown model (3 attempts, the last');
+		expect(notice.get('details time').attributes('datetime')).toBe(lastError.at);
+	});
+
+	it('tells what an ended job left undone and that it was refunded, a publication that it cost nothing, and nothing while all is well', async () => {
+		const wrapper = mount(TroubleNotice, { props: { kind: 'job', record: { status: 'failed', attention: false, last_error: lastError, ...counts } }, global });
 		expect(wrapper.get('[data-test="trouble"]').classes()).toContain('danger');
-		expect(wrapper.get('[data-test="trouble"]').text()).toContain('Its last error before it ended: Provider rejected the request (HTTP 400): unknown model');
-		await wrapper.setProps({ record: { status: 'completed', attention: false, last_error: null } });
+		expect(wrapper.get('[data-test="trouble"] > .body > p').text()).toBe('The job ended with 2 of 10 pages not written; their tokens were refunded. Retry the failed pages, or read the details first.');
+		await wrapper.setProps({ kind: 'publication' });
+		expect(wrapper.get('[data-test="trouble"] > .body > p').text()).toBe('The publication ended with 2 of 10 posts not published; publishing costs no tokens. Check the target in the Publishing tab, then publish again.');
+		await wrapper.setProps({ kind: 'job', record: { status: 'completed', attention: false, last_error: null, ...counts } });
 		expect(wrapper.find('[data-test="trouble"]').exists()).toBe(false);
+	});
+});
+
+describe('a failure message', () => {
+	it('says what happened, what it cost and what to do in two sentences, with the server\'s words behind Details', async () => {
+		const providerDown = { response: { status: 502, data: { success: false, code: 'PSEO_PROVIDER_UNAVAILABLE', error: 'Provider server error (HTTP 500) after 4 attempts: upstream. The 20 tokens were refunded.' } } };
+		const failure = explainFailure(providerDown, { paid: true });
+		const wrapper = mount(NoticeLine, { props: { type: 'danger', detail: failure.detail }, slots: { default: failure.text }, global });
+		const [sentence] = wrapper.text().split('Details');
+		expect(sentence!.trim()).toBe('The AI provider did not answer, and the tokens it cost were refunded. Try again in a few minutes.');
+		expect(sentence!.split('. ').length).toBe(2);
+		expect(wrapper.find('[role="alert"]').exists()).toBe(true);
+		const details = wrapper.get('details');
+		expect(details.attributes('open')).toBeUndefined();
+		expect(details.get('[data-test="detail"]').text()).toBe('HTTP 502 PSEO_PROVIDER_UNAVAILABLE: Provider server error (HTTP 500) after 4 attempts: upstream. The 20 tokens were refunded.');
+		// A message without a detail has no disclosure.
+		expect(mount(NoticeLine, { props: { type: 'success' }, slots: { default: 'Saved.' }, global }).find('details').exists()).toBe(false);
 	});
 });
 
 describe('generate-tab', () => {
 	const rates = { token_per_page: 10, token_per_batch_page: 5, token_per_main_json: 20 };
-	function mountTab(balance: number) {
+	function mountTab(balance: number, facts: { jobs?: unknown[]; openRoutes?: { open: number; total: number }; dailyCap?: { limit: number; left: number } | null; websiteCap?: number | null; spentToday?: number } = {}) {
 		const triggered: unknown[][] = [];
 		const workspace = {
-			api: { trigger: async (...args: unknown[]) => (triggered.push(args), { generation_id: 7 }) },
+			api: {
+				trigger: async (...args: unknown[]) => (triggered.push(args), { generation_id: 7 }),
+				jobs: async () => facts.jobs ?? [],
+				openRoutes: async () => facts.openRoutes ?? { open: 50, total: 50 },
+				spentToday: async () => facts.spentToday ?? 0,
+			},
 			pseoId: ref(3),
-			website: ref(null),
+			website: ref({ id: 3, website_url: 'https://example.com', daily_token_cap: facts.websiteCap ?? null }),
 			balance: ref(balance),
 			rates: ref(rates),
+			dailyCap: ref(facts.dailyCap ?? null),
 			refreshBalance: async () => {},
 			showTab: () => {},
 			live: () => null,
@@ -89,6 +124,33 @@ describe('generate-tab', () => {
 		const stubs = { ...global.stubs, 'native-field': defineComponent({ props: { id: String }, setup: () => () => h('input') }) };
 		return { wrapper: mount(GenerateTab, { global: { stubs, provide: { [WORKSPACE as symbol]: workspace } } }), workspace, triggered };
 	}
+	const settle = () => new Promise((resolve) => setTimeout(resolve, 0));
+
+	it('disables Start with the reason beside it while the website has a job running, has no plan, or has too few pages left', async () => {
+		const reason = async (facts: Parameters<typeof mountTab>[1]) => {
+			const { wrapper } = mountTab(1000, facts);
+			await settle();
+			expect(wrapper.get('[data-test="start-job"]').attributes('disabled')).toBeDefined();
+			expect(wrapper.get('[data-test="start-job"]').attributes('aria-describedby')).toBe('start-blocked');
+			return wrapper.get('#start-blocked').text();
+		};
+		expect(await reason({ jobs: [{ id: 12, status: 'completed' }, { id: 11, status: 'running' }] })).toBe('Job 11 is still running on this website: wait for it to end, or cancel it in the Jobs tab.');
+		expect(await reason({ openRoutes: { open: 0, total: 0 } })).toBe('This website has no plan yet: generate or import one in the Plan tab.');
+		expect(await reason({ openRoutes: { open: 4, total: 9 } })).toBe('The plan has 4 pages without a post: choose 4 or fewer, or add pages in the Plan tab.');
+	});
+
+	it('disables Start when the user\'s or the website\'s daily cap would be passed', async () => {
+		const first = mountTab(1000, { dailyCap: { limit: 100, left: 30 } });
+		await settle();
+		// Ten bulk pages at 5 tokens: 50.
+		expect(first.wrapper.get('[data-test="start-blocked"]').text()).toBe('Your daily limit of 100 tokens leaves 30 for today: choose fewer pages, or try again after midnight UTC.');
+		const second = mountTab(1000, { websiteCap: 60, spentToday: 20 });
+		await settle();
+		expect(second.wrapper.get('[data-test="start-blocked"]').text()).toBe('This website\'s daily limit of 60 tokens leaves 40 for today: choose fewer pages, or try again after midnight UTC.');
+		const third = mountTab(1000, { websiteCap: 60, spentToday: 10, dailyCap: { limit: 100, left: 50 } });
+		await settle();
+		expect(third.wrapper.find('[data-test="start-blocked"]').exists()).toBe(false);
+	});
 
 	it('disables Start with the reason beside it when the balance does not cover the price, and enables it once it does', async () => {
 		const { wrapper, workspace, triggered } = mountTab(20);
@@ -279,5 +341,40 @@ describe('numbers in the user\'s language', () => {
 		expect(german.get('[data-test="cost"]').text()).toBe('2.000 tokens');
 		expect(german.get('[data-test="short"]').text()).toContain('500 more tokens');
 		expect(german.text()).toContain('of your 1.500');
+	});
+});
+
+describe('posts-tab', () => {
+	it('disables publishing with the reason while the website has no publishing target, and enables it once it has one', async () => {
+		let target: 'missing' | 'present' = 'missing';
+		const workspace = {
+			api: {
+				posts: async () => [{ id: 1, route: '/a', title: 'A', quality_status: 'pass', quality_score: 90, remote_url: null, date_published: null }],
+				target: async () => {
+					if (target === 'missing') throw Object.assign(new Error('Not found'), { response: { status: 404, data: { code: 'PSEO_NOT_FOUND' } } });
+					return { target: 'webhook', url: 'https://hooks.example' };
+				},
+			},
+			pseoId: ref(3),
+			website: ref(null),
+			refreshBalance: async () => {},
+			showTab: () => {},
+			live: () => null,
+		};
+		const options = { global: { stubs: { ...global.stubs, 'v-drawer': true, 'native-field': true }, provide: { [WORKSPACE as symbol]: workspace } } };
+		const settle = () => new Promise((resolve) => setTimeout(resolve, 0));
+		const wrapper = mount(PostsTab, options);
+		await settle();
+		const all = wrapper.get('[data-test="publish-all"]');
+		expect(all.attributes('disabled')).toBeDefined();
+		expect(all.attributes('aria-describedby')).toBe('publish-blocked');
+		expect(wrapper.get('#publish-blocked').text()).toBe('This website has no publishing target yet: set one in the Publishing tab.');
+		target = 'present';
+		const again = mount(PostsTab, options);
+		await settle();
+		expect(again.get('[data-test="publish-all"]').attributes('disabled')).toBeUndefined();
+		// Nothing selected: only "Publish selected" waits, and says why.
+		expect(again.get('[data-test="publish-selected"]').attributes('disabled')).toBeDefined();
+		expect(again.get('#publish-selected-blocked').text()).toBe('Select the posts to publish in the table.');
 	});
 });

@@ -1,21 +1,31 @@
 import { describe, expect, it } from 'vitest';
-import { describeApiError, isMissingRoute } from './api-errors.ts';
+import { explainFailure, isMissingRoute } from './api-errors.ts';
 import { generationCost } from './cost.ts';
 import { startPoller } from './poller.ts';
 import { progressOf } from './progress.ts';
 import { descriptionLength, websiteProblems } from './website-rules.ts';
 import { appLocale, formatsFor } from './formats.ts';
+import { spendBlocker } from './blockers.ts';
 import { ledgerParams, noteParts, notedUserIds, pageCount, personName } from './ledger.ts';
 
-describe('describeApiError', () => {
-	it('turns the interface envelope into a sentence per status, never raw JSON', () => {
-		const envelope = (status: number, error: string) => ({ response: { status, data: { success: false, error, code: 'X', timestamp: 't' } } });
-		expect(describeApiError(envelope(402, 'Balance 3 is short of 10.'))).toBe('Not enough tokens: Balance 3 is short of 10.');
-		expect(describeApiError(envelope(409, 'PSEO 4 already has a generation job pending or running.'))).toMatch(/^Something is already running: /);
-		expect(describeApiError(envelope(400, '"post_count" must be a positive integer.'))).toMatch(/^Please check the form: /);
-		expect(describeApiError({ response: { status: 500, data: '<html>' } })).toBe('The server answered 500.');
-		expect(describeApiError(new Error('Network Error'))).toBe('The request failed: Network Error');
-		expect(describeApiError({ response: { status: 403, data: { errors: [{ message: 'You don\'t have permission' }] } } })).toBe('You do not have access to this: You don\'t have permission');
+describe('explainFailure', () => {
+	const envelope = (status: number, error: string, code = 'X') => ({ response: { status, data: { success: false, error, code, timestamp: 't' } } });
+	it('says what happened and what to do, and keeps the server\'s words for the details, never raw JSON', () => {
+		expect(explainFailure(envelope(402, 'Balance 3 is short of 10.', 'PSEO_INSUFFICIENT_TOKENS'), { paid: true })).toEqual({
+			text: 'There are not enough tokens for this, or a daily limit is reached, and nothing was charged. Ask an admin to add tokens, or try again after midnight UTC.',
+			detail: 'HTTP 402 PSEO_INSUFFICIENT_TOKENS: Balance 3 is short of 10.',
+		});
+		expect(explainFailure(envelope(409, 'PSEO 4 already has a generation job pending or running.')).text).toBe('Something is already running here. Wait for it to end, then try again.');
+		expect(explainFailure(envelope(400, '"post_count" must be a positive integer.')).text).toMatch(/^The server refused the request\. /);
+		expect(explainFailure({ response: { status: 500, data: '<html>' } })).toEqual({ text: 'Something went wrong on the server. Try again; if it keeps failing, tell an admin what the details say.', detail: 'HTTP 500' });
+		expect(explainFailure(new Error('Network Error'))).toEqual({ text: 'The server could not be reached. Check your connection and try again.', detail: 'Network Error' });
+		expect(explainFailure({ response: { status: 403, data: { errors: [{ message: 'You don\'t have permission' }] } } }).detail).toBe('HTTP 403: You don\'t have permission');
+	});
+
+	it('says what a paid action cost: nothing, or the refund the server reports', () => {
+		expect(explainFailure(envelope(502, 'Provider timeout. The 20 tokens were refunded.'), { paid: true }).text).toBe('The AI provider did not answer, and the tokens it cost were refunded. Try again in a few minutes.');
+		expect(explainFailure(envelope(400, 'No plan.'), { paid: true }).text).toMatch(/, and nothing was charged\. /);
+		expect(explainFailure(envelope(400, 'No plan.')).text).not.toMatch(/charged/);
 	});
 
 	it('recognises a route this server does not have', () => {
@@ -192,5 +202,16 @@ describe('ledger', () => {
 	it('counts pages, at least one', () => {
 		expect(pageCount(0, 25)).toBe(1);
 		expect(pageCount(60, 25)).toBe(3);
+	});
+});
+
+describe('spendBlocker', () => {
+	const n = formatsFor('en-US').number;
+	it('says what a charge lacks, the balance before the caps, and what to do', () => {
+		const none = { cost: 20, balance: 1000, userCap: null, websiteCap: null };
+		expect(spendBlocker('A plan', none, n)).toBeNull();
+		expect(spendBlocker('A plan', { ...none, balance: 5 }, n)).toBe('A plan needs 15 more tokens: ask an admin to add tokens to your balance.');
+		expect(spendBlocker('A plan', { ...none, userCap: { limit: 1000, left: 10 } }, n)).toBe('Your daily limit of 1,000 tokens leaves 10 for today: try again after midnight UTC.');
+		expect(spendBlocker('A plan', { ...none, userCap: { limit: 1000, left: 20 } }, n)).toBeNull();
 	});
 });

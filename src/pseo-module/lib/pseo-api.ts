@@ -1,3 +1,4 @@
+import type { CapToday } from './blockers.ts';
 import type { Rates } from './cost.ts';
 import { ledgerParams, type LedgerQuery, type LedgerRow, type Person } from './ledger.ts';
 
@@ -21,6 +22,8 @@ export interface Website {
 	website_url: string;
 	website_software: string;
 	post_counts_total: number;
+	/** The most tokens the website may spend per UTC day; null for no cap. */
+	daily_token_cap?: number | null;
 }
 
 export interface Job {
@@ -63,7 +66,27 @@ export const liveTopics = {
 
 export function pseoApi(http: Http) {
 	return {
-		balance: async () => (await http.get<{ data: { balance: number; rates: Rates } }>(`${BASE}/balance`)).data.data,
+		balance: async () => (await http.get<{ data: { balance: number; rates: Rates; daily_cap?: CapToday | null } }>(`${BASE}/balance`)).data.data,
+		/** The website's plan pages, and how many of them have no post yet. */
+		openRoutes: async (pseoId: number) => {
+			const rows = (
+				await http.get<{ data: { has_post: unknown; count: { id: number | string } }[] }>('/items/pseo_plan_pages', {
+					params: { aggregate: { count: ['id'] }, groupBy: ['has_post'], filter: { pseo_id: { _eq: pseoId } } },
+				})
+			).data.data;
+			const counted = rows.map((row) => ({ posted: row.has_post === true || row.has_post === 1 || row.has_post === '1', count: Number(row.count.id) }));
+			return { open: counted.filter((row) => !row.posted).reduce((sum, row) => sum + row.count, 0), total: counted.reduce((sum, row) => sum + row.count, 0) };
+		},
+		/** What the website spent today (UTC), charges less refunds, as its daily cap counts it. */
+		spentToday: async (pseoId: number, now = new Date()) => {
+			const midnight = new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), now.getUTCDate())).toISOString();
+			const rows = (
+				await http.get<{ data: { sum: { amount: number | string | null } }[] }>('/items/pseo_token_ledger', {
+					params: { aggregate: { sum: ['amount'] }, filter: { _and: [{ pseo_id: { _eq: pseoId } }, { reason: { _in: ['charge', 'refund'] } }, { date_created: { _gte: midnight } }] } },
+				})
+			).data.data;
+			return -Number(rows[0]?.sum.amount ?? 0);
+		},
 		websites: async () =>
 			(await http.get<{ data: Website[] }>('/items/pseo', { params: { fields: ['id', 'website_url', 'website_software', 'post_counts_total'], sort: ['-id'], limit: 100 } })).data.data,
 		website: async (id: number) => (await http.get<{ data: Website & { master_prompt: string } }>(`/items/pseo/${id}`)).data.data,
