@@ -16,6 +16,8 @@ import WebsiteForm from './website-form.vue';
 import LedgerEntries from './ledger-entries.vue';
 import LocalTime from './local-time.vue';
 import BalanceBadge from './balance-badge.vue';
+import UsageChart from './usage-chart.vue';
+import ModuleTitle from './module-title.vue';
 import type { LedgerQuery, LedgerRow } from '../lib/ledger.ts';
 
 /*
@@ -376,5 +378,40 @@ describe('posts-tab', () => {
 		// Nothing selected: only "Publish selected" waits, and says why.
 		expect(again.get('[data-test="publish-selected"]').attributes('disabled')).toBeDefined();
 		expect(again.get('#publish-selected-blocked').text()).toBe('Select the posts to publish in the table.');
+	});
+});
+
+describe('usage-chart', () => {
+	it('draws a website\'s prompt and completion tokens per day as stacked bars, labelled for screen readers and on hover', () => {
+		const usage = {
+			pseoId: 4,
+			peak: 400,
+			days: [
+				{ day: '2026-01-30', prompt: 100, completion: 100, requests: 2 },
+				{ day: '2026-01-31', prompt: 300, completion: 100, requests: 3 },
+			],
+		};
+		const wrapper = mount(UsageChart, { props: { usage, name: 'https://plumbers.example' }, global: { ...global, provide: { stores: storesOf('de-DE') } } });
+		expect(wrapper.get('figcaption a').attributes('href')).toBe('/pseo-workspace/4');
+		const svg = wrapper.get('svg');
+		expect(svg.attributes('role')).toBe('img');
+		expect(svg.attributes('aria-label')).toBe('https://plumbers.example: 400 prompt and 200 completion tokens over 2 days, from 30.01.2026 to 31.01.2026.');
+		const heights = wrapper.findAll('rect').map((rect) => Number(rect.attributes('height')));
+		// The peak day fills the height (120): 300 prompt below, 100 completion above.
+		expect(heights).toEqual([30, 30, 90, 30]);
+		expect(wrapper.findAll('g title').map((title) => title.text())[1]).toBe('31.01.2026: 300 prompt and 100 completion tokens, 3 requests');
+	});
+});
+
+describe('module-title', () => {
+	it('lays the header out as breadcrumb, separator, title', () => {
+		const wrapper = mount(ModuleTitle, { props: { crumbs: [{ name: 'pSEO websites', to: '/pseo-workspace' }], title: 'https://plumbers.example' }, global });
+		const nav = wrapper.get('nav[aria-label="Breadcrumb"]');
+		expect(nav.get('a').attributes('href')).toBe('/pseo-workspace');
+		expect(nav.get('a').text()).toBe('pSEO websites');
+		// The separator stands between them, hidden from screen readers, which have the landmark and the heading.
+		expect(nav.element.lastElementChild!.getAttribute('aria-hidden')).toBe('true');
+		expect(wrapper.get('h1').text()).toBe('https://plumbers.example');
+		expect(wrapper.element.firstElementChild).toBe(nav.element);
 	});
 });

@@ -6,6 +6,7 @@ import { progressOf } from './progress.ts';
 import { descriptionLength, websiteProblems } from './website-rules.ts';
 import { appLocale, formatsFor } from './formats.ts';
 import { spendBlocker } from './blockers.ts';
+import { usageByWebsite } from './usage.ts';
 import { ledgerParams, noteParts, notedUserIds, pageCount, personName } from './ledger.ts';
 
 describe('explainFailure', () => {
@@ -213,5 +214,22 @@ describe('spendBlocker', () => {
 		expect(spendBlocker('A plan', { ...none, balance: 5 }, n)).toBe('A plan needs 15 more tokens: ask an admin to add tokens to your balance.');
 		expect(spendBlocker('A plan', { ...none, userCap: { limit: 1000, left: 10 } }, n)).toBe('Your daily limit of 1,000 tokens leaves 10 for today: try again after midnight UTC.');
 		expect(spendBlocker('A plan', { ...none, userCap: { limit: 1000, left: 20 } }, n)).toBeNull();
+	});
+});
+
+describe('usageByWebsite', () => {
+	const row = (pseoId: number | string, year: number, month: number, day: number, prompt: number | string, completion: number) => ({
+		pseo_id: pseoId,
+		date_created_year: year,
+		date_created_month: month,
+		date_created_day: day,
+		sum: { usage_prompt_tokens: prompt, usage_completion_tokens: completion, usage_requests: 1 },
+	});
+	it('groups the aggregate per website, days in order, the website that used most first', () => {
+		const sites = usageByWebsite([row(1, 2026, 2, 1, 10, 5), row(2, 2026, 1, 31, '300', 100), row(1, 2026, 1, 9, 40, 20)]);
+		expect(sites.map((site) => site.pseoId)).toEqual([2, 1]);
+		expect(sites[1]!.days.map((day) => day.day)).toEqual(['2026-01-09', '2026-02-01']);
+		expect(sites[1]!.peak).toBe(60);
+		expect(sites[0]!.days[0]).toEqual({ day: '2026-01-31', prompt: 300, completion: 100, requests: 1 });
 	});
 });

@@ -140,10 +140,11 @@ export function pseoApi(http: Http) {
 		websiteNames: async (ids?: number[]) =>
 			(await http.get<{ data: { id: number; website_url: string }[] }>('/items/pseo', { params: { fields: ['id', 'website_url'], sort: ['website_url'], limit: 200, ...(ids ? { filter: { id: { _in: ids } } } : {}) } }))
 				.data.data,
+		/** The provider's tokens and requests per website and UTC day, the past three months (admins: every website). */
 		usage: async () =>
 			(
 				await http.get<{ data: Record<string, unknown>[] }>('/items/pseo_generations', {
-					params: { aggregate: { sum: ['usage_prompt_tokens', 'usage_completion_tokens', 'usage_requests'] }, groupBy: ['pseo_id', 'day(date_created)', 'month(date_created)', 'year(date_created)'], limit: 200 },
+					params: { aggregate: { sum: ['usage_prompt_tokens', 'usage_completion_tokens', 'usage_requests'] }, groupBy: ['pseo_id', 'day(date_created)', 'month(date_created)', 'year(date_created)'], filter: { date_created: { _gte: '$NOW(-90 days)' } }, limit: 1000 },
 				})
 			).data.data,
 	};
