@@ -67,15 +67,23 @@ export const liveTopics = {
 export function pseoApi(http: Http) {
 	return {
 		balance: async () => (await http.get<{ data: { balance: number; rates: Rates; daily_cap?: CapToday | null } }>(`${BASE}/balance`)).data.data,
-		/** The website's plan pages, and how many of them have no post yet. */
-		openRoutes: async (pseoId: number) => {
+		/**
+		 * The website's plan pages, and how many of them have no post yet; null when that is not known here: a plan
+		 * written through the items API gets its page rows only when a job or start-up first reads it.
+		 */
+		openRoutes: async (pseoId: number): Promise<{ open: number; total: number } | null> => {
 			const rows = (
 				await http.get<{ data: { has_post: unknown; count: { id: number | string } }[] }>('/items/pseo_plan_pages', {
 					params: { aggregate: { count: ['id'] }, groupBy: ['has_post'], filter: { pseo_id: { _eq: pseoId } } },
 				})
 			).data.data;
 			const counted = rows.map((row) => ({ posted: row.has_post === true || row.has_post === 1 || row.has_post === '1', count: Number(row.count.id) }));
-			return { open: counted.filter((row) => !row.posted).reduce((sum, row) => sum + row.count, 0), total: counted.reduce((sum, row) => sum + row.count, 0) };
+			const total = counted.reduce((sum, row) => sum + row.count, 0);
+			if (total === 0) {
+				const plans = (await http.get<{ data: unknown[] }>('/items/pseo_main_json', { params: { fields: ['id'], filter: { pseo_id: { _eq: pseoId }, status: { _eq: 'ready' } }, limit: 1 } })).data.data;
+				if (plans.length > 0) return null;
+			}
+			return { open: counted.filter((row) => !row.posted).reduce((sum, row) => sum + row.count, 0), total };
 		},
 		/** What the website spent today (UTC), charges less refunds, as its daily cap counts it. */
 		spentToday: async (pseoId: number, now = new Date()) => {
