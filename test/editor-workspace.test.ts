@@ -281,6 +281,8 @@ describe.skipIf(!legAvailable(LEG))('the editors\' workspace in the app', () => 
 			await later.click({ force: true, timeout: 10_000 }).catch(() => undefined);
 			await later.waitFor({ state: 'detached', timeout: 10_000 }).catch(() => undefined);
 		}
+		// Its "we'll remind you" notice fades by itself; the screenshots are taken without it.
+		const reminder = admin.getByText('remind you again', { exact: false });
 		expect(await own.locator('[data-test="ledger"]').count()).toBe(0);
 
 		await admin.click('[data-test="ledger-scope-all"]');
@@ -289,6 +291,7 @@ describe.skipIf(!legAvailable(LEG))('the editors\' workspace in the app', () => 
 		expect(await all.locator('th').allTextContents()).toContain('User');
 		expect(await all.locator('[data-test="ledger-user"]').allTextContents()).toContain(editor.email);
 		expect(await all.textContent()).not.toMatch(UUID);
+		await reminder.waitFor({ state: 'hidden', timeout: 30_000 }).catch(() => undefined);
 		await expectAccessible('11-ledger-all-users', admin);
 
 		// Filtered to the editor's grants: the note names who set the balance, never by id (this admin: "you").
@@ -306,6 +309,7 @@ describe.skipIf(!legAvailable(LEG))('the editors\' workspace in the app', () => 
 		expect(await chart.locator('svg rect').count()).toBeGreaterThan(0);
 		expect(await usage.locator('[data-test="usage-dashboard"]').getAttribute('href')).toMatch(/\/insights\/6f1d3a2e-6c1b-4a3e-9a57-0b9e6c0d5a01$/);
 		await usage.scrollIntoViewIfNeeded();
+		await reminder.waitFor({ state: 'hidden', timeout: 30_000 }).catch(() => undefined);
 		await expectAccessible('12-usage', admin);
 		await admin.close();
 	});

@@ -18,6 +18,7 @@ import LocalTime from './local-time.vue';
 import BalanceBadge from './balance-badge.vue';
 import UsageChart from './usage-chart.vue';
 import ModuleTitle from './module-title.vue';
+import ProviderUsage from './provider-usage.vue';
 import type { LedgerQuery, LedgerRow } from '../lib/ledger.ts';
 
 /*
@@ -413,5 +414,20 @@ describe('module-title', () => {
 		expect(nav.element.lastElementChild!.getAttribute('aria-hidden')).toBe('true');
 		expect(wrapper.get('h1').text()).toBe('https://plumbers.example');
 		expect(wrapper.element.firstElementChild).toBe(nav.element);
+	});
+});
+
+describe('provider-usage', () => {
+	it('charts each website by its address and links to the "pSEO usage" dashboard', async () => {
+		const api = {
+			usage: async () => [{ pseo_id: 4, date_created_year: 2026, date_created_month: 1, date_created_day: 31, sum: { usage_prompt_tokens: '300', usage_completion_tokens: 100, usage_requests: 3 } }],
+			websiteNames: async (ids?: number[]) => [{ id: 4, website_url: 'https://plumbers.example' }].filter((site) => !ids || ids.includes(site.id)),
+		};
+		const wrapper = mount(ProviderUsage, { props: { api }, global: { ...global, provide: { stores: storesOf('en-US') } } });
+		await new Promise((resolve) => setTimeout(resolve, 0));
+		expect(wrapper.get('[data-test="usage-dashboard"]').attributes('href')).toBe('/insights/6f1d3a2e-6c1b-4a3e-9a57-0b9e6c0d5a01');
+		expect(wrapper.get('[data-test="usage-chart"] figcaption a').text()).toBe('https://plumbers.example');
+		expect(wrapper.get('details tbody tr').text()).toContain('Jan 31, 2026');
+		expect(wrapper.get('details tbody tr').text()).toContain('300');
 	});
 });
