@@ -199,6 +199,8 @@ describe.each(INTERFACE_LEGS)('job controls on %s', (leg) => {
 
 		it('a per-user daily cap holds under parallel triggers: what fits is accepted, the rest is 402 naming the cap', async () => {
 			const user = await createUser(directus, { balance: 1000 });
+			const capToday = async () => (await call(directus, 'GET', '/pseo-endpoints/balance', { token: user.token })).body.data.daily_cap;
+			expect(await capToday()).toEqual({ limit: USER_CAP, left: USER_CAP });
 			const sites = [];
 			for (let i = 0; i < 8; i++) sites.push(await plannedSite(directus, user, 2));
 			const answers = await Promise.all(
@@ -209,6 +211,8 @@ describe.each(INTERFACE_LEGS)('job controls on %s', (leg) => {
 				expect(expectEnvelope(answer, 402).error).toMatch(/PSEO_USER_DAILY_TOKEN_CAP\) of 45 tokens leaves 5 for today/);
 			}
 			expect(await balanceOf(directus, user.id)).toBe(1000 - 4 * PAGE_RATE);
+			// GET /balance tells a client before the click what is left of the cap today.
+			expect(await capToday()).toEqual({ limit: USER_CAP, left: USER_CAP - 4 * PAGE_RATE });
 			for (const answer of answers.filter((a) => a.status === 202)) await waitForJob(directus, user, answer.body.generation_id);
 		});
 

@@ -149,7 +149,7 @@ describe.each(INTERFACE_LEGS)('foundation on %s', (leg) => {
 			expect(res.status).toBe(200);
 			expect(res.body).toMatchObject({
 				success: true,
-				data: { balance: 42, rates: { token_per_page: 10, token_per_batch_page: 5, token_per_main_json: 20 } },
+				data: { balance: 42, rates: { token_per_page: 10, token_per_batch_page: 5, token_per_main_json: 20 }, daily_cap: null },
 			});
 			expect(res.body.timestamp).toMatch(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/);
 			const grant = await call(directus, 'PATCH', `/users/${carol.id}`, { token: directus.adminToken, body: { pseo_token_balance: 50 } });

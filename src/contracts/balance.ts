@@ -24,6 +24,15 @@ export const balanceRoute = defineRoute({
 							token_per_batch_page: doc(count(), { description: 'Charged per bulk page.' }),
 							token_per_main_json: doc(count(), { description: 'Charged per content plan.' }),
 						}),
+						daily_cap: doc(
+							z
+								.strictObject({
+									limit: doc(count(), { description: 'The most tokens the caller may spend per UTC day (`PSEO_USER_DAILY_TOKEN_CAP`).' }),
+									left: doc(count(), { description: 'What is left of it today: the limit less today\'s charges, refunds given back.' }),
+								})
+								.nullable(),
+							{ description: 'The caller\'s daily spending cap, so that a client can tell before a trigger that it would pass it; null without a cap.' },
+						),
 					}),
 				},
 				'The caller\'s balance and the current rates.',

@@ -1,11 +1,14 @@
 import type { Knex } from 'knex';
 import type { PseoConfig } from '../config/config.ts';
+import { userCapToday } from './spend-caps.ts';
 import { readBalance } from './token-ledger.ts';
 
 /** What `GET /balance` answers: the caller's balance and the prices of what they can start. */
 export interface CallerBalance {
 	balance: number;
 	rates: { token_per_page: number; token_per_batch_page: number; token_per_main_json: number };
+	/** The caller's daily cap and what is left of it today (UTC), or null without one. */
+	daily_cap: { limit: number; left: number } | null;
 }
 
 /**
@@ -16,6 +19,7 @@ export interface CallerBalance {
 export async function callerBalance(knex: Knex, config: PseoConfig, userId: string): Promise<CallerBalance> {
 	return {
 		balance: await readBalance(knex, userId),
+		daily_cap: await userCapToday(knex, userId, config.userDailyTokenCap),
 		rates: {
 			token_per_page: config.tokenPerPage,
 			token_per_batch_page: config.tokenPerBatchPage,

@@ -37,3 +37,12 @@ export async function assertWithinDailyCaps(trx: Knex.Transaction, check: CapChe
 		if (check.amount > left) throw new SpendCapError({ cap: 'website', limit: websiteCap, left, required: check.amount });
 	}
 }
+
+/**
+ * What is left today of a user's cap (PSEO_USER_DAILY_TOKEN_CAP), so that a client can say before a click that a
+ * charge would pass it; null without a cap. A plain read: the charge itself checks again under the payer's lock.
+ */
+export async function userCapToday(knex: Knex, userId: string, cap: number | null): Promise<{ limit: number; left: number } | null> {
+	if (cap === null) return null;
+	return { limit: cap, left: Math.max(0, cap - (await spentSince(knex, startOfUtcDay(new Date()), { userId }))) };
+}

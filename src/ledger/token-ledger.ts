@@ -158,7 +158,7 @@ export async function recordGrant(knex: Knex, userId: string, amount: number, no
  * Every other caller locks the payer first, so its first read is already fresh. (PostgreSQL's READ COMMITTED
  * gives each statement a new snapshot; SQLite runs one writer at a time.)
  */
-export async function spentSince(trx: Knex.Transaction, since: Date, scope: { userId: string } | { pseoId: number }, latest = false): Promise<number> {
+export async function spentSince(trx: Knex, since: Date, scope: { userId: string } | { pseoId: number }, latest = false): Promise<number> {
 	const query = trx(LEDGER_TABLE)
 		.whereIn('reason', ['charge', 'refund'])
 		.andWhere('date_created', '>=', dbTimestamp(trx, since));

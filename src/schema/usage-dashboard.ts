@@ -1,12 +1,12 @@
 import type { ServiceContext } from '../shared/services.ts';
 import { systemServiceOptions } from '../shared/system-context.ts';
 import { JOBS } from '../engine/job-store.ts';
+import { USAGE_DASHBOARD_ID } from '../shared/usage-dashboard.ts';
 
-/**
+/*
  * Fixed ids make provisioning idempotent across instances that start together: the second insert of the same
  * id fails, and the retry finds the dashboard in place.
  */
-const USAGE_DASHBOARD_ID = '6f1d3a2e-6c1b-4a3e-9a57-0b9e6c0d5a01';
 
 type PanelOptions = Record<string, unknown>;
 

@@ -49,9 +49,11 @@ export interface AxeViolation {
 
 /**
  * Runs axe-core in the page (opened with `bypassCSP`: Directus's Content-Security-Policy forbids the inline script
- * that carries axe) on `include`, a selector, or the whole page, and returns its serious and critical violations.
+ * that carries axe) on `include`, selectors of the parts to judge (those present), or the whole page, and returns
+ * its violations of every impact, minor ones included. The `label` rule (every form field has a label bound to
+ * it) is named on, so that a change of axe's defaults cannot turn it off unnoticed.
  */
-export async function seriousViolations(page: Page, include?: string): Promise<AxeViolation[]> {
+export async function axeViolations(page: Page, include: string[] = []): Promise<AxeViolation[]> {
 	// A message fading in is mid-transition: its colours are not yet the ones the screen settles on, and axe would
 	// judge the contrast of a half-transparent text (seen once under load, on the plan screen's import message).
 	// Spinners loop forever and are left out; a finite transition still running after 5 s is judged as it stands.
@@ -67,12 +69,16 @@ export async function seriousViolations(page: Page, include?: string): Promise<A
 		)
 		.catch(() => {});
 	await page.addScriptTag({ content: axeSource });
-	const violations = (await page.evaluate(async (selector) => {
-		const axe = (globalThis as unknown as { axe: { run(context: unknown, options: unknown): Promise<{ violations: { id: string; impact: string | null; help: string; nodes: { target: unknown[] }[] }[] }> } }).axe;
-		const result = await axe.run(selector ? { include: [selector] } : (globalThis as unknown as { document: unknown }).document, { resultTypes: ['violations'] });
+	return (await page.evaluate(async (selectors) => {
+		const scope = globalThis as unknown as {
+			axe: { run(context: unknown, options: unknown): Promise<{ violations: { id: string; impact: string | null; help: string; nodes: { target: unknown[] }[] }[] }> };
+			document: { querySelector(selector: string): unknown };
+		};
+		const present = selectors.filter((selector) => scope.document.querySelector(selector) !== null);
+		const context = present.length > 0 ? { include: present.map((selector) => [selector]) } : scope.document;
+		const result = await scope.axe.run(context, { resultTypes: ['violations'], rules: { label: { enabled: true } } });
 		return result.violations.map((violation) => ({ id: violation.id, impact: violation.impact, help: violation.help, nodes: violation.nodes.map((node) => node.target.join(' ')) }));
-	}, include ?? null)) as AxeViolation[];
-	return violations.filter((violation) => violation.impact === 'serious' || violation.impact === 'critical');
+	}, include)) as AxeViolation[];
 }
 
 /**

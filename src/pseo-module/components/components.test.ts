@@ -5,11 +5,21 @@ import { describe, expect, it } from 'vitest';
 import CostPreview from './cost-preview.vue';
 import JobProgress from './job-progress.vue';
 import TroubleNotice from './trouble-notice.vue';
+import NoticeLine from './notice-line.vue';
+import { explainFailure } from '../lib/api-errors.ts';
 import GenerateTab from './generate-tab.vue';
+import PostsTab from './posts-tab.vue';
 import { ref } from 'vue';
 import { WORKSPACE } from '../lib/workspace.ts';
 import MarkdownReader from './markdown-reader.vue';
 import WebsiteForm from './website-form.vue';
+import LedgerEntries from './ledger-entries.vue';
+import LocalTime from './local-time.vue';
+import BalanceBadge from './balance-badge.vue';
+import UsageChart from './usage-chart.vue';
+import ModuleTitle from './module-title.vue';
+import ProviderUsage from './provider-usage.vue';
+import type { LedgerQuery, LedgerRow } from '../lib/ledger.ts';
 
 /*
  * The stateful parts of the module, mounted for real. The app's global components (v-button, v-input…) are the
@@ -31,6 +41,9 @@ const stubs = {
 		setup: (props, { slots, emit }) => () => h('button', { type: 'button', disabled: props.disabled, onClick: () => emit('click') }, slots['default']?.()),
 	}),
 	'v-notice': defineComponent({ props: { type: String }, setup: (props, { slots }) => () => h('div', { class: `notice ${props.type}` }, slots['default']?.()) }),
+	'v-icon': defineComponent({ props: { name: String }, setup: () => () => h('i') }),
+	'router-link': defineComponent({ props: { to: String }, setup: (props, { slots }) => () => h('a', { href: props.to }, slots['default']?.()) }),
+	'v-progress-circular': defineComponent({ setup: () => () => h('progress') }),
 	'v-progress-linear': defineComponent({ props: { value: Number, indeterminate: Boolean }, setup: (props) => () => h('progress', { value: props.value, max: 100 }) }),
 };
 const global = { stubs };
@@ -51,30 +64,62 @@ describe('job-progress', () => {
 
 describe('trouble-notice', () => {
 	const lastError = { code: 'bad_request', message: 'Provider rejected the request (HTTP 400): unknown model', at: '2026-01-31T09:30:00.000Z', attempts: 3 };
-	it('says what keeps failing while the job is in trouble, its last error once it has ended, and nothing while all is well', async () => {
-		const wrapper = mount(TroubleNotice, { props: { record: { status: 'running', attention: true, last_error: lastError } }, global });
+	const counts = { failed_count: 2, requested_count: 10 };
+	it('says what happens, what it costs and what to do while a job is in trouble, with the error behind Details', async () => {
+		const wrapper = mount(TroubleNotice, { props: { kind: 'job', record: { status: 'running', attention: true, last_error: lastError, ...counts } }, global });
 		const notice = wrapper.get('[data-test="trouble"]');
 		expect(notice.classes()).toContain('warning');
-		expect(notice.text()).toContain('Its last 3 steps failed; it is tried again.');
-		expect(notice.text()).toContain('unknown model');
-		await wrapper.setProps({ record: { status: 'failed', attention: false, last_error: lastError } });
+		const [summary] = notice.text().split('Details');
+		expect(summary!.trim()).toBe('Its last 3 steps failed and the job keeps trying; any page that still fails is refunded. Nothing to do unless it goes on: then cancel it.');
+		expect(notice.get('details summary').text()).toBe('Details');
+		expect(notice.get('details [data-test="detail"]').text()).toContain('Provider rejected the request (HTTP 400): unknown model (3 attempts, the last');
+		expect(notice.get('details time').attributes('datetime')).toBe(lastError.at);
+	});
+
+	it('tells what an ended job left undone and that it was refunded, a publication that it cost nothing, and nothing while all is well', async () => {
+		const wrapper = mount(TroubleNotice, { props: { kind: 'job', record: { status: 'failed', attention: false, last_error: lastError, ...counts } }, global });
 		expect(wrapper.get('[data-test="trouble"]').classes()).toContain('danger');
-		expect(wrapper.get('[data-test="trouble"]').text()).toContain('Its last error before it ended: Provider rejected the request (HTTP 400): unknown model');
-		await wrapper.setProps({ record: { status: 'completed', attention: false, last_error: null } });
+		expect(wrapper.get('[data-test="trouble"] > .body > p').text()).toBe('The job ended with 2 of 10 pages not written; their tokens were refunded. Retry the failed pages, or read the details first.');
+		await wrapper.setProps({ kind: 'publication' });
+		expect(wrapper.get('[data-test="trouble"] > .body > p').text()).toBe('The publication ended with 2 of 10 posts not published; publishing costs no tokens. Check the target in the Publishing tab, then publish again.');
+		await wrapper.setProps({ kind: 'job', record: { status: 'completed', attention: false, last_error: null, ...counts } });
 		expect(wrapper.find('[data-test="trouble"]').exists()).toBe(false);
+	});
+});
+
+describe('a failure message', () => {
+	it('says what happened, what it cost and what to do in two sentences, with the server\'s words behind Details', async () => {
+		const providerDown = { response: { status: 502, data: { success: false, code: 'PSEO_PROVIDER_UNAVAILABLE', error: 'Provider server error (HTTP 500) after 4 attempts: upstream. The 20 tokens were refunded.' } } };
+		const failure = explainFailure(providerDown, { paid: true });
+		const wrapper = mount(NoticeLine, { props: { type: 'danger', detail: failure.detail }, slots: { default: failure.text }, global });
+		const [sentence] = wrapper.text().split('Details');
+		expect(sentence!.trim()).toBe('The AI provider did not answer, and the tokens it cost were refunded. Try again in a few minutes.');
+		expect(sentence!.split('. ').length).toBe(2);
+		expect(wrapper.find('[role="alert"]').exists()).toBe(true);
+		const details = wrapper.get('details');
+		expect(details.attributes('open')).toBeUndefined();
+		expect(details.get('[data-test="detail"]').text()).toBe('HTTP 502 PSEO_PROVIDER_UNAVAILABLE: Provider server error (HTTP 500) after 4 attempts: upstream. The 20 tokens were refunded.');
+		// A message without a detail has no disclosure.
+		expect(mount(NoticeLine, { props: { type: 'success' }, slots: { default: 'Saved.' }, global }).find('details').exists()).toBe(false);
 	});
 });
 
 describe('generate-tab', () => {
 	const rates = { token_per_page: 10, token_per_batch_page: 5, token_per_main_json: 20 };
-	function mountTab(balance: number) {
+	function mountTab(balance: number, facts: { jobs?: unknown[]; openRoutes?: { open: number; total: number }; dailyCap?: { limit: number; left: number } | null; websiteCap?: number | null; spentToday?: number } = {}) {
 		const triggered: unknown[][] = [];
 		const workspace = {
-			api: { trigger: async (...args: unknown[]) => (triggered.push(args), { generation_id: 7 }) },
+			api: {
+				trigger: async (...args: unknown[]) => (triggered.push(args), { generation_id: 7 }),
+				jobs: async () => facts.jobs ?? [],
+				openRoutes: async () => facts.openRoutes ?? { open: 50, total: 50 },
+				spentToday: async () => facts.spentToday ?? 0,
+			},
 			pseoId: ref(3),
-			website: ref(null),
+			website: ref({ id: 3, website_url: 'https://example.com', daily_token_cap: facts.websiteCap ?? null }),
 			balance: ref(balance),
 			rates: ref(rates),
+			dailyCap: ref(facts.dailyCap ?? null),
 			refreshBalance: async () => {},
 			showTab: () => {},
 			live: () => null,
@@ -82,6 +127,33 @@ describe('generate-tab', () => {
 		const stubs = { ...global.stubs, 'native-field': defineComponent({ props: { id: String }, setup: () => () => h('input') }) };
 		return { wrapper: mount(GenerateTab, { global: { stubs, provide: { [WORKSPACE as symbol]: workspace } } }), workspace, triggered };
 	}
+	const settle = () => new Promise((resolve) => setTimeout(resolve, 0));
+
+	it('disables Start with the reason beside it while the website has a job running, has no plan, or has too few pages left', async () => {
+		const reason = async (facts: Parameters<typeof mountTab>[1]) => {
+			const { wrapper } = mountTab(1000, facts);
+			await settle();
+			expect(wrapper.get('[data-test="start-job"]').attributes('disabled')).toBeDefined();
+			expect(wrapper.get('[data-test="start-job"]').attributes('aria-describedby')).toBe('start-blocked');
+			return wrapper.get('#start-blocked').text();
+		};
+		expect(await reason({ jobs: [{ id: 12, status: 'completed' }, { id: 11, status: 'running' }] })).toBe('Job 11 is still running on this website: wait for it to end, or cancel it in the Jobs tab.');
+		expect(await reason({ openRoutes: { open: 0, total: 0 } })).toBe('This website has no plan yet: generate or import one in the Plan tab.');
+		expect(await reason({ openRoutes: { open: 4, total: 9 } })).toBe('The plan has 4 pages without a post: choose 4 or fewer, or add pages in the Plan tab.');
+	});
+
+	it('disables Start when the user\'s or the website\'s daily cap would be passed', async () => {
+		const first = mountTab(1000, { dailyCap: { limit: 100, left: 30 } });
+		await settle();
+		// Ten bulk pages at 5 tokens: 50.
+		expect(first.wrapper.get('[data-test="start-blocked"]').text()).toBe('Your daily limit of 100 tokens leaves 30 for today: choose fewer pages, or try again after midnight UTC.');
+		const second = mountTab(1000, { websiteCap: 60, spentToday: 20 });
+		await settle();
+		expect(second.wrapper.get('[data-test="start-blocked"]').text()).toBe('This website\'s daily limit of 60 tokens leaves 40 for today: choose fewer pages, or try again after midnight UTC.');
+		const third = mountTab(1000, { websiteCap: 60, spentToday: 10, dailyCap: { limit: 100, left: 50 } });
+		await settle();
+		expect(third.wrapper.find('[data-test="start-blocked"]').exists()).toBe(false);
+	});
 
 	it('disables Start with the reason beside it when the balance does not cover the price, and enables it once it does', async () => {
 		const { wrapper, workspace, triggered } = mountTab(20);
@@ -155,5 +227,207 @@ describe('markdown-reader', () => {
 		expect(article.findAll('a')).toHaveLength(1);
 		expect(article.text()).toContain('<script>alert(1)</script>');
 		expect(article.text()).toContain('bad');
+	});
+});
+
+/** The app's stores, as useStores() finds them: a user of `language`. */
+const storesOf = (language: string | null, projectLanguage: string | null = null) => ({
+	useUserStore: () => ({ currentUser: { id: 'u-self', language } }),
+	useServerStore: () => ({ info: { project: { default_language: projectLanguage } } }),
+});
+
+describe('local-time', () => {
+	const moment = new Date(Date.now() - 3 * 60_000).toISOString();
+	it('says how long ago in the user\'s language, with the exact date and time on hover', () => {
+		const english = mount(LocalTime, { props: { value: moment }, global: { ...global, provide: { stores: storesOf('en-US') } } }).get('time');
+		expect(english.text()).toBe('3 minutes ago');
+		expect(english.attributes('datetime')).toBe(moment);
+		expect(english.attributes('title')).toBe(new Intl.DateTimeFormat('en-US', { dateStyle: 'medium', timeStyle: 'short' }).format(new Date(moment)));
+		const german = mount(LocalTime, { props: { value: moment }, global: { ...global, provide: { stores: storesOf('de-DE') } } }).get('time');
+		expect(german.text()).toBe('vor 3 Minuten');
+		expect(german.attributes('title')).toMatch(/^\d{2}\.\d{2}\.\d{4}, \d{2}:\d{2}$/);
+	});
+
+	it('follows the project\'s default language when the user has none', () => {
+		const time = mount(LocalTime, { props: { value: moment }, global: { ...global, provide: { stores: storesOf(null, 'de-DE') } } }).get('time');
+		expect(time.text()).toBe('vor 3 Minuten');
+	});
+});
+
+describe('ledger-entries', () => {
+	const admin = { id: 'a1b2c3d4-0000-4000-8000-000000000001', first_name: 'Ada', last_name: 'Admin', email: 'ada@example.com' };
+	const editor = { id: 'e1b2c3d4-0000-4000-8000-000000000002', first_name: null, last_name: null, email: 'eddie@example.com' };
+	const entry = (id: number, user: LedgerRow['user_id'], amount: number, reason: string, note: string | null, pseoId: number | null = null): LedgerRow => ({
+		id,
+		amount,
+		reason,
+		balance_after: 12_500 + amount,
+		note,
+		date_created: new Date(Date.now() - 3600_000).toISOString(),
+		pseo_id: pseoId,
+		user_id: user,
+	});
+
+	function fakeApi(rows: LedgerRow[], total = rows.length) {
+		const asked: LedgerQuery[] = [];
+		const api = {
+			ledger: async (query: LedgerQuery) => (asked.push(query), { rows, total }),
+			people: async (ids?: string[]) => [admin, editor].filter((person) => !ids || ids.includes(person.id)),
+			websiteNames: async (ids?: number[]) => [{ id: 4, website_url: 'https://plumbers.example' }].filter((site) => !ids || ids.includes(site.id)),
+		};
+		return { api, asked };
+	}
+	const settle = () => new Promise((resolve) => setTimeout(resolve, 0));
+	const mountEntries = (props: Record<string, unknown>, language = 'en-US') =>
+		mount(LedgerEntries, { props, global: { ...global, provide: { stores: storesOf(language) } } });
+
+	it('lists the reader\'s own entries only, with the website by its address and the admin who granted by name', async () => {
+		const { api, asked } = fakeApi([entry(2, editor.id, -20, 'charge', 'bulk generation of 4 page(s)', 4), entry(1, editor.id, 500, 'grant', `set by ${admin.id}`)]);
+		const wrapper = mountEntries({ api, scope: 'own', selfId: editor.id, isAdmin: true });
+		await settle();
+		expect(asked).toEqual([{ userId: editor.id, pseoId: null, reason: null, page: 1, limit: 25, withUser: false }]);
+		expect(wrapper.findAll('th').map((th) => th.text())).not.toContain('User');
+		const [charge, grant] = wrapper.findAll('tbody tr');
+		expect(charge!.find('a[href="/pseo-workspace/4"]').text()).toBe('https://plumbers.example');
+		expect(charge!.text()).toContain('-20');
+		expect(grant!.text()).toContain('+500');
+		expect(grant!.text()).toContain('13,000');
+		expect(grant!.find(`a[href="/users/${admin.id}"]`).text()).toBe('Ada Admin');
+		expect(wrapper.text()).not.toContain(admin.id);
+	});
+
+	it('names nobody by id to an editor, who may not read other users', async () => {
+		const { api } = fakeApi([entry(1, editor.id, 500, 'grant', `set by ${admin.id}`)]);
+		const wrapper = mountEntries({ api, scope: 'own', selfId: editor.id, isAdmin: false });
+		await settle();
+		expect(wrapper.get('tbody tr').text()).toContain('set by an admin');
+		expect(wrapper.text()).not.toContain(admin.id);
+	});
+
+	it('shows an admin every user\'s entries with a user column by name, filtered by user, website and reason, a page at a time', async () => {
+		const { api, asked } = fakeApi([entry(3, editor, -20, 'charge', null, 4), entry(2, admin, 100, 'grant', `set by ${admin.id}`)], 60);
+		const wrapper = mountEntries({ api, scope: 'all', selfId: admin.id, isAdmin: true });
+		await settle();
+		expect(wrapper.findAll('th').map((th) => th.text())).toContain('User');
+		expect(wrapper.findAll('[data-test="ledger-user"]').map((cell) => cell.text())).toEqual(['eddie@example.com', 'Ada Admin']);
+		expect(wrapper.get('tbody tr:nth-child(2)').text()).toContain('set by you');
+		expect(wrapper.get('[data-test="page-status"]').text()).toBe('Page 1 of 3 · 60 entries');
+		await wrapper.get('[data-test="page-next"]').trigger('click');
+		await settle();
+		expect(asked.at(-1)).toMatchObject({ page: 2, withUser: true, userId: null });
+		await wrapper.get('#pseo-ledger-user').setValue(editor.id);
+		await wrapper.get('#pseo-ledger-website').setValue('4');
+		await wrapper.get('#pseo-ledger-reason').setValue('charge');
+		await settle();
+		// A new filter starts again from the first page.
+		expect(asked.at(-1)).toEqual({ userId: editor.id, pseoId: 4, reason: 'charge', page: 1, limit: 25, withUser: true });
+		for (const label of wrapper.findAll('label')) expect(wrapper.find(`#${label.attributes('for')}`).element.tagName).toBe('SELECT');
+	});
+
+	it('formats amounts and balances in the user\'s language', async () => {
+		const { api } = fakeApi([entry(1, editor.id, 1500, 'grant', null)]);
+		const wrapper = mountEntries({ api, scope: 'own', selfId: editor.id, isAdmin: false }, 'de-DE');
+		await settle();
+		expect(wrapper.get('tbody tr').text()).toContain('+1.500');
+		expect(wrapper.get('tbody tr').text()).toContain('14.000');
+		expect(wrapper.get('tbody tr time').text()).toBe('vor 1 Stunde');
+	});
+});
+
+describe('numbers in the user\'s language', () => {
+	const rates = { token_per_page: 10, token_per_batch_page: 5, token_per_main_json: 20 };
+	const inLanguage = (language: string) => ({ ...global, provide: { stores: storesOf(language) } });
+	it('groups the balance and the price as the language does, in English and in German', () => {
+		expect(mount(BalanceBadge, { props: { balance: 12500 }, global: inLanguage('en-US') }).text()).toBe('12,500 tokens');
+		expect(mount(BalanceBadge, { props: { balance: 12500 }, global: inLanguage('de-DE') }).text()).toBe('12.500 tokens');
+		const german = mount(CostPreview, { props: { mode: 'bulk', pages: 400, rates, balance: 1500 }, global: inLanguage('de-DE') });
+		expect(german.get('[data-test="cost"]').text()).toBe('2.000 tokens');
+		expect(german.get('[data-test="short"]').text()).toContain('500 more tokens');
+		expect(german.text()).toContain('of your 1.500');
+	});
+});
+
+describe('posts-tab', () => {
+	it('disables publishing with the reason while the website has no publishing target, and enables it once it has one', async () => {
+		let target: 'missing' | 'present' = 'missing';
+		const workspace = {
+			api: {
+				posts: async () => [{ id: 1, route: '/a', title: 'A', quality_status: 'pass', quality_score: 90, remote_url: null, date_published: null }],
+				target: async () => {
+					if (target === 'missing') throw Object.assign(new Error('Not found'), { response: { status: 404, data: { code: 'PSEO_NOT_FOUND' } } });
+					return { target: 'webhook', url: 'https://hooks.example' };
+				},
+			},
+			pseoId: ref(3),
+			website: ref(null),
+			refreshBalance: async () => {},
+			showTab: () => {},
+			live: () => null,
+		};
+		const options = { global: { stubs: { ...global.stubs, 'v-drawer': true, 'native-field': true }, provide: { [WORKSPACE as symbol]: workspace } } };
+		const settle = () => new Promise((resolve) => setTimeout(resolve, 0));
+		const wrapper = mount(PostsTab, options);
+		await settle();
+		const all = wrapper.get('[data-test="publish-all"]');
+		expect(all.attributes('disabled')).toBeDefined();
+		expect(all.attributes('aria-describedby')).toBe('publish-blocked');
+		expect(wrapper.get('#publish-blocked').text()).toBe('This website has no publishing target yet: set one in the Publishing tab.');
+		target = 'present';
+		const again = mount(PostsTab, options);
+		await settle();
+		expect(again.get('[data-test="publish-all"]').attributes('disabled')).toBeUndefined();
+		// Nothing selected: only "Publish selected" waits, and says why.
+		expect(again.get('[data-test="publish-selected"]').attributes('disabled')).toBeDefined();
+		expect(again.get('#publish-selected-blocked').text()).toBe('Select the posts to publish in the table.');
+	});
+});
+
+describe('usage-chart', () => {
+	it('draws a website\'s prompt and completion tokens per day as stacked bars, labelled for screen readers and on hover', () => {
+		const usage = {
+			pseoId: 4,
+			peak: 400,
+			days: [
+				{ day: '2026-01-30', prompt: 100, completion: 100, requests: 2 },
+				{ day: '2026-01-31', prompt: 300, completion: 100, requests: 3 },
+			],
+		};
+		const wrapper = mount(UsageChart, { props: { usage, name: 'https://plumbers.example' }, global: { ...global, provide: { stores: storesOf('de-DE') } } });
+		expect(wrapper.get('figcaption a').attributes('href')).toBe('/pseo-workspace/4');
+		const svg = wrapper.get('svg');
+		expect(svg.attributes('role')).toBe('img');
+		expect(svg.attributes('aria-label')).toBe('https://plumbers.example: 400 prompt and 200 completion tokens over 2 days, from 30.01.2026 to 31.01.2026.');
+		const heights = wrapper.findAll('rect').map((rect) => Number(rect.attributes('height')));
+		// The peak day fills the height (120): 300 prompt below, 100 completion above.
+		expect(heights).toEqual([30, 30, 90, 30]);
+		expect(wrapper.findAll('g title').map((title) => title.text())[1]).toBe('31.01.2026: 300 prompt and 100 completion tokens, 3 requests');
+	});
+});
+
+describe('module-title', () => {
+	it('lays the header out as breadcrumb, separator, title', () => {
+		const wrapper = mount(ModuleTitle, { props: { crumbs: [{ name: 'pSEO websites', to: '/pseo-workspace' }], title: 'https://plumbers.example' }, global });
+		const nav = wrapper.get('nav[aria-label="Breadcrumb"]');
+		expect(nav.get('a').attributes('href')).toBe('/pseo-workspace');
+		expect(nav.get('a').text()).toBe('pSEO websites');
+		// The separator stands between them, hidden from screen readers, which have the landmark and the heading.
+		expect(nav.element.lastElementChild!.getAttribute('aria-hidden')).toBe('true');
+		expect(wrapper.get('h1').text()).toBe('https://plumbers.example');
+		expect(wrapper.element.firstElementChild).toBe(nav.element);
+	});
+});
+
+describe('provider-usage', () => {
+	it('charts each website by its address and links to the "pSEO usage" dashboard', async () => {
+		const api = {
+			usage: async () => [{ pseo_id: 4, date_created_year: 2026, date_created_month: 1, date_created_day: 31, sum: { usage_prompt_tokens: '300', usage_completion_tokens: 100, usage_requests: 3 } }],
+			websiteNames: async (ids?: number[]) => [{ id: 4, website_url: 'https://plumbers.example' }].filter((site) => !ids || ids.includes(site.id)),
+		};
+		const wrapper = mount(ProviderUsage, { props: { api }, global: { ...global, provide: { stores: storesOf('en-US') } } });
+		await new Promise((resolve) => setTimeout(resolve, 0));
+		expect(wrapper.get('[data-test="usage-dashboard"]').attributes('href')).toBe('/insights/6f1d3a2e-6c1b-4a3e-9a57-0b9e6c0d5a01');
+		expect(wrapper.get('[data-test="usage-chart"] figcaption a').text()).toBe('https://plumbers.example');
+		expect(wrapper.get('details tbody tr').text()).toContain('Jan 31, 2026');
+		expect(wrapper.get('details tbody tr').text()).toContain('300');
 	});
 });

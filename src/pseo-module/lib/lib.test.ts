@@ -1,19 +1,32 @@
 import { describe, expect, it } from 'vitest';
-import { describeApiError, isMissingRoute } from './api-errors.ts';
+import { explainFailure, isMissingRoute } from './api-errors.ts';
 import { generationCost } from './cost.ts';
 import { startPoller } from './poller.ts';
 import { progressOf } from './progress.ts';
 import { descriptionLength, websiteProblems } from './website-rules.ts';
+import { appLocale, formatsFor } from './formats.ts';
+import { spendBlocker } from './blockers.ts';
+import { usageByWebsite } from './usage.ts';
+import { ledgerParams, noteParts, notedUserIds, pageCount, personName } from './ledger.ts';
 
-describe('describeApiError', () => {
-	it('turns the interface envelope into a sentence per status, never raw JSON', () => {
-		const envelope = (status: number, error: string) => ({ response: { status, data: { success: false, error, code: 'X', timestamp: 't' } } });
-		expect(describeApiError(envelope(402, 'Balance 3 is short of 10.'))).toBe('Not enough tokens: Balance 3 is short of 10.');
-		expect(describeApiError(envelope(409, 'PSEO 4 already has a generation job pending or running.'))).toMatch(/^Something is already running: /);
-		expect(describeApiError(envelope(400, '"post_count" must be a positive integer.'))).toMatch(/^Please check the form: /);
-		expect(describeApiError({ response: { status: 500, data: '<html>' } })).toBe('The server answered 500.');
-		expect(describeApiError(new Error('Network Error'))).toBe('The request failed: Network Error');
-		expect(describeApiError({ response: { status: 403, data: { errors: [{ message: 'You don\'t have permission' }] } } })).toBe('You do not have access to this: You don\'t have permission');
+describe('explainFailure', () => {
+	const envelope = (status: number, error: string, code = 'X') => ({ response: { status, data: { success: false, error, code, timestamp: 't' } } });
+	it('says what happened and what to do, and keeps the server\'s words for the details, never raw JSON', () => {
+		expect(explainFailure(envelope(402, 'Balance 3 is short of 10.', 'PSEO_INSUFFICIENT_TOKENS'), { paid: true })).toEqual({
+			text: 'There are not enough tokens for this, or a daily limit is reached, and nothing was charged. Ask an admin to add tokens, or try again after midnight UTC.',
+			detail: 'HTTP 402 PSEO_INSUFFICIENT_TOKENS: Balance 3 is short of 10.',
+		});
+		expect(explainFailure(envelope(409, 'PSEO 4 already has a generation job pending or running.')).text).toBe('Something is already running here. Wait for it to end, then try again.');
+		expect(explainFailure(envelope(400, '"post_count" must be a positive integer.')).text).toMatch(/^The server refused the request\. /);
+		expect(explainFailure({ response: { status: 500, data: '<html>' } })).toEqual({ text: 'Something went wrong on the server. Try again; if it keeps failing, tell an admin what the details say.', detail: 'HTTP 500' });
+		expect(explainFailure(new Error('Network Error'))).toEqual({ text: 'The server could not be reached. Check your connection and try again.', detail: 'Network Error' });
+		expect(explainFailure({ response: { status: 403, data: { errors: [{ message: 'You don\'t have permission' }] } } }).detail).toBe('HTTP 403: You don\'t have permission');
+	});
+
+	it('says what a paid action cost: nothing, or the refund the server reports', () => {
+		expect(explainFailure(envelope(502, 'Provider timeout. The 20 tokens were refunded.'), { paid: true }).text).toBe('The AI provider did not answer, and the tokens it cost were refunded. Try again in a few minutes.');
+		expect(explainFailure(envelope(400, 'No plan.'), { paid: true }).text).toMatch(/, and nothing was charged\. /);
+		expect(explainFailure(envelope(400, 'No plan.')).text).not.toMatch(/charged/);
 	});
 
 	it('recognises a route this server does not have', () => {
@@ -120,5 +133,103 @@ describe('poller', () => {
 		expect(reads).toBe(2);
 		poller.stop();
 		expect(listeners.size).toBe(0);
+	});
+});
+
+describe('formats', () => {
+	const moment = '2026-01-31T09:30:00.000Z';
+	const now = new Date('2026-01-31T09:33:10.000Z');
+	it('formats dates, times and numbers in English and in German', () => {
+		const english = formatsFor('en-US', 'UTC');
+		// ICU versions differ on the space before AM (a narrow no-break space in newer ones).
+		expect(english.dateTime(moment).replace(/\s/g, ' ')).toBe('Jan 31, 2026, 9:30 AM');
+		expect(english.day(moment)).toBe('Jan 31, 2026');
+		expect(english.relative(moment, now)).toBe('3 minutes ago');
+		expect(english.number(12500)).toBe('12,500');
+		expect(english.signed(500)).toBe('+500');
+		const german = formatsFor('de-DE', 'UTC');
+		expect(german.dateTime(moment)).toBe('31.01.2026, 09:30');
+		expect(german.relative(moment, now)).toBe('vor 3 Minuten');
+		expect(german.relative('2026-01-30T09:30:00.000Z', now)).toBe('gestern');
+		expect(german.number(12500)).toBe('12.500');
+	});
+
+	it('formats in the time zone given', () => {
+		expect(formatsFor('de-DE', 'Europe/Berlin').dateTime(moment)).toBe('31.01.2026, 10:30');
+	});
+
+	it('shows what is not a date as it is', () => {
+		expect(formatsFor('en-US').relative('soon')).toBe('soon');
+	});
+
+	it('takes the user\'s language, else the project\'s, else the browser\'s', () => {
+		expect(appLocale('de-DE', 'fr-FR', 'en-GB')).toBe('de-DE');
+		expect(appLocale(null, 'fr-FR', 'en-GB')).toBe('fr-FR');
+		expect(appLocale(null, null, 'en-GB')).toBe('en-GB');
+		expect(appLocale('not a language', null, undefined)).toBe('en-US');
+	});
+});
+
+describe('ledger', () => {
+	it('asks the items API for a page, newest first, with the count and only the filters chosen', () => {
+		expect(ledgerParams({ userId: 'u1', page: 2, limit: 25 })).toEqual({
+			fields: ['id', 'amount', 'reason', 'balance_after', 'note', 'date_created', 'pseo_id', 'user_id'],
+			sort: ['-id'],
+			limit: 25,
+			page: 2,
+			meta: 'filter_count',
+			filter: { user_id: { _eq: 'u1' } },
+		});
+		const all = ledgerParams({ pseoId: 4, reason: 'refund', page: 1, limit: 25, withUser: true });
+		expect(all['filter']).toEqual({ _and: [{ pseo_id: { _eq: 4 } }, { reason: { _eq: 'refund' } }] });
+		expect(all['fields']).toContain('user_id.email');
+		expect(all['fields']).not.toContain('user_id');
+		expect(ledgerParams({ page: 1, limit: 10 })).not.toHaveProperty('filter');
+	});
+
+	it('names a person by name, else by e-mail, never by id', () => {
+		expect(personName({ first_name: 'Ada', last_name: 'Lovelace', email: 'ada@example.com' })).toBe('Ada Lovelace');
+		expect(personName({ first_name: null, last_name: ' ', email: 'ada@example.com' })).toBe('ada@example.com');
+		expect(personName(null)).toBe('a deleted user');
+	});
+
+	it('finds the people a note names by id', () => {
+		const id = '9A9E327C-1111-4222-8333-444455556666';
+		expect(noteParts(`initial balance set by ${id}`)).toEqual([{ text: 'initial balance set by ' }, { userId: id.toLowerCase() }]);
+		expect(noteParts('content plan')).toEqual([{ text: 'content plan' }]);
+		expect(notedUserIds([{ note: `set by ${id}` }, { note: null }, { note: `set by ${id}` }])).toEqual([id.toLowerCase()]);
+	});
+
+	it('counts pages, at least one', () => {
+		expect(pageCount(0, 25)).toBe(1);
+		expect(pageCount(60, 25)).toBe(3);
+	});
+});
+
+describe('spendBlocker', () => {
+	const n = formatsFor('en-US').number;
+	it('says what a charge lacks, the balance before the caps, and what to do', () => {
+		const none = { cost: 20, balance: 1000, userCap: null, websiteCap: null };
+		expect(spendBlocker('A plan', none, n)).toBeNull();
+		expect(spendBlocker('A plan', { ...none, balance: 5 }, n)).toBe('A plan needs 15 more tokens: ask an admin to add tokens to your balance.');
+		expect(spendBlocker('A plan', { ...none, userCap: { limit: 1000, left: 10 } }, n)).toBe('Your daily limit of 1,000 tokens leaves 10 for today: try again after midnight UTC.');
+		expect(spendBlocker('A plan', { ...none, userCap: { limit: 1000, left: 20 } }, n)).toBeNull();
+	});
+});
+
+describe('usageByWebsite', () => {
+	const row = (pseoId: number | string, year: number, month: number, day: number, prompt: number | string, completion: number) => ({
+		pseo_id: pseoId,
+		date_created_year: year,
+		date_created_month: month,
+		date_created_day: day,
+		sum: { usage_prompt_tokens: prompt, usage_completion_tokens: completion, usage_requests: 1 },
+	});
+	it('groups the aggregate per website, days in order, the website that used most first', () => {
+		const sites = usageByWebsite([row(1, 2026, 2, 1, 10, 5), row(2, 2026, 1, 31, '300', 100), row(1, 2026, 1, 9, 40, 20)]);
+		expect(sites.map((site) => site.pseoId)).toEqual([2, 1]);
+		expect(sites[1]!.days.map((day) => day.day)).toEqual(['2026-01-09', '2026-02-01']);
+		expect(sites[1]!.peak).toBe(60);
+		expect(sites[0]!.days[0]).toEqual({ day: '2026-01-31', prompt: 300, completion: 100, requests: 1 });
 	});
 });

@@ -1,4 +1,6 @@
+import type { CapToday } from './blockers.ts';
 import type { Rates } from './cost.ts';
+import { ledgerParams, type LedgerQuery, type LedgerRow, type Person } from './ledger.ts';
 
 /*
  * The module's calls, through the app's own axios instance (useApi()), so they carry the editor's session. Routes
@@ -20,6 +22,8 @@ export interface Website {
 	website_url: string;
 	website_software: string;
 	post_counts_total: number;
+	/** The most tokens the website may spend per UTC day; null for no cap. */
+	daily_token_cap?: number | null;
 }
 
 export interface Job {
@@ -62,7 +66,35 @@ export const liveTopics = {
 
 export function pseoApi(http: Http) {
 	return {
-		balance: async () => (await http.get<{ data: { balance: number; rates: Rates } }>(`${BASE}/balance`)).data.data,
+		balance: async () => (await http.get<{ data: { balance: number; rates: Rates; daily_cap?: CapToday | null } }>(`${BASE}/balance`)).data.data,
+		/**
+		 * The website's plan pages, and how many of them have no post yet; null when that is not known here: a plan
+		 * written through the items API gets its page rows only when a job or start-up first reads it.
+		 */
+		openRoutes: async (pseoId: number): Promise<{ open: number; total: number } | null> => {
+			const rows = (
+				await http.get<{ data: { has_post: unknown; count: { id: number | string } }[] }>('/items/pseo_plan_pages', {
+					params: { aggregate: { count: ['id'] }, groupBy: ['has_post'], filter: { pseo_id: { _eq: pseoId } } },
+				})
+			).data.data;
+			const counted = rows.map((row) => ({ posted: row.has_post === true || row.has_post === 1 || row.has_post === '1', count: Number(row.count.id) }));
+			const total = counted.reduce((sum, row) => sum + row.count, 0);
+			if (total === 0) {
+				const plans = (await http.get<{ data: unknown[] }>('/items/pseo_main_json', { params: { fields: ['id'], filter: { pseo_id: { _eq: pseoId }, status: { _eq: 'ready' } }, limit: 1 } })).data.data;
+				if (plans.length > 0) return null;
+			}
+			return { open: counted.filter((row) => !row.posted).reduce((sum, row) => sum + row.count, 0), total };
+		},
+		/** What the website spent today (UTC), charges less refunds, as its daily cap counts it. */
+		spentToday: async (pseoId: number, now = new Date()) => {
+			const midnight = new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), now.getUTCDate())).toISOString();
+			const rows = (
+				await http.get<{ data: { sum: { amount: number | string | null } }[] }>('/items/pseo_token_ledger', {
+					params: { aggregate: { sum: ['amount'] }, filter: { _and: [{ pseo_id: { _eq: pseoId } }, { reason: { _in: ['charge', 'refund'] } }, { date_created: { _gte: midnight } }] } },
+				})
+			).data.data;
+			return -Number(rows[0]?.sum.amount ?? 0);
+		},
 		websites: async () =>
 			(await http.get<{ data: Website[] }>('/items/pseo', { params: { fields: ['id', 'website_url', 'website_software', 'post_counts_total'], sort: ['-id'], limit: 100 } })).data.data,
 		website: async (id: number) => (await http.get<{ data: Website & { master_prompt: string } }>(`/items/pseo/${id}`)).data.data,
@@ -100,16 +132,27 @@ export function pseoApi(http: Http) {
 		removeTarget: async (pseoId: number) => (await http.delete(`${BASE}/pseo/${pseoId}/publishing`)).data,
 		publish: async (body: Record<string, unknown>) => (await http.post<{ publication_id: number }>(`${BASE}/publish`, body)).data,
 		publication: async (id: number) => (await http.get<{ data: Publication }>(`${BASE}/publications/${id}`)).data.data,
-		ledger: async () =>
+		/** A page of the ledger (lib/ledger.ts) and how many entries match in all. */
+		ledger: async (query: LedgerQuery) => {
+			const response = await http.get<{ data: LedgerRow[]; meta?: { filter_count?: number } }>('/items/pseo_token_ledger', { params: ledgerParams(query) });
+			return { rows: response.data.data, total: Number(response.data.meta?.filter_count ?? response.data.data.length) };
+		},
+		/** Users by id, or the first 200 by name (an admin's filter); only what an admin may read of every user. */
+		people: async (ids?: string[]) =>
 			(
-				await http.get<{ data: { id: number; amount: number; reason: string; balance_after: number; note: string | null; date_created: string }[] }>('/items/pseo_token_ledger', {
-					params: { fields: ['id', 'amount', 'reason', 'balance_after', 'note', 'date_created'], sort: ['-id'], limit: 50 },
+				await http.get<{ data: Person[] }>('/users', {
+					params: { fields: ['id', 'first_name', 'last_name', 'email'], sort: ['first_name', 'last_name', 'email'], limit: 200, ...(ids ? { filter: { id: { _in: ids } } } : {}) },
 				})
 			).data.data,
+		/** Websites' addresses by id, or the first 200 (an admin's filter, every user's websites). */
+		websiteNames: async (ids?: number[]) =>
+			(await http.get<{ data: { id: number; website_url: string }[] }>('/items/pseo', { params: { fields: ['id', 'website_url'], sort: ['website_url'], limit: 200, ...(ids ? { filter: { id: { _in: ids } } } : {}) } }))
+				.data.data,
+		/** The provider's tokens and requests per website and UTC day, the past three months (admins: every website). */
 		usage: async () =>
 			(
 				await http.get<{ data: Record<string, unknown>[] }>('/items/pseo_generations', {
-					params: { aggregate: { sum: ['usage_prompt_tokens', 'usage_completion_tokens', 'usage_requests'] }, groupBy: ['pseo_id', 'day(date_created)', 'month(date_created)', 'year(date_created)'], limit: 200 },
+					params: { aggregate: { sum: ['usage_prompt_tokens', 'usage_completion_tokens', 'usage_requests'] }, groupBy: ['pseo_id', 'day(date_created)', 'month(date_created)', 'year(date_created)'], filter: { date_created: { _gte: '$NOW(-90 days)' } }, limit: 1000 },
 				})
 			).data.data,
 	};

@@ -1,4 +1,5 @@
 import type { InjectionKey, Ref } from 'vue';
+import type { CapToday } from './blockers.ts';
 import type { Rates } from './cost.ts';
 import type { LiveChannel } from './live-updates.ts';
 import type { PseoApi, Website } from './pseo-api.ts';
@@ -10,6 +11,8 @@ export interface Workspace {
 	website: Ref<Website | null>;
 	balance: Ref<number | null>;
 	rates: Ref<Rates | null>;
+	/** The caller's daily cap and what is left of it today; null without one. */
+	dailyCap: Ref<CapToday | null>;
 	refreshBalance: () => Promise<void>;
 	showTab: (tab: string) => void;
 	/** A WebSocket subscription on a topic when Directus has WebSockets enabled, else null (the tabs poll). */
