@@ -491,8 +491,10 @@ describe('createOpenAiProvider: batch operations', () => {
 			clearInterval(sampler);
 		}
 		expect(received).toBeGreaterThan(120_000_000);
-		// Node's fetch kept every chunk it sent until the request ended (nodejs/undici#4058): 120 MB here.
-		expect(peak - before).toBeLessThan(40_000_000);
+		// Node's fetch kept every chunk it sent until the request ended (nodejs/undici#4058): 120 MB here. The figure is
+		// the process's, which other test files running beside this one add to (41.5 MB was seen on a loaded machine):
+		// half of 120 MB tells the two apart.
+		expect(peak - before).toBeLessThan(60_000_000);
 	});
 
 	it('uploadBatchFile refuses lines with line breaks and empty input before sending', async () => {

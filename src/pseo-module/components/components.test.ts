@@ -19,6 +19,7 @@ import BalanceBadge from './balance-badge.vue';
 import UsageChart from './usage-chart.vue';
 import ModuleTitle from './module-title.vue';
 import ProviderUsage from './provider-usage.vue';
+import TabBar from './tab-bar.vue';
 import type { LedgerQuery, LedgerRow } from '../lib/ledger.ts';
 
 /*
@@ -429,5 +430,31 @@ describe('provider-usage', () => {
 		expect(wrapper.get('[data-test="usage-chart"] figcaption a').text()).toBe('https://plumbers.example');
 		expect(wrapper.get('details tbody tr').text()).toContain('Jan 31, 2026');
 		expect(wrapper.get('details tbody tr').text()).toContain('300');
+	});
+});
+
+describe('tab-bar', () => {
+	it('marks the selected tab, names the panel each controls, and asks for the one clicked', async () => {
+		const wrapper = mount(TabBar, {
+			props: {
+				items: [
+					{ value: 'plan', text: 'Plan' },
+					{ value: 'jobs', text: 'Jobs' },
+				],
+				modelValue: 'plan',
+				label: 'Website sections',
+				idPrefix: 'pseo-tab',
+				panelId: (value: string) => `pseo-panel-${value}`,
+				testPrefix: 'tab',
+			},
+		});
+		expect(wrapper.get('[role="tablist"]').attributes('aria-label')).toBe('Website sections');
+		const tabs = wrapper.findAll('[role="tab"]');
+		expect(tabs.map((tab) => [tab.attributes('id'), tab.attributes('aria-selected'), tab.attributes('aria-controls')])).toEqual([
+			['pseo-tab-plan', 'true', 'pseo-panel-plan'],
+			['pseo-tab-jobs', 'false', 'pseo-panel-jobs'],
+		]);
+		await wrapper.get('[data-test="tab-jobs"]').trigger('click');
+		expect(wrapper.emitted('update:modelValue')).toEqual([['jobs']]);
 	});
 });
