@@ -26,7 +26,7 @@ export type OwnedCollection = keyof typeof OWNER_FIELDS;
 export const WRITABLE_FIELDS: Partial<Record<OwnedCollection, ReadonlySet<string>>> = {
 	[WEBSITES]: new Set(['website_url', 'website_software', 'master_prompt', 'daily_token_cap']),
 	[POSTS]: new Set(['status', 'title', 'meta_title', 'meta_description', 'h1', 'body', 'faq']),
-	[PLAN_PAGES]: new Set(['title', 'priority', 'primary_keyword', 'search_intent', 'page_type', 'cluster']),
+	[PLAN_PAGES]: new Set(['title', 'priority', 'primary_keyword', 'search_intent', 'page_type', 'cluster', 'facts']),
 };
 
 /** Collections whose rows a non-admin may delete (their own): a plan page the owner does not want generated. */

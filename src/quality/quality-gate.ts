@@ -13,6 +13,7 @@ import {
 	type QualityIssue,
 } from './page-checks.ts';
 import { nearestStoredPosts } from './similarity-index.ts';
+import type { Facts } from '../shared/facts.ts';
 
 /** `PSEO_QUALITY_MIN_WORDS` and `PSEO_QUALITY_MAX_SIMILARITY`. */
 export interface QualitySettings {
@@ -38,8 +39,12 @@ const WARN_COST = 10;
 /** What the gate knows of the page's place in the plan. */
 export interface PagePlace {
 	route: string;
+	/** The plan page's title: a figure it names is one the page may state. */
+	title?: string | null | undefined;
 	primaryKeyword?: string | null | undefined;
 	planRoutes: ReadonlySet<string>;
+	/** The page's own data, which its figures must come from. */
+	facts?: Facts | null | undefined;
 }
 
 /** Every check but the near-duplicate one, which needs the website's other posts: pure and synchronous. */

@@ -1,0 +1,166 @@
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { startFakeProvider, type FakeProvider } from './support/fake-provider/server.ts';
+import { adminItems, call, createUser, createWebsite, expectEnvelope, grantFileLibrary, uploadFile, waitForJob, type TestUser } from './support/api.ts';
+import { startDirectus, type DirectusInstance } from './support/directus.ts';
+import { startFixtureServer, type FixtureServer } from './support/sitemap-fixture-server.ts';
+import { LEGS, legAvailable } from './support/legs.ts';
+
+/*
+ * Facts per page: an import gives each plan page the data of its row (`facts`), the page prompt carries them to the
+ * model (read back from the fake provider's request log), and the post stores the facts it was written from.
+ * `template.required` skips rows without data, and a template naming a column the data lacks is a 400 that lists
+ * the data's columns.
+ */
+
+const IMPORT = '/pseo-endpoints/plan/import';
+const ON_DEMAND = '/pseo-endpoints/trigger/on-demand-generation';
+
+describe.each(LEGS)('facts per page on %s', (leg) => {
+	describe.skipIf(!legAvailable(leg))(`${leg}`, () => {
+		let fake: FakeProvider;
+		let site: FixtureServer;
+		let directus: DirectusInstance;
+
+		beforeAll(async () => {
+			fake = await startFakeProvider();
+			site = await startFixtureServer({
+				'/sitemap.xml': {
+					headers: { 'content-type': 'application/xml' },
+					body: '<?xml version="1.0"?><urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9"></urlset>',
+				},
+			});
+			directus = await startDirectus({ leg, env: { OPENAI_BASE_URL: fake.url, PSEO_ALLOW_PRIVATE_NETWORKS: 'true' } });
+		});
+		afterEach(() => fake.reset());
+		afterAll(async () => {
+			await directus?.dispose();
+			await site?.close();
+			await fake?.close();
+		});
+
+		const website = (user: TestUser) => createWebsite(directus, user, { website_url: site.origin }).then((created) => created.id);
+		const planOf = (pseoId: number) => adminItems(directus, 'pseo_plan_pages', `filter[pseo_id][_eq]=${pseoId}&sort=id`);
+		const importRows = (user: TestUser, pseoId: number, template: Record<string, unknown>, rows: unknown[]) =>
+			call(directus, 'POST', IMPORT, { token: user.token, body: { pseo_id: pseoId, language_code: 'en-GB', template, rows } });
+		const chatFor = (route: string) => fake.requests.filter((entry) => entry.path === '/v1/chat/completions' && entry.route === route);
+
+		it('an import gives each page its row as facts; the page prompt carries them, and the post stores them', async () => {
+			const user = await createUser(directus, { balance: 100 });
+			const pseoId = await website(user);
+			const rows = [
+				{ service: 'Plumbing', city: 'Leeds', population: 812000, average_price_gbp: '95.50', emergency: true, note: null },
+				{ service: 'Plumbing', city: 'York', population: 211000, average_price_gbp: '89', emergency: false, note: '  ' },
+			];
+			const res = await importRows(user, pseoId, { route: '/{service}/{city}', title: '{service} in {city}' }, rows);
+			expect(res.status).toBe(200);
+			const plan = await planOf(pseoId);
+			// Every column by default, each value of the type it came with; nulls and blanks say nothing and are left out.
+			expect(plan.map((page) => [page.route, page.facts])).toEqual([
+				['/plumbing/leeds', { service: 'Plumbing', city: 'Leeds', population: 812000, average_price_gbp: '95.50', emergency: true }],
+				['/plumbing/york', { service: 'Plumbing', city: 'York', population: 211000, average_price_gbp: '89', emergency: false }],
+			]);
+
+			const started = await call(directus, 'POST', ON_DEMAND, { token: user.token, body: { pseo_id: pseoId, post_count: 1 } });
+			expect(started.status).toBe(202);
+			expect(await waitForJob(directus, user, started.body.generation_id)).toMatchObject({ status: 'completed', created_count: 1 });
+			const [request] = chatFor('/plumbing/leeds');
+			expect(request!.facts).toEqual(plan[0]!.facts);
+			const [post] = await adminItems(directus, 'pseo_posts', `filter[pseo_id][_eq]=${pseoId}&fields=route,facts,body`);
+			expect(post).toMatchObject({ route: '/plumbing/leeds', facts: plan[0]!.facts });
+			expect(post.body).toContain('812000');
+
+			// Through the Batch API too: the facts travel with the job's route into the batch line and onto the post.
+			const bulk = await call(directus, 'POST', '/pseo-endpoints/trigger/bulk-generation', { token: user.token, body: { pseo_id: pseoId, post_count: 1 } });
+			expect(bulk.status).toBe(202);
+			expect(await waitForJob(directus, user, bulk.body.generation_id)).toMatchObject({ status: 'completed', created_count: 1 });
+			const [york] = await adminItems(directus, 'pseo_posts', `filter[pseo_id][_eq]=${pseoId}&filter[route][_eq]=/plumbing/york&fields=facts,body`);
+			expect(york.facts).toEqual(plan[1]!.facts);
+			expect(york.body).toContain('211000');
+		});
+
+		it('takes only the columns template.facts lists, and CSV values as text', async () => {
+			const user = await createUser(directus, { balance: 100 });
+			await grantFileLibrary(directus, user);
+			const pseoId = await website(user);
+			const csv = 'service,city,population,internal_code\r\nRoofing,Hull,267000,X-1\r\nRoofing,Leeds,812000,X-2\r\n';
+			const fileId = await uploadFile(directus, user, 'roofing.csv', 'text/csv', csv);
+			const template = { route: '/{service}/{city}', title: '{service} in {city}', facts: ['city', 'population'] };
+			const res = await call(directus, 'POST', IMPORT, { token: user.token, body: { pseo_id: pseoId, language_code: 'en-GB', template, file_id: fileId } });
+			expect(res.status).toBe(200);
+			expect((await planOf(pseoId)).map((page) => page.facts)).toEqual([
+				{ city: 'Hull', population: '267000' },
+				{ city: 'Leeds', population: '812000' },
+			]);
+
+			// An empty list: pages without facts, whose prompt has none.
+			const none = await importRows(user, pseoId, { route: '/{service}/{city}', title: '{service} in {city}', facts: [] }, [{ service: 'Gas', city: 'York' }]);
+			expect(none.body.data).toMatchObject({ added: 1 });
+			const gas = (await planOf(pseoId)).find((page) => page.route === '/gas/york');
+			expect(gas!.facts).toBeNull();
+		});
+
+		it('skips rows without a value for a required column, counted under missing_data', async () => {
+			const user = await createUser(directus, { balance: 100 });
+			const pseoId = await website(user);
+			const rows = [
+				{ city: 'Leeds', price: 95 },
+				{ city: 'York', price: '' },
+				{ city: 'Hull' },
+				{ city: 'Bath', price: null },
+				{ city: 'Ely', price: 0 },
+				{ price: 80 }, // no city: a placeholder without a value
+			];
+			const res = await importRows(user, pseoId, { route: '/{city}', title: 'Plumbers in {city}', required: ['price'] }, rows);
+			expect(res.status).toBe(200);
+			expect(res.body.data).toEqual({ total_pages: 2, added: 2, skipped: { duplicate: 0, on_site: 0, invalid: 1, missing_data: 3 } });
+			expect(res.body.message).toMatch(/2 plan page\(s\) added, 4 row\(s\) skipped/);
+			expect((await planOf(pseoId)).map((page) => page.route)).toEqual(['/leeds', '/ely']);
+		});
+
+		it('a template naming a column the data lacks is a 400 that names it and lists the data\'s columns; nothing is stored', async () => {
+			const user = await createUser(directus, { balance: 100 });
+			await grantFileLibrary(directus, user);
+			const pseoId = await website(user);
+			const rows = [
+				{ service: 'Plumbing', city: 'Leeds', rank: 1 },
+				{ service: 'Roofing', city: 'York', price: 90 },
+			];
+			const typo = await importRows(user, pseoId, { route: '/{service}/{citty}', title: '{service} in {citty}' }, rows);
+			expect(expectEnvelope(typo, 400).error).toBe(
+				'The template names a column the data does not have: "citty" (in route, title). The data\'s columns are: service, city, rank, price.',
+			);
+			const lists = await importRows(user, pseoId, { route: '/{city}', title: '{city}', facts: ['city', 'area'], required: ['area', 'postcode'] }, rows);
+			expect(expectEnvelope(lists, 400).error).toMatch(/columns the data does not have: "area" \(in facts, required\), "postcode" \(in required\)\. The data's columns are: service, city, rank, price\.$/);
+			// A column some row has is a column of the data: that row's page is written, the others are skipped.
+			const some = await importRows(user, pseoId, { route: '/{city}', title: '{city}', required: ['price'] }, rows);
+			expect(some.body.data).toMatchObject({ added: 1, skipped: { missing_data: 1 } });
+
+			const csv = 'service,city\r\nPlumbing,Leeds\r\n';
+			const fileId = await uploadFile(directus, user, 'typo.csv', 'text/csv', csv);
+			const file = await call(directus, 'POST', IMPORT, {
+				token: user.token,
+				body: { pseo_id: pseoId, language_code: 'en-GB', template: { route: '/{service}/{town}', title: '{service}' }, file_id: fileId },
+			});
+			expect(expectEnvelope(file, 400).error).toBe('The template names a column the data does not have: "town" (in route). The data\'s columns are: service, city.');
+			expect((await planOf(pseoId)).map((page) => page.route)).toEqual(['/york']);
+		});
+
+		it('the owner edits a plan page\'s facts through the items API; anything but a flat object of values is a 400', async () => {
+			const user = await createUser(directus, { balance: 100 });
+			const pseoId = await website(user);
+			await importRows(user, pseoId, { route: '/{city}', title: 'Plumbers in {city}' }, [{ city: 'Leeds', price: 95 }]);
+			const [page] = await planOf(pseoId);
+			const edited = await call(directus, 'PATCH', `/items/pseo_plan_pages/${page!.id}`, { token: user.token, body: { facts: { city: 'Leeds', price: 99, open_sundays: true } } });
+			expect(edited.status).toBe(200);
+			expect((await planOf(pseoId))[0]!.facts).toEqual({ city: 'Leeds', price: 99, open_sundays: true });
+			const nested = await call(directus, 'PATCH', `/items/pseo_plan_pages/${page!.id}`, { token: user.token, body: { facts: { prices: { low: 1 } } } });
+			expect(nested.status).toBe(400);
+			expect(JSON.stringify(nested.body)).toMatch(/facts\.prices\\" must be a string, a number or a boolean, received an object/);
+			const list = await call(directus, 'PATCH', `/items/pseo_plan_pages/${page!.id}`, { token: user.token, body: { facts: [1, 2] } });
+			expect(list.status).toBe(400);
+			const cleared = await call(directus, 'PATCH', `/items/pseo_plan_pages/${page!.id}`, { token: user.token, body: { facts: null } });
+			expect(cleared.status).toBe(200);
+			expect((await planOf(pseoId))[0]!.facts).toBeNull();
+		});
+	});
+});
