@@ -1,6 +1,6 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { startFakeProvider, type FakeProvider } from './support/fake-provider/server.ts';
-import { adminItems, call, createUser, createWebsite, expectEnvelope, grantFileLibrary, uploadFile, waitForJob, type TestUser } from './support/api.ts';
+import { adminItems, balanceOf, call, createUser, createWebsite, expectEnvelope, grantFileLibrary, uploadFile, waitForJob, type TestUser } from './support/api.ts';
 import { startDirectus, type DirectusInstance } from './support/directus.ts';
 import { startFixtureServer, type FixtureServer } from './support/sitemap-fixture-server.ts';
 import { LEGS, legAvailable } from './support/legs.ts';
@@ -143,6 +143,47 @@ describe.each(LEGS)('facts per page on %s', (leg) => {
 			});
 			expect(expectEnvelope(file, 400).error).toBe('The template names a column the data does not have: "town" (in route). The data\'s columns are: service, city.');
 			expect((await planOf(pseoId)).map((page) => page.route)).toEqual(['/york']);
+		});
+
+		it('a page stating a figure its facts do not give fails `figures`, is written once more for free with the figure named, and is stored as failed when it keeps it', async () => {
+			const user = await createUser(directus, { balance: 100 });
+			const pseoId = await website(user);
+			const rows = [
+				{ city: 'Hull', population: 267000, price_gbp: '85' },
+				{ city: 'Ely', population: 20000, price_gbp: '70' },
+			];
+			await importRows(user, pseoId, { route: '/{city}', title: 'Plumbers in {city}' }, rows);
+			const postOf = async (route: string) => (await adminItems(directus, 'pseo_posts', `filter[pseo_id][_eq]=${pseoId}&filter[route][_eq]=${route}&fields=quality_status,quality_issues,body`))[0];
+			const run = async () => {
+				const started = await call(directus, 'POST', ON_DEMAND, { token: user.token, body: { pseo_id: pseoId, post_count: 1 } });
+				expect(await waitForJob(directus, user, started.body.generation_id)).toMatchObject({ status: 'completed', created_count: 1 });
+			};
+			const named = /^figures: "€4,870" is not given by the page's facts, title or primary keyword$/;
+
+			// Hull: the second version drops the figure and passes.
+			fake.configure({ lowQualityRoutes: { '/hull': 'figure' } });
+			await run();
+			const hull = chatFor('/hull');
+			expect(hull).toHaveLength(2);
+			expect(hull[0]!.qualityIssues).toBeUndefined();
+			expect(hull[1]!.qualityIssues).toEqual(expect.arrayContaining([expect.stringMatching(named)]));
+			expect(hull[1]!.facts).toEqual(rows[0]);
+			const kept = await postOf('/hull');
+			expect(kept.quality_status).not.toBe('fail');
+			expect(kept.body).not.toContain('4,870');
+			expect(kept.quality_issues.map((found: { check: string }) => found.check)).not.toContain('figures');
+
+			// Ely: the second version keeps it; stored as failed, the figure named.
+			fake.configure({ lowQualityRoutes: { '/ely': 'figure' }, lowQualityPersists: true });
+			await run();
+			expect(chatFor('/ely')).toHaveLength(2);
+			const failed = await postOf('/ely');
+			expect(failed.quality_status).toBe('fail');
+			expect(failed.quality_issues).toEqual(
+				expect.arrayContaining([{ check: 'figures', severity: 'fail', detail: '"€4,870" is not given by the page\'s facts, title or primary keyword' }]),
+			);
+			// Charged once a page: the rewrites were free.
+			expect(await balanceOf(directus, user.id)).toBe(100 - 2 * 10);
 		});
 
 		it('the owner edits a plan page\'s facts through the items API; anything but a flat object of values is a 400', async () => {

@@ -33,7 +33,7 @@ const SYSTEM_PROMPT = [
 	"Follow the website owner's instructions below unless they contradict these rules.",
 	'When the JSON block has "facts", they are this page\'s own data, and what makes it worth reading: state them exactly as given (the same figures, prices, dates and names), and use as many of them as fit. Invent no figure, price, date, statistic or named entity (a person, a business, a place, a product) that the facts, the title or the primary keyword do not give; where the page needs something they do not cover, write around it in general terms instead of guessing. Weave them into the text; do not lay them all out as a table or a list.',
 	'When the JSON block has "editor_instructions", this is a new version of an existing page: follow those instructions within these rules.',
-	'When the JSON block has "quality_issues", an earlier draft of this page failed those quality checks: write the page again so that it passes them, with original wording rather than text shared with other pages.',
+	'When the JSON block has "quality_issues", an earlier draft of this page failed those quality checks: write the page again so that it passes them, with original wording rather than text shared with other pages. A "figures" issue names figures that neither the facts, the title nor the primary keyword give: leave them out, or state the facts\' own.',
 ].join('\n');
 
 /**

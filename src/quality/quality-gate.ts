@@ -14,11 +14,15 @@ import {
 } from './page-checks.ts';
 import { nearestStoredPosts } from './similarity-index.ts';
 import type { Facts } from '../shared/facts.ts';
+import { checkFigures } from './figures.ts';
+import type { FiguresMode } from '../config/config.ts';
 
-/** `PSEO_QUALITY_MIN_WORDS` and `PSEO_QUALITY_MAX_SIMILARITY`. */
+/** `PSEO_QUALITY_MIN_WORDS`, `PSEO_QUALITY_MAX_SIMILARITY` and `PSEO_QUALITY_FIGURES`. */
 export interface QualitySettings {
 	minWords: number;
 	maxSimilarity: number;
+	/** The figure check: `fail` (the default), `warn` or `off`. */
+	figures?: FiguresMode;
 }
 
 type QualityStatus = 'pass' | 'warn' | 'fail';
@@ -55,6 +59,7 @@ export function checkPage(page: CheckedPage, place: PagePlace, settings: Quality
 		...checkMeta(page),
 		...checkKeyword(page, place.primaryKeyword),
 		...checkInternalLinks(page, place.planRoutes, place.route),
+		...checkFigures(page, { facts: place.facts, title: place.title ?? page.title, primaryKeyword: place.primaryKeyword }, settings.figures ?? 'fail'),
 	];
 }
 

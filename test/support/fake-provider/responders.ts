@@ -2,7 +2,7 @@
  * Default responders: they turn the product's prompt context into realistic drafts for pages and content plans.
  * Output is deterministic for a given context, so tests can rely on it.
  */
-import type { FakeConfig } from './config.ts';
+import { INVENTED_FIGURE, type FakeConfig } from './config.ts';
 import { findSubSchema } from './json-schema.ts';
 import type { JsonSchema } from './json-schema.ts';
 import type { WireMessage } from './prompt-context.ts';
@@ -193,6 +193,7 @@ export const pageResponder: Responder = ({ context, config }) => {
 	const body = [
 		...sections,
 		...(facts.length > 0 && poor !== 'thin' ? [`### The figures for this page\n\n${factText}`] : []),
+		...(poor === 'figure' ? [`### Prices\n\nPrices start at ${INVENTED_FIGURE} a visit.`] : []),
 		...(instructions ? [`### As requested\n\n${instructions}`] : []),
 	].join('\n\n');
 	return {
