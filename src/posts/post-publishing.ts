@@ -1,6 +1,7 @@
 import type { Knex } from 'knex';
 import { dbTimestamp } from '../shared/database.ts';
 import { POSTS } from './post-store.ts';
+import { factsOf, type Facts } from '../shared/facts.ts';
 
 /*
  * The publishing state of posts: which posts a publication takes, what it reads of them, and the remote post each
@@ -17,6 +18,8 @@ export interface PostForPublishing {
 	h1: string | null;
 	body: string;
 	faq: unknown;
+	/** The facts the page was written from, which its data block shows; null without. */
+	facts: Facts | null;
 	remoteId: string | null;
 	remoteUrl: string | null;
 	publishedHash: string | null;
@@ -67,6 +70,7 @@ export async function readPostForPublishing(knex: Knex, postId: number): Promise
 		h1: text('h1'),
 		body: String(row['body'] ?? ''),
 		faq,
+		facts: factsOf(row['facts']),
 		remoteId: text('remote_id'),
 		remoteUrl: text('remote_url'),
 		publishedHash: text('published_hash'),

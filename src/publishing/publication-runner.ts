@@ -8,7 +8,7 @@ import { transact } from '../shared/transaction.ts';
 import { readWebsite } from '../websites/website-store.ts';
 import { OutboundError, type OutboundClient } from './outbound-client.ts';
 import { enterLinksPhase, finishPublication, publicationProgressed, recordPostStep, type PostOutcome, type PublicationRecord } from './publication-store.ts';
-import { markerComment, publishedHash, renderPost, slugOf, type RenderedPost } from './render-post.ts';
+import { markerComment, publishedHash, renderPost, slugOf, type FactsDisplay, type RenderedPost } from './render-post.ts';
 import { createSecretBox } from './secret-box.ts';
 import { readTarget, type TargetRow } from './target-store.ts';
 import { deliverWebhook, WebhookRefusedError } from './webhook-delivery.ts';
@@ -38,6 +38,7 @@ interface Site {
 	target: TargetRow;
 	secret: string;
 	websiteUrl: string;
+	factsDisplay: FactsDisplay;
 	wordpress: WordPressClient | null;
 	urls: Map<string, string>;
 	inPublication: Set<string>;
@@ -88,6 +89,7 @@ async function openSite(publication: PublicationRecord, deps: PublicationDeps): 
 		target,
 		secret,
 		websiteUrl: website?.website_url ?? target.url,
+		factsDisplay: website?.facts_display ?? 'table',
 		wordpress,
 		urls: wordpress ? await publishedUrls(deps.database, publication.pseoId) : new Map(),
 		inPublication,
@@ -118,7 +120,7 @@ function placementOf(publication: PublicationRecord, site: Site, index: number):
 }
 
 function render(post: PostForPublishing, site: Site): RenderedPost {
-	return renderPost({ ...post, cluster: site.clusters.get(post.route) ?? null }, resolverOf(site));
+	return renderPost({ ...post, cluster: site.clusters.get(post.route) ?? null }, resolverOf(site), { factsDisplay: site.factsDisplay });
 }
 
 async function publishStep(publication: PublicationRecord, site: Site, deps: PublicationDeps): Promise<void> {
@@ -271,6 +273,7 @@ async function sendToWebhook(
 					html: rendered.content,
 					markdown: post.body,
 					faq: post.faq,
+					facts: post.facts,
 					categories: rendered.categories,
 					status: placement.status,
 					date: placement.date ? `${placement.date}Z` : null,

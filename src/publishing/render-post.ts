@@ -1,16 +1,21 @@
 import { createHash } from 'node:crypto';
 import type { PostForPublishing } from '../posts/post-publishing.ts';
 import { createSafeMarkdown, escapeHtml } from '../shared/safe-markdown.ts';
+import { factLabel, factText, type Facts } from '../shared/facts.ts';
 
 /*
  * What a website receives for a post: the body rendered from Markdown to HTML by marked, the FAQ as a section, a
  * marker that identifies the post on the site (how a create lost to a crash is found again), and internal links
  * pointed where the site serves their pages. The same input always renders the same output, so a hash of it tells
- * whether the site already has this version.
+ * whether the site already has this version. The data block, a table of the facts the page was written from, is
+ * rendered here from the stored facts, never by the model, so it states them exactly.
  */
 
 /** A post as the publisher renders it: the stored post and its plan page's cluster. */
 export type PublishablePost = Omit<PostForPublishing, 'remoteId' | 'remoteUrl' | 'publishedHash'> & { cluster: string | null };
+
+/** How the website shows a page's facts: a table after the page (`table`, the default), or not at all (`none`). */
+export type FactsDisplay = 'table' | 'none';
 
 /** Where an internal link to `route` points: a URL, or null to leave the anchor as text. */
 export type LinkResolver = (route: string) => string | null;
@@ -50,24 +55,36 @@ export function slugOf(route: string): string {
 	return slug === '' ? 'home' : slug.slice(0, 190);
 }
 
-export function renderPost(post: PublishablePost, resolve: LinkResolver): RenderedPost {
+export function renderPost(post: PublishablePost, resolve: LinkResolver, options: { factsDisplay?: FactsDisplay } = {}): RenderedPost {
 	const render = createSafeMarkdown(resolve);
 	const faq = faqOf(post.faq);
 	const faqHtml =
 		faq.length === 0
 			? ''
 			: `\n<h2>Frequently asked questions</h2>\n${faq.map((entry) => `<h3>${escapeHtml(entry.question)}</h3>\n${render(entry.answer)}`).join('\n')}`;
+	const factsHtml = (options.factsDisplay ?? 'table') === 'table' ? factsTable(post.facts) : '';
 	const marker = markerOf(post);
 	return {
 		title: post.title,
 		slug: slugOf(post.route),
-		content: `${render(post.body)}${faqHtml}\n${markerComment(marker)}`,
+		content: `${render(post.body)}${faqHtml}${factsHtml}\n${markerComment(marker)}`,
 		excerpt: post.metaDescription ?? '',
 		metaTitle: post.metaTitle,
 		metaDescription: post.metaDescription,
 		categories: post.cluster ? [post.cluster] : [],
 		marker,
 	};
+}
+
+/**
+ * The data block: one row per fact, its label from the column name (`average_price_gbp` reads "Average price
+ * gbp"), every text escaped. Empty without facts.
+ */
+export function factsTable(facts: Facts | null | undefined): string {
+	const entries = Object.entries(facts ?? {});
+	if (entries.length === 0) return '';
+	const rows = entries.map(([name, value]) => `<tr><th scope="row">${escapeHtml(factLabel(name))}</th><td>${escapeHtml(factText(value))}</td></tr>`);
+	return `\n<table class="pseo-facts">\n<tbody>\n${rows.join('\n')}\n</tbody>\n</table>`;
 }
 
 function faqOf(value: unknown): { question: string; answer: string }[] {

@@ -54,8 +54,8 @@ describe('factLabel and factText', () => {
 	});
 
 	it('writes a value for a reader', () => {
-		expect(factText(true)).toBe('Yes');
-		expect(factText(false)).toBe('No');
+		expect(factText(true)).toBe('✓');
+		expect(factText(false)).toBe('✗');
 		expect(factText(812000)).toBe('812000');
 		expect(factText('95.50')).toBe('95.50');
 	});

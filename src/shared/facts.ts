@@ -95,8 +95,8 @@ export function factLabel(name: string): string {
 	return words === '' ? name : words[0]!.toUpperCase() + words.slice(1);
 }
 
-/** A fact's value as a reader sees it. */
+/** A fact's value as a reader sees it: true and false as ✓ and ✗, which read the same in every language. */
 export function factText(value: FactValue): string {
-	if (typeof value === 'boolean') return value ? 'Yes' : 'No';
+	if (typeof value === 'boolean') return value ? '✓' : '✗';
 	return String(value);
 }
