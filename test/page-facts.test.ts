@@ -4,6 +4,7 @@ import { adminItems, balanceOf, call, createUser, createWebsite, expectEnvelope,
 import { startDirectus, type DirectusInstance } from './support/directus.ts';
 import { startFixtureServer, type FixtureServer } from './support/sitemap-fixture-server.ts';
 import { LEGS, legAvailable } from './support/legs.ts';
+import { structuredDataProblems } from './support/structured-data.ts';
 
 /*
  * Facts per page: an import gives each plan page the data of its row (`facts`), the page prompt carries them to the
@@ -76,6 +77,16 @@ describe.each(LEGS)('facts per page on %s', (leg) => {
 			const [york] = await adminItems(directus, 'pseo_posts', `filter[pseo_id][_eq]=${pseoId}&filter[route][_eq]=/plumbing/york&fields=facts,body`);
 			expect(york.facts).toEqual(plan[1]!.facts);
 			expect(york.body).toContain('211000');
+
+			// Every post carries its JSON-LD, returned with the post to its owner, and it validates.
+			const own = await call(directus, 'GET', `/items/pseo_posts?filter[pseo_id][_eq]=${pseoId}&fields=route,title,structured_data,faq`, { token: user.token });
+			expect(own.body.data).toHaveLength(2);
+			for (const stored of own.body.data as Record<string, any>[]) {
+				expect(await structuredDataProblems(stored.structured_data, { faq: stored.faq.length > 0 }), stored.route).toEqual([]);
+				const [article, , breadcrumb] = stored.structured_data;
+				expect(article).toMatchObject({ '@type': 'Article', headline: stored.title, inLanguage: 'en-GB', url: `${site.origin}${stored.route}` });
+				expect(breadcrumb.itemListElement.map((item: { name: string; item: string }) => item.item)).toEqual([`${site.origin}/`, `${site.origin}/plumbing`, `${site.origin}${stored.route}`]);
+			}
 		});
 
 		it('takes only the columns template.facts lists, and CSV values as text', async () => {

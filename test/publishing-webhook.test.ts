@@ -6,6 +6,7 @@ import { startFakeProvider, type FakeProvider } from './support/fake-provider/se
 import { adminItems, call, createUser, createWebsite, eventually, expectEnvelope, seedPlan, waitForJob, type TestUser } from './support/api.ts';
 import { startDirectus, type DirectusInstance } from './support/directus.ts';
 import { legAvailable } from './support/legs.ts';
+import { structuredDataProblems } from './support/structured-data.ts';
 
 /*
  * Webhook publishing against a loopback receiver that verifies every delivery as docs/publishing.md tells a receiver to:
@@ -150,7 +151,7 @@ describe.skipIf(!legAvailable(LEG))('publishing to a signed webhook', () => {
 		expect(keys).not.toContain(deliveries[0]!.key);
 	});
 
-	it('a delivery carries the post\'s facts as they are, and its HTML the data block unless the website shows none', async () => {
+	it('a delivery carries the post\'s facts as they are and its structured data, and its HTML the data block unless the website shows none', async () => {
 		const { user, pseoId, posts } = await websiteWithPosts(1);
 		const facts = { city: 'Leeds', average_price_gbp: '95.50', population: 812000, emergency: true };
 		expect((await call(directus, 'PATCH', `/items/pseo_posts/${posts[0]!.id}`, { token: directus.adminToken, body: { facts } })).status).toBe(200);
@@ -160,6 +161,10 @@ describe.skipIf(!legAvailable(LEG))('publishing to a signed webhook', () => {
 		expect(await publishAndWait(user, { pseo_id: pseoId })).toMatchObject({ created_count: 1 });
 		const [first] = deliveries.map((delivery) => JSON.parse(delivery.body));
 		expect(first.post.facts).toEqual(facts);
+		// The post's JSON-LD as stored, and valid.
+		const [stored] = await adminItems(directus, 'pseo_posts', `filter[id][_eq]=${posts[0]!.id}&fields=structured_data`);
+		expect(first.post.structured_data).toEqual(stored.structured_data);
+		expect(await structuredDataProblems(first.post.structured_data, { faq: true })).toEqual([]);
 		expect(first.post.html).toContain('<table class="pseo-facts">');
 		expect(first.post.html).toContain('<tr><th scope="row">Average price gbp</th><td>95.50</td></tr>');
 		expect(first.post.html).toContain('<tr><th scope="row">Emergency</th><td>✓</td></tr>');

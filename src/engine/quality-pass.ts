@@ -81,13 +81,14 @@ export async function rewriteFailed(first: FirstVerdict, rewrite: Rewrite, optio
 	return withQuality(second, report, first.place);
 }
 
-/** The page as it is stored: with the gate's verdict, and the facts it was written from and checked against. */
+/** The page as it is stored: with the gate's verdict, the facts it was written from and checked against, and its JSON-LD. */
 function withQuality(content: PageContent, report: QualityReport | undefined, place: PagePlace): PageContent {
 	const facts = place.facts && Object.keys(place.facts).length > 0 ? place.facts : null;
 	if (!report) return { ...content, facts };
 	return {
 		...content,
 		facts,
+		...(report.structuredData ? { structured_data: report.structuredData } : {}),
 		quality: {
 			status: report.status,
 			score: report.score,

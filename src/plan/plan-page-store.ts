@@ -226,6 +226,16 @@ function toPlanPage(row: Record<string, unknown>): PlanPage {
 	};
 }
 
+/** The title of each of these routes of a website's plan that has a plan page. */
+export async function planTitles(knex: Knex, pseoId: number, routes: readonly string[]): Promise<Map<string, string>> {
+	const titles = new Map<string, string>();
+	for (let i = 0; i < routes.length; i += ROUTES_PER_QUERY) {
+		const rows = (await knex(PLAN_PAGES).where('pseo_id', pseoId).whereIn('route', routes.slice(i, i + ROUTES_PER_QUERY)).select('route', 'title')) as { route: string; title: string | null }[];
+		for (const row of rows) if (row.title) titles.set(row.route, row.title);
+	}
+	return titles;
+}
+
 /** The cluster of each of these routes of a website's plan, where the plan names one. */
 export async function clustersOf(knex: Knex, pseoId: number, routes: readonly string[]): Promise<Map<string, string>> {
 	const clusters = new Map<string, string>();

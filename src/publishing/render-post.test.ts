@@ -13,10 +13,20 @@ const post = (overrides: Partial<PublishablePost> = {}): PublishablePost => ({
 	faq: [{ question: 'How fast?', answer: 'Within **an hour**.' }],
 	cluster: 'Plumbing',
 	facts: null,
+	structuredData: null,
 	...overrides,
 });
 
 describe('renderPost', () => {
+	it('carries the JSON-LD as a script block when asked, so that no text of it can close the block', () => {
+		const structuredData = [{ '@context': 'https://schema.org', '@type': 'Article', headline: 'A </script><b>', url: 'https://x.example/a' }];
+		const rendered = renderPost(post({ structuredData }), () => null, { structuredData: 'script' }).content;
+		const block = /<script type="application\/ld\+json">([\s\S]*?)<\/script>/.exec(rendered);
+		expect(JSON.parse(block![1]!)).toEqual(structuredData);
+		expect(block![1]).not.toContain('</');
+		expect(renderPost(post({ structuredData }), () => null).content).not.toContain('<script');
+	});
+
 	it('appends the data block: a table of the facts, labelled from the column names, escaped; none when asked, or without facts', () => {
 		const facts = { city: 'Lyon', average_price_eur: '95.50', population: 522000, open_sundays: true, note: '<b>"a" & b</b>' };
 		const rendered = renderPost(post({ facts }), () => null).content;

@@ -55,7 +55,11 @@ export function slugOf(route: string): string {
 	return slug === '' ? 'home' : slug.slice(0, 190);
 }
 
-export function renderPost(post: PublishablePost, resolve: LinkResolver, options: { factsDisplay?: FactsDisplay } = {}): RenderedPost {
+/**
+ * Renders a post. `structuredData: 'script'` carries its JSON-LD in the content as a `<script type="application/ld+json">`
+ * block (for a site that takes raw HTML from this user); left out otherwise.
+ */
+export function renderPost(post: PublishablePost, resolve: LinkResolver, options: { factsDisplay?: FactsDisplay; structuredData?: 'script' | 'none' } = {}): RenderedPost {
 	const render = createSafeMarkdown(resolve);
 	const faq = faqOf(post.faq);
 	const faqHtml =
@@ -67,7 +71,7 @@ export function renderPost(post: PublishablePost, resolve: LinkResolver, options
 	return {
 		title: post.title,
 		slug: slugOf(post.route),
-		content: `${render(post.body)}${faqHtml}${factsHtml}\n${markerComment(marker)}`,
+		content: `${render(post.body)}${faqHtml}${factsHtml}${options.structuredData === 'script' ? jsonLdScript(post.structuredData) : ''}\n${markerComment(marker)}`,
 		excerpt: post.metaDescription ?? '',
 		metaTitle: post.metaTitle,
 		metaDescription: post.metaDescription,
@@ -80,11 +84,17 @@ export function renderPost(post: PublishablePost, resolve: LinkResolver, options
  * The data block: one row per fact, its label from the column name (`average_price_gbp` reads "Average price
  * gbp"), every text escaped. Empty without facts.
  */
-export function factsTable(facts: Facts | null | undefined): string {
+function factsTable(facts: Facts | null | undefined): string {
 	const entries = Object.entries(facts ?? {});
 	if (entries.length === 0) return '';
 	const rows = entries.map(([name, value]) => `<tr><th scope="row">${escapeHtml(factLabel(name))}</th><td>${escapeHtml(factText(value))}</td></tr>`);
 	return `\n<table class="pseo-facts">\n<tbody>\n${rows.join('\n')}\n</tbody>\n</table>`;
+}
+
+/** JSON-LD as a script block; `<` written as \u003c, so that no text inside can end the block or open a comment. */
+function jsonLdScript(structuredData: unknown[] | null): string {
+	if (!structuredData || structuredData.length === 0) return '';
+	return `\n<script type="application/ld+json">${JSON.stringify(structuredData).replace(/</g, '\\u003c')}</script>`;
 }
 
 function faqOf(value: unknown): { question: string; answer: string }[] {
@@ -96,8 +106,9 @@ function faqOf(value: unknown): { question: string; answer: string }[] {
 }
 
 /** The version of what a site receives: a post, its status and date. Equal hashes mean nothing to send. */
-export function publishedHash(rendered: RenderedPost, placement: { status: string; date: string | null }): string {
-	return createHash('sha256')
-		.update(JSON.stringify([rendered.title, rendered.slug, rendered.content, rendered.excerpt, rendered.metaTitle, rendered.metaDescription, rendered.categories, placement.status, placement.date]))
-		.digest('hex');
+export function publishedHash(rendered: RenderedPost, placement: { status: string; date: string | null }, meta: Record<string, string> = {}): string {
+	const parts: unknown[] = [rendered.title, rendered.slug, rendered.content, rendered.excerpt, rendered.metaTitle, rendered.metaDescription, rendered.categories, placement.status, placement.date];
+	// Extra meta (a JSON-LD field) counts only when there is some, so that every hash stored before stays valid.
+	if (Object.keys(meta).length > 0) parts.push(meta);
+	return createHash('sha256').update(JSON.stringify(parts)).digest('hex');
 }
