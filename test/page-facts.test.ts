@@ -1,6 +1,8 @@
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { startFakeProvider, type FakeProvider } from './support/fake-provider/server.ts';
-import { adminItems, balanceOf, call, createUser, createWebsite, expectEnvelope, grantFileLibrary, uploadFile, waitForJob, type TestUser } from './support/api.ts';
+import { adminItems, balanceOf, call, eventually, createUser, createWebsite, expectEnvelope, grantFileLibrary, uploadFile, waitForJob, type TestUser } from './support/api.ts';
 import { startDirectus, type DirectusInstance } from './support/directus.ts';
 import { startFixtureServer, type FixtureServer } from './support/sitemap-fixture-server.ts';
 import { LEGS, legAvailable } from './support/legs.ts';
@@ -195,6 +197,72 @@ describe.each(LEGS)('facts per page on %s', (leg) => {
 			);
 			// Charged once a page: the rewrites were free.
 			expect(await balanceOf(directus, user.id)).toBe(100 - 2 * 10);
+		});
+
+		it('hubs: one per distinct value, generated before or with their pages, named in each page\'s breadcrumb, and linking to every page of their set', async () => {
+			const user = await createUser(directus, { balance: 500 });
+			const pseoId = await website(user);
+			const rows = [
+				{ service: 'Plumbing', city: 'Leeds', rank: 5 },
+				{ service: 'Plumbing', city: 'York', rank: 9 },
+				{ service: 'Roofing', city: 'Leeds', rank: 3 },
+			];
+			const template = { route: '/{service}/{city}', title: '{service} in {city}', priority: '{rank}', hub: { route: '/{service}', title: '{service} services' } };
+			const res = await importRows(user, pseoId, template, rows);
+			expect(res.body.data).toMatchObject({ total_pages: 5, added: 5 });
+			const plan = await planOf(pseoId);
+			expect(plan.map((page) => [page.route, page.title, page.page_type, page.parent_route, page.priority])).toEqual([
+				['/plumbing', 'Plumbing services', 'hub', null, 9],
+				['/plumbing/leeds', 'Plumbing in Leeds', null, '/plumbing', 5],
+				['/plumbing/york', 'Plumbing in York', null, '/plumbing', 9],
+				['/roofing', 'Roofing services', 'hub', null, 3],
+				['/roofing/leeds', 'Roofing in Leeds', null, '/roofing', 3],
+			]);
+
+			// A bulk job of two pages takes the hub with the first page of its set.
+			const first = await call(directus, 'POST', '/pseo-endpoints/trigger/bulk-generation', { token: user.token, body: { pseo_id: pseoId, post_count: 2 } });
+			expect(await waitForJob(directus, user, first.body.generation_id)).toMatchObject({ status: 'completed', created_count: 2 });
+			const postsNow = async () => (await adminItems(directus, 'pseo_posts', `filter[pseo_id][_eq]=${pseoId}&fields=id,route,structured_data&sort=route`)) as Record<string, any>[];
+			expect((await postsNow()).map((post) => post.route)).toEqual(['/plumbing', '/plumbing/york']);
+			const rest = await call(directus, 'POST', '/pseo-endpoints/trigger/bulk-generation', { token: user.token, body: { pseo_id: pseoId, post_count: 3 } });
+			expect(await waitForJob(directus, user, rest.body.generation_id)).toMatchObject({ status: 'completed', created_count: 3 });
+			const posts = await postsNow();
+			for (const post of posts.filter((candidate) => candidate.route.split('/').length === 3)) {
+				const breadcrumb = post.structured_data.find((node: { '@type': string }) => node['@type'] === 'BreadcrumbList');
+				const hub = post.route.startsWith('/plumbing') ? ['Plumbing services', `${site.origin}/plumbing`] : ['Roofing services', `${site.origin}/roofing`];
+				expect(breadcrumb.itemListElement[1], post.route).toMatchObject({ position: 2, name: hub[0], item: hub[1] });
+			}
+
+			// Published through a webhook, the hub's page ends with a link to every page of its set.
+			const received: Record<string, any>[] = [];
+			const receiver = http.createServer((req, res) => {
+				const chunks: Buffer[] = [];
+				req.on('data', (chunk: Buffer) => chunks.push(chunk));
+				req.on('end', () => {
+					received.push(JSON.parse(Buffer.concat(chunks).toString('utf8')));
+					res.writeHead(204).end();
+				});
+			});
+			await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
+			try {
+				const url = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hook`;
+				expect((await call(directus, 'PUT', `/pseo-endpoints/pseo/${pseoId}/publishing`, { token: user.token, body: { target: 'webhook', url, secret: 'a-secret-of-the-receiver' } })).status).toBe(200);
+				const published = await call(directus, 'POST', '/pseo-endpoints/publish', { token: user.token, body: { pseo_id: pseoId } });
+				expect(published.status).toBe(202);
+				await eventually(async () => {
+					const read = await call(directus, 'GET', `/pseo-endpoints/publications/${published.body.publication_id}`, { token: user.token });
+					return read.body.data?.status === 'completed';
+				}, 60_000, 'the publication');
+				const hubPage = received.find((payload) => payload.post.route === '/plumbing')!;
+				const links = [...String(hubPage.post.html).matchAll(/<ul class="pseo-hub-links">([\s\S]*?)<\/ul>/g)].flatMap((list) => [...list[1]!.matchAll(/<a href="([^"]+)">([^<]+)<\/a>/g)].map((link) => [link[1], link[2]]));
+				expect(links).toEqual([
+					[`${site.origin}/plumbing/york`, 'Plumbing in York'],
+					[`${site.origin}/plumbing/leeds`, 'Plumbing in Leeds'],
+				]);
+				expect(received.find((payload) => payload.post.route === '/plumbing/york')!.post.html).not.toContain('pseo-hub-links');
+			} finally {
+				await new Promise<void>((resolve) => receiver.close(() => resolve()));
+			}
 		});
 
 		it('the owner edits a plan page\'s facts through the items API; anything but a flat object of values is a 400', async () => {

@@ -158,7 +158,14 @@ describe('POST /plan/import contract', () => {
 		expect(parseImportRequest({ ...valid, template: { ...valid.template, facts: null } }).template.facts).toBeUndefined();
 	});
 
+	it('takes template.hub as a route and a title template', () => {
+		expect(parseImportRequest({ ...valid, template: { ...valid.template, hub: { route: '/{service}', title: '{service} services' } } }).template.hub).toEqual({ route: '/{service}', title: '{service} services' });
+	});
+
 	it.each([
+		[{ ...valid, template: { ...valid.template, hub: { route: '/services', title: 'x' } } }, /"template.hub.route" must have at least one placeholder/],
+		[{ ...valid, template: { ...valid.template, hub: { route: '/{service}' } } }, /"template.hub.title" is required/],
+		[{ ...valid, template: { ...valid.template, hub: { route: '/{service}', title: 'x', extra: 1 } } }, /Unknown template.hub field/],
 		[{ ...valid, template: { ...valid.template, facts: 'city' } }, /"template.facts" must be an array of column names, received a string/],
 		[{ ...valid, template: { ...valid.template, facts: [1] } }, /"template.facts" must hold column names, received a number/],
 		[{ ...valid, template: { ...valid.template, required: [' '] } }, /"template.required" must hold column names of 1 to 200 characters/],

@@ -178,6 +178,20 @@ const ImportTemplateSchema = z
 				['city', 'population', 'average_price_eur'],
 			),
 			required: columnList('Columns that must hold a value: a row without one is skipped and counted under `skipped.missing_data`.', ['average_price_eur']),
+			hub: doc(
+				z
+					.strictObject(
+						{ route: templateRoute, title: doc(templateText(), { examples: ['{service} services'] }) },
+						{ error: objectError('"template.hub" must be an object with "route" and "title".', (keys) => `Unknown template.hub field(s): ${keys}.`) },
+					)
+					.nullish()
+					.transform((value) => value ?? undefined),
+				{
+					description:
+						'A hub page per distinct value of its placeholders (`page_type: "hub"`), the `parent_route` of the pages of its set, generated before or with them; its published page ends with links to every page of its set on the website.',
+					examples: [{ route: '/{service}', title: '{service} services' }],
+				},
+			),
 		},
 		{ error: objectError('"template" must be an object with "route" and "title".', (keys) => `Unknown template field(s): ${keys}.`) },
 	)

@@ -48,7 +48,7 @@ export async function assessDrafts(
 ): Promise<FirstVerdict[]> {
 	const entries = drafts.map(({ content, item }) => ({
 		page: content,
-		place: { route: item.route, title: item.title, primaryKeyword: item.primary_keyword, planRoutes: allowedRoutes, facts: item.facts ?? null },
+		place: { route: item.route, title: item.title, primaryKeyword: item.primary_keyword, planRoutes: allowedRoutes, facts: item.facts ?? null, parentRoute: item.parent_route ?? null },
 	}));
 	const reports = await gate.assess(entries);
 	return reports.map((report, i) => ({

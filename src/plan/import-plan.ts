@@ -5,8 +5,8 @@ import { postedRoutes } from '../posts/post-store.ts';
 import { requireOwnedPseo } from '../websites/ownership.ts';
 import { fileRows, inlineRows, type NumberedRow, type OpenedFile } from './import-source.ts';
 import { InvalidPayloadError } from '../errors/index.ts';
-import { pageFromRow, templateColumns, type ImportTemplate } from './import-template.ts';
-import { countPlanPages, deletePlanPages, insertPlanPages, type StoredPlanPage } from './plan-page-store.ts';
+import { hubFromRow, pageFromRow, templateColumns, type ImportTemplate } from './import-template.ts';
+import { countPlanPages, deletePlanPages, insertPlanPages, raisePriority, type StoredPlanPage } from './plan-page-store.ts';
 import { bumpPlanVersion } from './plan-version.ts';
 import { completeImport, extendLock, failPlan, startPlan } from './plan-store.ts';
 import { retryConflicts, runTransaction } from '../shared/transaction.ts';
@@ -134,6 +134,10 @@ async function storeImport(trx: Knex.Transaction, rows: AsyncIterable<NumberedRo
 	const counts = { added: 0, duplicate: 0, on_site: 0, invalid: 0, missing_data: 0 };
 	const seen = new Set<string>();
 	const columns = columnCheck(request.template);
+	// Hub pages, one per distinct hub route: stored when first met, before the pages of their set (so a bulk job,
+	// which takes pages by priority and then in stored order, reaches a hub before or with its pages), at the highest
+	// priority of their set, raised at the end when a later page of the set ranks higher.
+	const hubs = new Map<string, { priority: number; stored: number }>();
 	let batch: StoredPlanPage[] = [];
 	const flush = async () => {
 		const added = await insertPlanPages(trx, owner, batch, posted);
@@ -157,11 +161,25 @@ async function storeImport(trx: Knex.Transaction, rows: AsyncIterable<NumberedRo
 			counts.on_site++;
 			continue;
 		}
+		const hub = request.template.hub && page.parent_route ? hubFromRow(request.template.hub, row) : null;
+		if (hub) {
+			const known = hubs.get(hub.route);
+			if (known) known.priority = Math.max(known.priority, page.priority);
+			else {
+				hubs.set(hub.route, { priority: page.priority, stored: page.priority });
+				if (!seen.has(hub.route) && !onSite.has(hub.route)) {
+					seen.add(hub.route);
+					await flush();
+					counts.added += await insertPlanPages(trx, owner, [{ route: hub.route, title: hub.title, priority: page.priority, page_type: 'hub', cluster: page.cluster ?? null }], posted);
+				}
+			}
+		}
 		batch.push(page);
 		if (batch.length >= BATCH) await flush();
 	}
 	await flush();
 	columns.end();
+	for (const [route, hub] of hubs) if (hub.priority > hub.stored) await raisePriority(trx, owner.pseoId, route, hub.priority);
 	const totalPages = await countPlanPages(trx, owner.pseoId);
 	const skipped = { duplicate: counts.duplicate, on_site: counts.on_site, invalid: counts.invalid, missing_data: counts.missing_data };
 	await completeImport(trx, owner.planId, {

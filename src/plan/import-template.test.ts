@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { pageFromRow, placeholdersOf, slugOf, templateColumns } from './import-template.ts';
+import { hubFromRow, pageFromRow, placeholdersOf, slugOf, templateColumns } from './import-template.ts';
 
 describe('slugOf', () => {
 	it('folds accents, keeps letters of every script, lower-cases and hyphenates the rest', () => {
@@ -28,6 +28,16 @@ describe('templateColumns', () => {
 			['rank', ['priority']],
 			['price', ['facts', 'required']],
 		]);
+	});
+});
+
+describe('hubs', () => {
+	const template = { route: '/{service}/{city}', title: '{service} in {city}', hub: { route: '/{service}', title: '{service} services' } };
+	it('gives a page its hub as parent route, and the hub its route and title from the row', () => {
+		expect(pageFromRow(template, { service: 'Boiler Repair', city: 'Leeds' })).toMatchObject({ route: '/boiler-repair/leeds', parent_route: '/boiler-repair' });
+		expect(hubFromRow(template.hub, { service: 'Boiler Repair', city: 'Leeds' })).toEqual({ route: '/boiler-repair', title: 'Boiler Repair services' });
+		expect(hubFromRow(template.hub, { city: 'Leeds' })).toBeNull();
+		expect(templateColumns(template).get('service')).toEqual(['route', 'title', 'hub.route', 'hub.title']);
 	});
 });
 

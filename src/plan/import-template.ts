@@ -18,6 +18,14 @@ export interface ImportTemplate {
 	facts?: readonly string[] | undefined;
 	/** Columns that must hold a value: a row without one gives no page (`missing_data`). */
 	required?: readonly string[] | undefined;
+	/** A hub page per distinct value of its placeholders, the parent of the pages of its set. */
+	hub?: { route: string; title: string } | undefined;
+}
+
+/** A hub page of an import: its route and title, written from a row like the row's own page. */
+export interface HubPage {
+	route: string;
+	title: string;
 }
 
 /** Why a row gave no page: a placeholder without a value or an invalid route or priority, or a required column empty. */
@@ -40,6 +48,10 @@ export function templateColumns(template: ImportTemplate): Map<string, string[]>
 	for (const field of TEXT_FIELDS) {
 		const text = template[field];
 		if (typeof text === 'string') for (const column of placeholdersOf(text)) add(column, field);
+	}
+	if (template.hub) {
+		for (const column of placeholdersOf(template.hub.route)) add(column, 'hub.route');
+		for (const column of placeholdersOf(template.hub.title)) add(column, 'hub.title');
 	}
 	for (const column of template.facts ?? []) add(column, 'facts');
 	for (const column of template.required ?? []) add(column, 'required');
@@ -117,5 +129,24 @@ export function pageFromRow(template: ImportTemplate, row: Readonly<Record<strin
 	}
 	const cluster = template.cluster === undefined ? null : fill(template.cluster, row, slugOf);
 	if (template.cluster !== undefined && cluster === null) return 'invalid';
-	return { route, title, priority, primary_keyword: keyword, cluster, facts: factsFromRow(row, template.facts), variables: { ...row } };
+	const hub = template.hub ? hubFromRow(template.hub, row) : null;
+	return {
+		route,
+		title,
+		priority,
+		primary_keyword: keyword,
+		cluster,
+		...(hub && hub.route !== route ? { parent_route: hub.route } : {}),
+		facts: factsFromRow(row, template.facts),
+		variables: { ...row },
+	};
+}
+
+/** The hub page a row belongs to, or null when a placeholder of the hub has no value or its route is invalid. */
+export function hubFromRow(hub: HubPage, row: Readonly<Record<string, unknown>>): HubPage | null {
+	const route = fill(hub.route, row, slugOf);
+	if (route === null || route.length > MAX_ROUTE || !IMPORTED_ROUTE.test(route)) return null;
+	const title = fill(hub.title, row, (value) => value.replace(/\s+/g, ' '));
+	if (title === null || title.length > MAX_TITLE) return null;
+	return { route, title };
 }

@@ -129,6 +129,11 @@ export async function deletePlanPages(trx: Knex.Transaction, pseoId: number): Pr
 	await trx(PLAN_PAGES).where('pseo_id', pseoId).delete();
 }
 
+/** Raises a plan page's priority to at least `priority` (a hub, to the highest of the pages of its set). */
+export async function raisePriority(trx: Knex.Transaction, pseoId: number, route: string, priority: number): Promise<void> {
+	await trx(PLAN_PAGES).where({ pseo_id: pseoId, route }).andWhere('priority', '<', priority).update({ priority });
+}
+
 /** How many plan pages a website has. */
 export async function countPlanPages(knex: Knex, pseoId: number): Promise<number> {
 	const row = (await knex(PLAN_PAGES).where('pseo_id', pseoId).count({ n: '*' }).first()) as { n: number | string } | undefined;
@@ -234,6 +239,28 @@ export async function planTitles(knex: Knex, pseoId: number, routes: readonly st
 		for (const row of rows) if (row.title) titles.set(row.route, row.title);
 	}
 	return titles;
+}
+
+/**
+ * The sets of the hubs among these routes of a website's plan: for each hub (`page_type: "hub"`), the pages whose
+ * parent it is and that have a post, highest priority first, with their titles.
+ */
+export async function hubSets(knex: Knex, pseoId: number, routes: readonly string[]): Promise<Map<string, { route: string; title: string }[]>> {
+	const sets = new Map<string, { route: string; title: string }[]>();
+	for (let i = 0; i < routes.length; i += ROUTES_PER_QUERY) {
+		const rows = (await knex(PLAN_PAGES).where({ pseo_id: pseoId, page_type: 'hub' }).whereIn('route', routes.slice(i, i + ROUTES_PER_QUERY)).select('route')) as { route: string }[];
+		for (const row of rows) sets.set(row.route, []);
+	}
+	const hubs = [...sets.keys()];
+	for (let i = 0; i < hubs.length; i += ROUTES_PER_QUERY) {
+		const rows = (await knex(PLAN_PAGES)
+			.where({ pseo_id: pseoId, has_post: true })
+			.whereIn('parent_route', hubs.slice(i, i + ROUTES_PER_QUERY))
+			.orderBy([{ column: 'priority', order: 'desc' }, { column: 'id', order: 'asc' }])
+			.select('route', 'title', 'parent_route')) as { route: string; title: string | null; parent_route: string }[];
+		for (const row of rows) sets.get(row.parent_route)?.push({ route: row.route, title: row.title ?? row.route });
+	}
+	return sets;
 }
 
 /** The cluster of each of these routes of a website's plan, where the plan names one. */

@@ -81,6 +81,13 @@ describe('buildStructuredData', () => {
 		]);
 	});
 
+	it('places the page\'s hub just above it when the hub is not an ancestor of its path', () => {
+		const [, , breadcrumb] = buildStructuredData({ ...input, parentRoute: '/services/plumbing', ancestorTitles: new Map([['/plumbing', 'Plumbing services'], ['/services/plumbing', 'Plumbing hub']]) }) as Record<string, any>[];
+		expect(breadcrumb!.itemListElement.map((item: { name: string }) => item.name)).toEqual(['plumbers.example', 'Plumbing services', 'Plumbing hub', 'Plumbing in Leeds']);
+		const [, , same] = buildStructuredData({ ...input, parentRoute: '/plumbing' }) as Record<string, any>[];
+		expect(same!.itemListElement).toHaveLength(3);
+	});
+
 	it('ancestorsOf and pageUrl', () => {
 		expect(ancestorsOf('/a/b/c')).toEqual(['/', '/a', '/a/b']);
 		expect(ancestorsOf('/a')).toEqual(['/']);

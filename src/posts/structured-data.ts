@@ -5,9 +5,9 @@ import type { Article, BreadcrumbList, FAQPage, ListItem, Question, WithContext 
  * schema-dts so that every type and property is one schema.org defines:
  * - `Article`: headline, description, inLanguage, url (the website URL plus the route) and dateModified;
  * - `FAQPage`: a Question with its acceptedAnswer for each FAQ entry (none without an FAQ);
- * - `BreadcrumbList`: the home page, each ancestor of the route, then the page itself, positions from 1, absolute
- *   URLs, each named by the plan page of its route where one exists (the home page by the website's host, another
- *   ancestor by its last segment).
+ * - `BreadcrumbList`: the home page, each ancestor of the route (and its hub, when the hub is not one), then the
+ *   page itself, positions from 1, absolute URLs, each named by the plan page of its route where one exists (the
+ *   home page by the website's host, another ancestor by its last segment).
  * It is one array of three (or two) objects, each with its @context: the form search engines and validators read.
  */
 
@@ -27,6 +27,8 @@ export interface StructuredDataInput {
 	dateModified: string;
 	/** The title of the plan page of each ancestor route that has one. */
 	ancestorTitles: ReadonlyMap<string, string>;
+	/** The page's parent in the plan (its hub), placed just above it when it is not an ancestor of its path. */
+	parentRoute?: string | null | undefined;
 }
 
 /** Google shows headlines of up to 110 characters. */
@@ -60,7 +62,9 @@ export function buildStructuredData(input: StructuredDataInput): StructuredData 
 		(entry): Question => ({ '@type': 'Question', name: entry.question, acceptedAnswer: { '@type': 'Answer', text: entry.answer } }),
 	);
 	const faq: WithContext<FAQPage>[] = questions.length > 0 ? [{ '@context': CONTEXT, '@type': 'FAQPage', mainEntity: questions }] : [];
-	const trail = [...ancestorsOf(input.route).map((route) => ({ route, name: nameOf(route, input) })), { route: input.route, name: input.title }];
+	const above = ancestorsOf(input.route);
+	if (input.parentRoute && input.parentRoute !== input.route && !above.includes(input.parentRoute)) above.push(input.parentRoute);
+	const trail = [...above.map((route) => ({ route, name: nameOf(route, input) })), { route: input.route, name: input.title }];
 	const breadcrumb: WithContext<BreadcrumbList> = {
 		'@context': CONTEXT,
 		'@type': 'BreadcrumbList',

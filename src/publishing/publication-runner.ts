@@ -1,6 +1,6 @@
 import type { Knex } from 'knex';
 import type { PseoConfig } from '../config/config.ts';
-import { clustersOf } from '../plan/plan-page-store.ts';
+import { clustersOf, hubSets } from '../plan/plan-page-store.ts';
 import { markPublished, publishedUrls, readPostForPublishing, routesOfPostIds, type PostForPublishing } from '../posts/post-publishing.ts';
 import { faultPoint } from '../shared/fault-injection.ts';
 import type { Logger } from '../shared/logger.ts';
@@ -45,6 +45,8 @@ interface Site {
 	urls: Map<string, string>;
 	inPublication: Set<string>;
 	clusters: Map<string, string>;
+	/** The pages of each hub of the publication that have a post, for the hub's link list. */
+	hubSets: Map<string, { route: string; title: string }[]>;
 }
 
 export async function runPublication(publication: PublicationRecord, deps: PublicationDeps): Promise<void> {
@@ -107,6 +109,7 @@ async function openSite(publication: PublicationRecord, deps: PublicationDeps): 
 		urls: wordpress ? await publishedUrls(deps.database, publication.pseoId) : new Map(),
 		inPublication,
 		clusters: await clustersOf(deps.database, publication.pseoId, [...inPublication]),
+		hubSets: await hubSets(deps.database, publication.pseoId, [...inPublication]),
 	};
 }
 
@@ -136,6 +139,7 @@ function render(post: PostForPublishing, site: Site): RenderedPost {
 	return renderPost({ ...post, cluster: site.clusters.get(post.route) ?? null }, resolverOf(site), {
 		factsDisplay: site.factsDisplay,
 		structuredData: site.structuredData?.kind === 'script' ? 'script' : 'none',
+		hubSet: site.hubSets.get(post.route),
 	});
 }
 

@@ -18,6 +18,24 @@ const post = (overrides: Partial<PublishablePost> = {}): PublishablePost => ({
 });
 
 describe('renderPost', () => {
+	it('ends a hub\'s page with a link to every page of its set that the site has, escaped', () => {
+		const hubSet = [
+			{ route: '/plumbing/york', title: 'Plumbing in York' },
+			{ route: '/plumbing/hull', title: 'Hull & "more"' },
+			{ route: '/plumbing/nowhere', title: 'Not on the site' },
+		];
+		const urls = new Map([
+			['/plumbing/york', 'https://x.example/plumbing/york'],
+			['/plumbing/hull', 'https://x.example/plumbing/hull'],
+		]);
+		const content = renderPost(post(), (route) => urls.get(route) ?? null, { hubSet }).content;
+		expect(content).toContain(
+			'<ul class="pseo-hub-links">\n<li><a href="https://x.example/plumbing/york">Plumbing in York</a></li>\n<li><a href="https://x.example/plumbing/hull">Hull &amp; &quot;more&quot;</a></li>\n</ul>',
+		);
+		expect(content).not.toContain('Not on the site');
+		expect(renderPost(post(), () => null, { hubSet }).content).not.toContain('pseo-hub-links');
+	});
+
 	it('carries the JSON-LD as a script block when asked, so that no text of it can close the block', () => {
 		const structuredData = [{ '@context': 'https://schema.org', '@type': 'Article', headline: 'A </script><b>', url: 'https://x.example/a' }];
 		const rendered = renderPost(post({ structuredData }), () => null, { structuredData: 'script' }).content;

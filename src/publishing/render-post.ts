@@ -59,7 +59,11 @@ export function slugOf(route: string): string {
  * Renders a post. `structuredData: 'script'` carries its JSON-LD in the content as a `<script type="application/ld+json">`
  * block (for a site that takes raw HTML from this user); left out otherwise.
  */
-export function renderPost(post: PublishablePost, resolve: LinkResolver, options: { factsDisplay?: FactsDisplay; structuredData?: 'script' | 'none' } = {}): RenderedPost {
+export function renderPost(
+	post: PublishablePost,
+	resolve: LinkResolver,
+	options: { factsDisplay?: FactsDisplay; structuredData?: 'script' | 'none'; hubSet?: readonly { route: string; title: string }[] } = {},
+): RenderedPost {
 	const render = createSafeMarkdown(resolve);
 	const faq = faqOf(post.faq);
 	const faqHtml =
@@ -71,7 +75,7 @@ export function renderPost(post: PublishablePost, resolve: LinkResolver, options
 	return {
 		title: post.title,
 		slug: slugOf(post.route),
-		content: `${render(post.body)}${faqHtml}${factsHtml}${options.structuredData === 'script' ? jsonLdScript(post.structuredData) : ''}\n${markerComment(marker)}`,
+		content: `${render(post.body)}${faqHtml}${factsHtml}${hubList(options.hubSet, resolve)}${options.structuredData === 'script' ? jsonLdScript(post.structuredData) : ''}\n${markerComment(marker)}`,
 		excerpt: post.metaDescription ?? '',
 		metaTitle: post.metaTitle,
 		metaDescription: post.metaDescription,
@@ -89,6 +93,18 @@ function factsTable(facts: Facts | null | undefined): string {
 	if (entries.length === 0) return '';
 	const rows = entries.map(([name, value]) => `<tr><th scope="row">${escapeHtml(factLabel(name))}</th><td>${escapeHtml(factText(value))}</td></tr>`);
 	return `\n<table class="pseo-facts">\n<tbody>\n${rows.join('\n')}\n</tbody>\n</table>`;
+}
+
+/**
+ * A hub page's link list: every page of its set that the website has (a link the resolver points somewhere),
+ * rendered by us at each publication, so it grows as the set's pages are published.
+ */
+function hubList(set: readonly { route: string; title: string }[] | undefined, resolve: LinkResolver): string {
+	const items = (set ?? []).flatMap((page) => {
+		const href = resolve(page.route);
+		return href ? [`<li><a href="${escapeHtml(href)}">${escapeHtml(page.title)}</a></li>`] : [];
+	});
+	return items.length > 0 ? `\n<ul class="pseo-hub-links">\n${items.join('\n')}\n</ul>` : '';
 }
 
 /** JSON-LD as a script block; `<` written as \u003c, so that no text inside can end the block or open a comment. */

@@ -59,6 +59,8 @@ export interface PagePlace {
 	planRoutes: ReadonlySet<string>;
 	/** The page's own data, which its figures must come from. */
 	facts?: Facts | null | undefined;
+	/** Its parent in the plan (a hub), which its breadcrumb names. */
+	parentRoute?: string | null | undefined;
 }
 
 /** Every check but the near-duplicate one, which needs the website's other posts: pure and synchronous. */
@@ -109,7 +111,8 @@ export function createQualityGate(knex: Knex, pseoId: number, settings: QualityS
 	return {
 		async assess(entries) {
 			if (site) {
-				const missing = [...new Set(entries.flatMap(({ place }) => ancestorsOf(place.route)))].filter((route) => !readAncestors.has(route));
+				const above = entries.flatMap(({ place }) => [...ancestorsOf(place.route), ...(place.parentRoute ? [place.parentRoute] : [])]);
+				const missing = [...new Set(above)].filter((route) => !readAncestors.has(route));
 				if (missing.length > 0) {
 					for (const [route, title] of await planTitles(knex, pseoId, missing)) ancestorTitles.set(route, title);
 					for (const route of missing) readAncestors.add(route);
@@ -135,7 +138,7 @@ export function createQualityGate(knex: Knex, pseoId: number, settings: QualityS
 					unsettled.add(place.route, signature, keys);
 				}
 				const structuredData = site
-					? buildStructuredData({ route: place.route, title: page.title, metaDescription: page.meta_description, faq: page.faq, language: site.language, websiteUrl: site.websiteUrl, dateModified, ancestorTitles })
+					? buildStructuredData({ route: place.route, title: page.title, metaDescription: page.meta_description, faq: page.faq, language: site.language, websiteUrl: site.websiteUrl, dateModified, ancestorTitles, parentRoute: place.parentRoute })
 					: undefined;
 				return { ...verdict(issues), issues, signature: signature ? encodeSignature(signature) : null, ...(structuredData ? { structuredData } : {}) };
 			});
