@@ -38,6 +38,8 @@ describe.skipIf(!legAvailable(LEG))('the editors\' workspace in the app', () => 
 	let editor: TestUser;
 	let page: Page;
 	let csvDir: string;
+	/** The plan page whose facts the editor sets, and whose post the reader then shows. */
+	let factsRoute = '';
 
 	beforeAll(async () => {
 		await ensureWordPress();
@@ -159,6 +161,18 @@ describe.skipIf(!legAvailable(LEG))('the editors\' workspace in the app', () => 
 		await page.locator('[data-test="import-message"]').getByText(/3 pages added/).waitFor({ timeout: UI_TIMEOUT_MS });
 		await expectAccessible('02-plan');
 
+		// The plan table edits a page's facts in place: the highest-ranked page, which the bulk job below writes.
+		const top = page.locator('[data-test="plan-pages"] tbody tr').first();
+		factsRoute = (await top.locator('a').first().textContent())!.trim();
+		await top.locator('button[data-test^="edit-facts-"]').click();
+		await page.locator('[data-test="facts-input"]').fill('{"prices": {"from": 1}}');
+		await press('facts-save');
+		await page.locator('[data-test="facts-problem"]').getByText(/"facts.prices" must be a string, a number or a boolean/).waitFor();
+		await page.locator('[data-test="facts-input"]').fill('{"city": "Lyon", "founded": 1998}');
+		await press('facts-save');
+		await page.locator('[data-test="facts-message"]').getByText(/Facts saved/).waitFor({ timeout: UI_TIMEOUT_MS });
+		expect(await top.locator('span[data-test^="facts-"]').first().textContent()).toBe('city: Lyon, founded: 1998');
+
 		await page.click('[data-test="tab-sitemap"]');
 		await press('fetch-sitemap');
 		await page.locator('[data-test="sitemap-count"], [data-test="sitemap-error"]').first().waitFor({ timeout: UI_TIMEOUT_MS });
@@ -214,9 +228,13 @@ describe.skipIf(!legAvailable(LEG))('the editors\' workspace in the app', () => 
 	it('reads a post safely and regenerates it with instructions', async () => {
 		await page.click('[data-test="tab-posts"]');
 		await page.locator('[data-test="posts"]').waitFor();
-		await page.locator('[data-test="posts"] tbody tr button.open').first().click();
+		await page.locator('[data-test="posts"] tbody tr button.open', { hasText: factsRoute }).first().click();
 		await page.locator('[data-test="reader"]').waitFor();
 		expect(await page.locator('[data-test="reader"] script').count()).toBe(0);
+		// The data block as the website will show it: the facts the page was written from.
+		expect(await page.locator('[data-test="facts-table"] th').allTextContents()).toEqual(['City', 'Founded']);
+		expect(await page.locator('[data-test="facts-table"] td').allTextContents()).toEqual(['Lyon', '1998']);
+		expect(await page.locator('[data-test="structured-data"] summary').textContent()).toContain('Article');
 		await field('pseo-instructions').fill('Mention the weekend opening hours.');
 		await press('regenerate');
 		await page.locator('[data-test="regenerate-message"]').getByText(/Regeneration started/).waitFor({ timeout: UI_TIMEOUT_MS });

@@ -57,7 +57,7 @@ describe.each(INTERFACE_LEGS)('plan import on %s', (leg) => {
 			];
 			const res = await call(directus, 'POST', IMPORT, { token: user.token, body: { pseo_id: pseoId, language_code: 'en-GB', template, rows } });
 			expect(res.status).toBe(200);
-			expect(res.body).toMatchObject({ success: true, data: { total_pages: 3, added: 3, skipped: { duplicate: 1, on_site: 0, invalid: 2 } } });
+			expect(res.body).toMatchObject({ success: true, data: { total_pages: 3, added: 3, skipped: { duplicate: 1, on_site: 0, invalid: 2, missing_data: 0 } } });
 			expect(res.body.message).toMatch(/3 plan page\(s\) added, 3 row\(s\) skipped/);
 			const stored = await rowsOf(pseoId);
 			expect(stored.map((row) => [row.route, row.title, row.priority, row.primary_keyword, row.cluster, row.has_post])).toEqual([
@@ -70,13 +70,13 @@ describe.each(INTERFACE_LEGS)('plan import on %s', (leg) => {
 
 			// Again, appended: everything is already in the plan.
 			const again = await call(directus, 'POST', IMPORT, { token: user.token, body: { pseo_id: pseoId, language_code: 'en-GB', template, rows: rows.slice(0, 3) } });
-			expect(again.body.data).toEqual({ total_pages: 3, added: 0, skipped: { duplicate: 3, on_site: 0, invalid: 0 } });
+			expect(again.body.data).toEqual({ total_pages: 3, added: 0, skipped: { duplicate: 3, on_site: 0, invalid: 0, missing_data: 0 } });
 			// Replaced: the plan is the new rows only.
 			const replaced = await call(directus, 'POST', IMPORT, {
 				token: user.token,
 				body: { pseo_id: pseoId, language_code: 'en-GB', template, rows: [{ service: 'Gas', city: 'Hull', rank: 1 }], mode: 'replace' },
 			});
-			expect(replaced.body.data).toEqual({ total_pages: 1, added: 1, skipped: { duplicate: 0, on_site: 0, invalid: 0 } });
+			expect(replaced.body.data).toEqual({ total_pages: 1, added: 1, skipped: { duplicate: 0, on_site: 0, invalid: 0, missing_data: 0 } });
 			expect((await rowsOf(pseoId)).map((row) => row.route)).toEqual(['/gas/hull']);
 			expect(await balanceOf(directus, user.id)).toBe(100 - 4 * RATE);
 		});
@@ -89,7 +89,7 @@ describe.each(INTERFACE_LEGS)('plan import on %s', (leg) => {
 				{ service: 'Plumbing', city: 'Hull', rank: 1 },
 			];
 			const res = await call(directus, 'POST', IMPORT, { token: user.token, body: { pseo_id: pseoId, language_code: 'en-GB', template, rows } });
-			expect(res.body.data).toEqual({ total_pages: 1, added: 1, skipped: { duplicate: 0, on_site: 1, invalid: 0 } });
+			expect(res.body.data).toEqual({ total_pages: 1, added: 1, skipped: { duplicate: 0, on_site: 1, invalid: 0, missing_data: 0 } });
 			const started = await call(directus, 'POST', '/pseo-endpoints/trigger/on-demand-generation', { token: user.token, body: { pseo_id: pseoId, post_count: 1 } });
 			expect(started.status).toBe(202);
 		});
@@ -102,7 +102,7 @@ describe.each(INTERFACE_LEGS)('plan import on %s', (leg) => {
 			const fileId = await uploadFile(directus, user, 'cities.csv', 'text/csv', csv);
 			const res = await call(directus, 'POST', IMPORT, { token: user.token, body: { pseo_id: pseoId, language_code: 'pt-BR', template, file_id: fileId } });
 			expect(res.status).toBe(200);
-			expect(res.body.data).toEqual({ total_pages: 2, added: 2, skipped: { duplicate: 1, on_site: 0, invalid: 1 } });
+			expect(res.body.data).toEqual({ total_pages: 2, added: 2, skipped: { duplicate: 1, on_site: 0, invalid: 1, missing_data: 0 } });
 			expect((await rowsOf(pseoId)).map((row) => row.route)).toEqual(['/plumbing/leeds', '/plumbing/sao-paulo']);
 
 			const jsonl = '{"service":"Gas","city":"Hull","rank":1}\n{"service":"Gas","city":"York","rank":2}\n';

@@ -6,6 +6,7 @@ import { startFakeProvider, type FakeProvider } from './support/fake-provider/se
 import { adminItems, call, createUser, createWebsite, eventually, expectEnvelope, seedPlan, waitForJob, type TestUser } from './support/api.ts';
 import { startDirectus, type DirectusInstance } from './support/directus.ts';
 import { legAvailable } from './support/legs.ts';
+import { structuredDataProblems } from './support/structured-data.ts';
 
 /*
  * Webhook publishing against a loopback receiver that verifies every delivery as docs/publishing.md tells a receiver to:
@@ -148,6 +149,34 @@ describe.skipIf(!legAvailable(LEG))('publishing to a signed webhook', () => {
 		expect(deliveries).toHaveLength(1);
 		expect(JSON.parse(deliveries[0]!.body)).toMatchObject({ event: 'post.updated', post: { id: edited.id, title: 'A better title' } });
 		expect(keys).not.toContain(deliveries[0]!.key);
+	});
+
+	it('a delivery carries the post\'s facts as they are and its structured data, and its HTML the data block unless the website shows none', async () => {
+		const { user, pseoId, posts } = await websiteWithPosts(1);
+		const facts = { city: 'Leeds', average_price_gbp: '95.50', population: 812000, emergency: true };
+		expect((await call(directus, 'PATCH', `/items/pseo_posts/${posts[0]!.id}`, { token: directus.adminToken, body: { facts } })).status).toBe(200);
+		expect((await call(directus, 'PUT', `/pseo-endpoints/pseo/${pseoId}/publishing`, { token: user.token, body: { target: 'webhook', url: receiverUrl, secret: SECRET } })).status).toBe(200);
+		answer = () => ({ status: 200 });
+		deliveries.length = 0;
+		expect(await publishAndWait(user, { pseo_id: pseoId })).toMatchObject({ created_count: 1 });
+		const [first] = deliveries.map((delivery) => JSON.parse(delivery.body));
+		expect(first.post.facts).toEqual(facts);
+		// The post's JSON-LD as stored, and valid.
+		const [stored] = await adminItems(directus, 'pseo_posts', `filter[id][_eq]=${posts[0]!.id}&fields=structured_data`);
+		expect(first.post.structured_data).toEqual(stored.structured_data);
+		expect(await structuredDataProblems(first.post.structured_data, { faq: true })).toEqual([]);
+		expect(first.post.html).toContain('<table class="pseo-facts">');
+		expect(first.post.html).toContain('<tr><th scope="row">Average price gbp</th><td>95.50</td></tr>');
+		expect(first.post.html).toContain('<tr><th scope="row">Emergency</th><td>✓</td></tr>');
+
+		// The owner turns the block off: the next publication sends the page again, without it, its facts still in the payload.
+		expect((await call(directus, 'PATCH', `/items/pseo/${pseoId}`, { token: user.token, body: { facts_display: 'none' } })).status).toBe(200);
+		expect((await call(directus, 'PATCH', `/items/pseo/${pseoId}`, { token: user.token, body: { facts_display: 'list' } })).status).toBe(400);
+		deliveries.length = 0;
+		expect(await publishAndWait(user, { pseo_id: pseoId })).toMatchObject({ updated_count: 1 });
+		const [second] = deliveries.map((delivery) => JSON.parse(delivery.body));
+		expect(second.post.html).not.toContain('<table');
+		expect(second.post.facts).toEqual(facts);
 	});
 
 	it('a receiver that never answers 2xx fails the post after the attempts, with its reason', async () => {

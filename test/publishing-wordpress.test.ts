@@ -1,3 +1,4 @@
+import { structuredDataProblems } from './support/structured-data.ts';
 import { execFileSync } from 'node:child_process';
 import { readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
@@ -29,6 +30,7 @@ interface Publication {
 	unchanged_count: number;
 	failed_count: number;
 	failed_posts: { post_id: number; route: string; error: string }[];
+	notices: string[];
 }
 
 describe.skipIf(!legAvailable(LEG))('publishing to WordPress', () => {
@@ -223,6 +225,40 @@ describe.skipIf(!legAvailable(LEG))('publishing to WordPress', () => {
 		const after = await remotePostsOf(pseoId);
 		expect(after).toHaveLength(6);
 		expect(after.find((post) => String(post.id) === edited.remote_id)!.content).toContain('An added closing paragraph.');
+	});
+
+	it('a post carries its facts table and its JSON-LD where the user may publish raw HTML; for one who may not, the publication says the JSON-LD was left out', async () => {
+		const facts = { city: 'Leeds', population: 812000 };
+		const { user, pseoId, posts } = await websiteWithPosts(1, 'jsonld');
+		expect((await api('PATCH', `/items/pseo_posts/${posts[0]!.id}`, { token: directus.adminToken, body: { facts } })).status).toBe(200);
+		expect((await api('PUT', `/pseo-endpoints/pseo/${pseoId}/publishing`, { token: user.token, body: target() })).status).toBe(200);
+		const done = await waitForPublication(user, await publish(user, { pseo_id: pseoId }));
+		expect(done).toMatchObject({ status: 'completed', created_count: 1, notices: [] });
+		const [wp] = await remotePostsOf(pseoId);
+		expect(wp!.content).toContain('<tr><th scope="row">Population</th><td>812000</td></tr>');
+		const block = /<script type="application\/ld\+json">([\s\S]*?)<\/script>/.exec(wp!.content);
+		expect(block, 'a JSON-LD block in the WordPress post').not.toBeNull();
+		const [stored] = await adminItems(directus, 'pseo_posts', `filter[id][_eq]=${posts[0]!.id}&fields=structured_data`);
+		expect(JSON.parse(block![1]!)).toEqual(stored.structured_data);
+		expect(await structuredDataProblems(JSON.parse(block![1]!), { faq: true })).toEqual([]);
+
+		// An author may create posts but not publish raw HTML, and this site has no SEO field for JSON-LD.
+		const author = await wordpress.createUserWithAppPassword(`author${process.pid}`, 'author');
+		// Its pages have no cluster: an author may not read categories with context=edit, which the category lookup asks.
+		const other = { user: await createUser(directus, { balance: 100 }), pseoId: 0 };
+		other.pseoId = (await createWebsite(directus, other.user)).id;
+		await seedPlan(directus, other.user, other.pseoId, [{ route: '/jsonld-author/city-1', title: 'Authored city 1', priority: 1 }]);
+		const job = await api('POST', '/pseo-endpoints/trigger/on-demand-generation', { token: other.user.token, body: { pseo_id: other.pseoId, post_count: 1 } });
+		expect(await waitForJob(directus, other.user, job.body.generation_id)).toMatchObject({ status: 'completed', created_count: 1 });
+		const saved = await api('PUT', `/pseo-endpoints/pseo/${other.pseoId}/publishing`, {
+			token: other.user.token,
+			body: target({ username: author.username, application_password: author.applicationPassword }),
+		});
+		expect(saved.status, JSON.stringify(saved.body)).toBe(200);
+		const left = await waitForPublication(other.user, await publish(other.user, { pseo_id: other.pseoId }));
+		expect(left, JSON.stringify(left.failed_posts)).toMatchObject({ status: 'completed', created_count: 1, notices: [expect.stringMatching(/structured data \(JSON-LD\) was left out: this WordPress user may not publish raw HTML/)] });
+		const [authored] = await remotePostsOf(other.pseoId);
+		expect(authored!.content).not.toContain('application/ld+json');
 	});
 
 	it('a schedule gives future posts on the planned days', async () => {

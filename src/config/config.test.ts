@@ -57,6 +57,7 @@ describe('readConfig', () => {
 			PSEO_USER_DAILY_TOKEN_CAP: '500',
 			PSEO_QUALITY_MIN_WORDS: '0',
 			PSEO_QUALITY_MAX_SIMILARITY: ' .65 ',
+			PSEO_QUALITY_FIGURES: 'warn',
 		});
 		expect(config).toMatchObject({
 			openaiApiKey: 'sk-test',
@@ -68,7 +69,7 @@ describe('readConfig', () => {
 			leaseMs: 5000,
 			sweepIntervalMs: 10_000,
 			userDailyTokenCap: 500,
-			quality: { minWords: 0, maxSimilarity: 0.65 },
+			quality: { minWords: 0, maxSimilarity: 0.65, figures: 'warn' },
 		});
 		expect(config.sitemap.allowPrivateNetworks).toBe(true);
 	});
@@ -111,6 +112,7 @@ describe('readConfig', () => {
 		['PSEO_QUALITY_MIN_WORDS', '-1'],
 		['PSEO_QUALITY_MAX_SIMILARITY', '1.5'],
 		['PSEO_QUALITY_MAX_SIMILARITY', '80%'],
+		['PSEO_QUALITY_FIGURES', 'strict'],
 		['PSEO_ALLOW_PRIVATE_NETWORKS', 'yes'],
 		['PSEO_SITEMAP_REQUEST_TIMEOUT_MS', '0'],
 		['PSEO_SITEMAP_TOTAL_TIMEOUT_MS', 'x'],

@@ -3,6 +3,10 @@ import { sitemapOptionsFromEnv } from './sitemap-env.ts';
 
 type BulkMode = 'batch' | 'concurrent';
 
+const FIGURES_MODES = ['fail', 'warn', 'off'] as const;
+/** `PSEO_QUALITY_FIGURES`: a page with facts that states another figure fails (`fail`), is warned (`warn`), or is not checked (`off`). */
+export type FiguresMode = (typeof FIGURES_MODES)[number];
+
 /** Every setting of the extension, read once from the Directus env (operating contract, section 2). */
 export interface PseoConfig {
 	/** `OPENAI_API_KEY`; without it generation fails cleanly and refunds. */
@@ -62,8 +66,12 @@ export interface PseoConfig {
 	metricsToken: string | undefined;
 	/** `PSEO_AUTH_FAILURE_GRACE_MS`, how long a job's steps refused with 401 or 403 keep being retried, so that a key can be rotated, default 3600000. */
 	authFailureGraceMs: number;
-	/** The quality gate: `PSEO_QUALITY_MIN_WORDS` (default 300) and `PSEO_QUALITY_MAX_SIMILARITY` (default 0.8). */
-	quality: { minWords: number; maxSimilarity: number };
+	/**
+	 * The quality gate: `PSEO_QUALITY_MIN_WORDS` (default 300), `PSEO_QUALITY_MAX_SIMILARITY` (default 0.8) and
+	 * `PSEO_QUALITY_FIGURES` (`fail`, the default, `warn` or `off`: what a page with facts that states a figure
+	 * they do not give gets).
+	 */
+	quality: { minWords: number; maxSimilarity: number; figures: FiguresMode };
 	/** `PSEO_PLAN_SITEMAP_BUDGET_MS`, how long a plan request may spend reading the website's sitemap, default 8000. */
 	planSitemapBudgetMs: number;
 	/** Limits of the sitemap reader (`PSEO_SITEMAP_*`, `PSEO_ALLOW_PRIVATE_NETWORKS`). */
@@ -118,6 +126,7 @@ export function readConfig(env: Env): PseoConfig {
 		quality: {
 			minWords: int(env, 'PSEO_QUALITY_MIN_WORDS', 300, 0),
 			maxSimilarity: fraction(env, 'PSEO_QUALITY_MAX_SIMILARITY', 0.8),
+			figures: oneOf(env, 'PSEO_QUALITY_FIGURES', FIGURES_MODES, 'fail'),
 		},
 		announceChanges: directusFlag(env, 'WEBSOCKETS_ENABLED', false) && directusFlag(env, 'WEBSOCKETS_REST_ENABLED', true),
 		sitemap: sitemapOptionsFromEnv(env),

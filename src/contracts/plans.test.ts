@@ -151,7 +151,25 @@ describe('POST /plan/import contract', () => {
 		expect(parseImportRequest({ ...valid, rows: undefined, file_id: fileId, mode: 'replace' })).toMatchObject({ source: { fileId }, mode: 'replace' });
 	});
 
+	it('takes template.facts and template.required as lists of column names, trimmed, each once', () => {
+		const template = { ...valid.template, facts: [' city ', 'price', 'city'], required: ['price'] };
+		expect(parseImportRequest({ ...valid, template }).template).toMatchObject({ facts: ['city', 'price'], required: ['price'] });
+		expect(parseImportRequest({ ...valid, template: { ...valid.template, facts: [] } }).template.facts).toEqual([]);
+		expect(parseImportRequest({ ...valid, template: { ...valid.template, facts: null } }).template.facts).toBeUndefined();
+	});
+
+	it('takes template.hub as a route and a title template', () => {
+		expect(parseImportRequest({ ...valid, template: { ...valid.template, hub: { route: '/{service}', title: '{service} services' } } }).template.hub).toEqual({ route: '/{service}', title: '{service} services' });
+	});
+
 	it.each([
+		[{ ...valid, template: { ...valid.template, hub: { route: '/services', title: 'x' } } }, /"template.hub.route" must have at least one placeholder/],
+		[{ ...valid, template: { ...valid.template, hub: { route: '/{service}' } } }, /"template.hub.title" is required/],
+		[{ ...valid, template: { ...valid.template, hub: { route: '/{service}', title: 'x', extra: 1 } } }, /Unknown template.hub field/],
+		[{ ...valid, template: { ...valid.template, facts: 'city' } }, /"template.facts" must be an array of column names, received a string/],
+		[{ ...valid, template: { ...valid.template, facts: [1] } }, /"template.facts" must hold column names, received a number/],
+		[{ ...valid, template: { ...valid.template, required: [' '] } }, /"template.required" must hold column names of 1 to 200 characters/],
+		[{ ...valid, template: { ...valid.template, required: Array.from({ length: 101 }, (_, i) => `c${i}`) } }, /"template.required" may name at most 100 columns/],
 		[{ ...valid, rows: undefined }, /either "rows".*or "file_id"/],
 		[{ ...valid, file_id: '0b6e2c1c-5d7e-4a52-9b59-6f1f0f6d1a11' }, /not both/],
 		[{ ...valid, rows: [] }, /"rows" is empty/],

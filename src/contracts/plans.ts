@@ -137,6 +137,28 @@ const templateRoute = doc(
 
 const priorityError = rule((input) => `must be a number or a "{column}", received ${JSON.stringify(input)}.`);
 
+const MAX_COLUMN_NAME = 200;
+const MAX_TEMPLATE_COLUMNS = 100;
+
+/** A list of column names of the data: each a non-empty string, trimmed; repeats dropped. */
+const columnList = (description: string, examples: string[]) =>
+	doc(
+		z
+			.array(
+				z
+					.string({ error: rule((input) => `must hold column names, received ${typeName(input)}.`) })
+					.refine((name) => name.trim() !== '' && name.trim().length <= MAX_COLUMN_NAME, {
+						error: rule(`must hold column names of 1 to ${MAX_COLUMN_NAME} characters.`),
+					})
+					.transform((name) => name.trim()),
+				{ error: rule((input) => `must be an array of column names, received ${typeName(input)}.`) },
+			)
+			.max(MAX_TEMPLATE_COLUMNS, { error: rule(`may name at most ${MAX_TEMPLATE_COLUMNS} columns.`) })
+			.nullish()
+			.transform((names) => (names ? [...new Set(names)] : undefined)),
+		{ description, examples: [examples] },
+	);
+
 const ImportTemplateSchema = z
 	.strictObject(
 		{
@@ -151,6 +173,25 @@ const ImportTemplateSchema = z
 				{ description: 'A number, or `{column}`.' },
 			),
 			cluster: doc(optionalTemplateText(), { examples: ['{service}'] }),
+			facts: columnList(
+				'The columns each page\'s `facts` are taken from (its own data, which the page is written from and checked against); every column of the row when absent, none when empty. Values keep their type: CSV values are strings.',
+				['city', 'population', 'average_price_eur'],
+			),
+			required: columnList('Columns that must hold a value: a row without one is skipped and counted under `skipped.missing_data`.', ['average_price_eur']),
+			hub: doc(
+				z
+					.strictObject(
+						{ route: templateRoute, title: doc(templateText(), { examples: ['{service} services'] }) },
+						{ error: objectError('"template.hub" must be an object with "route" and "title".', (keys) => `Unknown template.hub field(s): ${keys}.`) },
+					)
+					.nullish()
+					.transform((value) => value ?? undefined),
+				{
+					description:
+						'A hub page per distinct value of its placeholders (`page_type: "hub"`), the `parent_route` of the pages of its set, generated before or with them; its published page ends with links to every page of its set on the website.',
+					examples: [{ route: '/{service}', title: '{service} services' }],
+				},
+			),
 		},
 		{ error: objectError('"template" must be an object with "route" and "title".', (keys) => `Unknown template field(s): ${keys}.`) },
 	)
@@ -267,7 +308,7 @@ export const importContentPlanRoute = defineRoute({
 	tag: 'Content plans',
 	summary: 'Add plan pages from data (rows or a CSV, JSON or JSON Lines file)',
 	description:
-		'Each row gives one plan page through the template. Rows without a value for a placeholder, or with an invalid route, are skipped and counted; so are routes repeated in the data, already in the plan or on the website\'s sitemap. Charges `PSEO_TOKEN_PER_IMPORTED_PAGE` per added page (default 0). Takes part in the per-user plan lock.',
+		'Each row gives one plan page through the template, with the row\'s columns as the page\'s `facts` (or those `template.facts` lists). Rows without a value for a `template.required` column, or for a placeholder, or with an invalid route, are skipped and counted; so are routes repeated in the data, already in the plan or on the website\'s sitemap. A template that names a column the data does not have at all (in a placeholder, `facts` or `required`) is a 400 naming it and listing the data\'s columns. Charges `PSEO_TOKEN_PER_IMPORTED_PAGE` per added page (default 0). Takes part in the per-user plan lock.',
 	body: PlanImportRequest,
 	examples: {
 		rows: {
@@ -275,11 +316,19 @@ export const importContentPlanRoute = defineRoute({
 			body: {
 				pseo_id: 1,
 				language_code: 'en-GB',
-				template: { route: '/{service}/{city}', title: '{service} in {city}', primary_keyword: '{service} {city}', priority: 60, cluster: '{service}' },
+				template: {
+					route: '/{service}/{city}',
+					title: '{service} in {city}',
+					primary_keyword: '{service} {city}',
+					priority: 60,
+					cluster: '{service}',
+					facts: ['city', 'price_from_gbp', 'delivery_days'],
+					required: ['price_from_gbp'],
+				},
 				rows: [
-					{ service: 'Wedding cakes', city: 'Leeds' },
-					{ service: 'Wedding cakes', city: 'York' },
-					{ service: 'Sourdough classes', city: 'Leeds' },
+					{ service: 'Wedding cakes', city: 'Leeds', price_from_gbp: 240, delivery_days: 2 },
+					{ service: 'Wedding cakes', city: 'York', price_from_gbp: 260, delivery_days: 3 },
+					{ service: 'Sourdough classes', city: 'Leeds', price_from_gbp: 45, delivery_days: null },
 				],
 			},
 		},
@@ -298,6 +347,7 @@ export const importContentPlanRoute = defineRoute({
 							duplicate: doc(count(), { description: 'Repeated in the data, or already in the plan.' }),
 							on_site: doc(count(), { description: 'Already on the website\'s sitemap.' }),
 							invalid: doc(count(), { description: 'A placeholder without a value, or an invalid route or priority.' }),
+							missing_data: doc(count(), { description: 'A column of `template.required` without a value.' }),
 						}),
 					}),
 				},
@@ -306,7 +356,7 @@ export const importContentPlanRoute = defineRoute({
 		},
 	},
 	errors: [
-		[400, 'A bad body, or a row that is not a flat object (the message names the row).'],
+		[400, 'A bad body, a row that is not a flat object (the message names the row), or a template naming a column the data does not have (the message names it and lists the data\'s columns).'],
 		401,
 		402,
 		[403, 'The website or the file belongs to another user.'],

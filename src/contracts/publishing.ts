@@ -211,6 +211,9 @@ const Publication = named(
 		unchanged_count: doc(count(), { description: 'Posts the site already had in this version: nothing was sent.' }),
 		failed_count: count(),
 		failed_posts: z.array(FailedPost),
+		notices: doc(z.array(z.string()), {
+			description: 'What the publication tells its owner, each once: for WordPress, that the structured data was left out, when the user may not publish raw HTML and the site exposes no SEO plugin field for it.',
+		}),
 		date_created: Timestamp,
 		date_completed: doc(Timestamp.nullable(), { description: 'Null while pending or running.' }),
 		...troubleFields,

@@ -401,7 +401,7 @@ async function ingestPart(
 		job,
 		slice.map((item) => item.route),
 	);
-	const gate = createQualityGate(database, job.pseo_id, deps.quality);
+	const gate = createQualityGate(database, job.pseo_id, deps.quality, context);
 	const seen = new Set<string>();
 	const unansweredRoutes = new Set<string>();
 	let chunk: PageOutcome[] = [];

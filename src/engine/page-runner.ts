@@ -52,7 +52,7 @@ export async function runPages(job: JobHead, deps: RunnerDeps): Promise<void> {
 	const small = job.route_count <= SHARED_CATALOG_ROUTES;
 	const context = await loadJobContext(database, job, small ? await readJobRouteRange(database, job.id, 0, job.route_count) : undefined);
 
-	const gate = createQualityGate(database, job.pseo_id, deps.quality);
+	const gate = createQualityGate(database, job.pseo_id, deps.quality, context);
 	const store = coalesceWrites<PageOutcome>(async (outcomes) => {
 		try {
 			return await recordOutcomes(database, job, worker, outcomes, logger, deps.revise);

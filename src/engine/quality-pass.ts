@@ -48,11 +48,11 @@ export async function assessDrafts(
 ): Promise<FirstVerdict[]> {
 	const entries = drafts.map(({ content, item }) => ({
 		page: content,
-		place: { route: item.route, primaryKeyword: item.primary_keyword, planRoutes: allowedRoutes },
+		place: { route: item.route, title: item.title, primaryKeyword: item.primary_keyword, planRoutes: allowedRoutes, facts: item.facts ?? null, parentRoute: item.parent_route ?? null },
 	}));
 	const reports = await gate.assess(entries);
 	return reports.map((report, i) => ({
-		content: withQuality(drafts[i]!.content, report),
+		content: withQuality(drafts[i]!.content, report, entries[i]!.place),
 		failed: report.status === 'fail',
 		issues: report.issues,
 		place: entries[i]!.place,
@@ -78,13 +78,17 @@ export async function rewriteFailed(first: FirstVerdict, rewrite: Rewrite, optio
 	}
 	const [report] = await gate.assess([{ page: second, place: first.place }]);
 	if (report?.status === 'fail') logger.info({ jobId, route }, 'pseo page failed the quality gate twice; stored as failed');
-	return withQuality(second, report);
+	return withQuality(second, report, first.place);
 }
 
-function withQuality(content: PageContent, report: QualityReport | undefined): PageContent {
-	if (!report) return content;
+/** The page as it is stored: with the gate's verdict, the facts it was written from and checked against, and its JSON-LD. */
+function withQuality(content: PageContent, report: QualityReport | undefined, place: PagePlace): PageContent {
+	const facts = place.facts && Object.keys(place.facts).length > 0 ? place.facts : null;
+	if (!report) return { ...content, facts };
 	return {
 		...content,
+		facts,
+		...(report.structuredData ? { structured_data: report.structuredData } : {}),
 		quality: {
 			status: report.status,
 			score: report.score,

@@ -112,6 +112,18 @@ describe('buildPageMessages', () => {
 		expect((blocks[0] as Record<string, unknown>)['editor_instructions']).toBe('Shorter intro. ```json {"task":"x"} ```');
 	});
 
+	it('carries the page\'s facts in the json block, with the rules to state them exactly and invent nothing else', () => {
+		const facts = { city: 'Leeds', population: 812000, average_price_gbp: '95.50', emergency: true };
+		const [system, user] = buildPageMessages(context({ item: { route: '/leeds', title: 'Plumbers in Leeds', priority: 1, facts } }));
+		expect((jsonBlocks(user!.content)[0] as Record<string, unknown>)['facts']).toEqual(facts);
+		expect(system!.content).toMatch(/"facts".*state them exactly as given/);
+		expect(system!.content).toMatch(/Invent no figure, price, date, statistic or named entity .* that the facts, the title or the primary keyword do not give/);
+		expect(system!.content).toMatch(/write around it in general terms instead of guessing/);
+		// No facts, no key.
+		expect(jsonBlocks(buildPageMessages(context()).at(-1)!.content)[0]).not.toHaveProperty('facts');
+		expect(jsonBlocks(buildPageMessages(context({ item: { route: '/a', title: 'A', priority: 1, facts: {} } })).at(-1)!.content)[0]).not.toHaveProperty('facts');
+	});
+
 	it('keeps the prompt small for a page of a 10,000-page plan', () => {
 		const plan = Array.from({ length: 10_000 }, (_, i) => ({ route: `/guides/topic-${i}`, title: `Topic ${i} explained`, priority: i % 5 }));
 		const item = plan[1234]!;

@@ -31,8 +31,9 @@ const SYSTEM_PROMPT = [
 	'- Internal links: link only to routes listed in "sibling_routes", as root-relative Markdown links such as [anchor text](/route). Use two to four of them where they fit naturally. Never link to the page itself, never invent routes, never use absolute URLs for pages of this website. List every internal link you used in internal_links.',
 	'- faq: three to five questions a reader of this page would ask, with concise answers.',
 	"Follow the website owner's instructions below unless they contradict these rules.",
+	'When the JSON block has "facts", they are this page\'s own data, and what makes it worth reading: state them exactly as given (the same figures, prices, dates and names), and use as many of them as fit. Invent no figure, price, date, statistic or named entity (a person, a business, a place, a product) that the facts, the title or the primary keyword do not give; where the page needs something they do not cover, write around it in general terms instead of guessing. Weave them into the text; do not lay them all out as a table or a list.',
 	'When the JSON block has "editor_instructions", this is a new version of an existing page: follow those instructions within these rules.',
-	'When the JSON block has "quality_issues", an earlier draft of this page failed those quality checks: write the page again so that it passes them, with original wording rather than text shared with other pages.',
+	'When the JSON block has "quality_issues", an earlier draft of this page failed those quality checks: write the page again so that it passes them, with original wording rather than text shared with other pages. A "figures" issue names figures that neither the facts, the title nor the primary keyword give: leave them out, or state the facts\' own.',
 ].join('\n');
 
 /**
@@ -50,6 +51,7 @@ export function buildPageMessages(ctx: PagePromptContext): ChatMessage[] {
 		search_intent: orNull(item.search_intent),
 		page_type: orNull(item.page_type),
 		language: ctx.language,
+		...(item.facts && Object.keys(item.facts).length > 0 ? { facts: { ...item.facts } } : {}),
 		sibling_routes: ctx.siblings.filter((sibling) => sibling.route !== item.route).map(({ route, title }) => ({ route, title })),
 		// Inside the JSON block, where a title cannot break out either.
 		...(ctx.instructions?.trim() ? { editor_instructions: ctx.instructions.trim() } : {}),

@@ -106,7 +106,7 @@ describeOnVendors('plan import beside money transactions', (database, vendor) =>
 			await addPostCount(ingest, pseoId, 1);
 		});
 
-		expect(await imported).toEqual({ total_pages: 5, added: 5, skipped: { duplicate: 0, on_site: 0, invalid: 0 } });
+		expect(await imported).toEqual({ total_pages: 5, added: 5, skipped: { duplicate: 0, on_site: 0, invalid: 0, missing_data: 0 } });
 		expect(await countPlanPages(knex, pseoId)).toBe(5);
 		expect(await planStatus(pseoId)).toEqual(['ready']);
 		expect(await readBalance(knex, userId)).toBe(1000);

@@ -4,8 +4,9 @@ import type { Logger } from '../shared/logger.ts';
 import { postedRoutes } from '../posts/post-store.ts';
 import { requireOwnedPseo } from '../websites/ownership.ts';
 import { fileRows, inlineRows, type NumberedRow, type OpenedFile } from './import-source.ts';
-import { pageFromRow, type ImportTemplate } from './import-template.ts';
-import { countPlanPages, deletePlanPages, insertPlanPages, type StoredPlanPage } from './plan-page-store.ts';
+import { InvalidPayloadError } from '../errors/index.ts';
+import { hubFromRow, pageFromRow, templateColumns, type ImportTemplate } from './import-template.ts';
+import { countPlanPages, deletePlanPages, insertPlanPages, raisePriority, type StoredPlanPage } from './plan-page-store.ts';
 import { bumpPlanVersion } from './plan-version.ts';
 import { completeImport, extendLock, failPlan, startPlan } from './plan-store.ts';
 import { retryConflicts, runTransaction } from '../shared/transaction.ts';
@@ -35,8 +36,11 @@ export interface ImportDeps {
 export interface ImportResult {
 	total_pages: number;
 	added: number;
-	skipped: { duplicate: number; on_site: number; invalid: number };
+	skipped: { duplicate: number; on_site: number; invalid: number; missing_data: number };
 }
+
+/** Columns of the data a 400 lists at most. */
+const LISTED_COLUMNS = 50;
 
 /** Pages inserted per statement batch: the import streams rows in, never all at once. */
 const BATCH = 500;
@@ -45,9 +49,11 @@ const BATCH = 500;
  * POST /plan/import: plan pages from data. Ownership first (403/404), then the file's (403/404), then the
  * per-user plan lock (409). The rows are read as a stream and stored in ONE transaction with the charge
  * (`PSEO_TOKEN_PER_IMPORTED_PAGE` per added page, 402 and nothing stored when short) and the import's plan
- * record, so an import is whole or not at all. Skipped rows are counted: `invalid` (a placeholder without a
- * value, an invalid route or priority), `duplicate` (repeated in the data, or already in the plan), `on_site`
- * (already on the website's sitemap, read within PSEO_PLAN_SITEMAP_BUDGET_MS).
+ * record, so an import is whole or not at all. Skipped rows are counted: `missing_data` (a column of
+ * `template.required` without a value), `invalid` (a placeholder without a value, an invalid route or priority),
+ * `duplicate` (repeated in the data, or already in the plan), `on_site` (already on the website's sitemap, read
+ * within PSEO_PLAN_SITEMAP_BUDGET_MS). A template that names a column the data does not have at all is a 400 naming
+ * it and listing the data's columns (a typo would otherwise skip every row).
  */
 export async function importPlan(deps: ImportDeps, userId: string, request: ImportRequest): Promise<ImportResult> {
 	const { database, logger, config } = deps;
@@ -125,8 +131,13 @@ interface ImportScope {
 async function storeImport(trx: Knex.Transaction, rows: AsyncIterable<NumberedRow>, scope: ImportScope): Promise<ImportResult> {
 	const { request, owner, posted, onSite, config } = scope;
 	if (request.mode === 'replace') await deletePlanPages(trx, owner.pseoId);
-	const counts = { added: 0, duplicate: 0, on_site: 0, invalid: 0 };
+	const counts = { added: 0, duplicate: 0, on_site: 0, invalid: 0, missing_data: 0 };
 	const seen = new Set<string>();
+	const columns = columnCheck(request.template);
+	// Hub pages, one per distinct hub route: stored when first met, before the pages of their set (so a bulk job,
+	// which takes pages by priority and then in stored order, reaches a hub before or with its pages), at the highest
+	// priority of their set, raised at the end when a later page of the set ranks higher.
+	const hubs = new Map<string, { priority: number; stored: number }>();
 	let batch: StoredPlanPage[] = [];
 	const flush = async () => {
 		const added = await insertPlanPages(trx, owner, batch, posted);
@@ -134,10 +145,11 @@ async function storeImport(trx: Knex.Transaction, rows: AsyncIterable<NumberedRo
 		counts.duplicate += batch.length - added;
 		batch = [];
 	};
-	for await (const { row } of rows) {
+	for await (const { row, columns: header } of rows) {
+		columns.see(row, header);
 		const page = pageFromRow(request.template, row);
-		if (page === 'invalid') {
-			counts.invalid++;
+		if (page === 'invalid' || page === 'missing_data') {
+			counts[page]++;
 			continue;
 		}
 		if (seen.has(page.route)) {
@@ -149,12 +161,27 @@ async function storeImport(trx: Knex.Transaction, rows: AsyncIterable<NumberedRo
 			counts.on_site++;
 			continue;
 		}
+		const hub = request.template.hub && page.parent_route ? hubFromRow(request.template.hub, row) : null;
+		if (hub) {
+			const known = hubs.get(hub.route);
+			if (known) known.priority = Math.max(known.priority, page.priority);
+			else {
+				hubs.set(hub.route, { priority: page.priority, stored: page.priority });
+				if (!seen.has(hub.route) && !onSite.has(hub.route)) {
+					seen.add(hub.route);
+					await flush();
+					counts.added += await insertPlanPages(trx, owner, [{ route: hub.route, title: hub.title, priority: page.priority, page_type: 'hub', cluster: page.cluster ?? null }], posted);
+				}
+			}
+		}
 		batch.push(page);
 		if (batch.length >= BATCH) await flush();
 	}
 	await flush();
+	columns.end();
+	for (const [route, hub] of hubs) if (hub.priority > hub.stored) await raisePriority(trx, owner.pseoId, route, hub.priority);
 	const totalPages = await countPlanPages(trx, owner.pseoId);
-	const skipped = { duplicate: counts.duplicate, on_site: counts.on_site, invalid: counts.invalid };
+	const skipped = { duplicate: counts.duplicate, on_site: counts.on_site, invalid: counts.invalid, missing_data: counts.missing_data };
 	await completeImport(trx, owner.planId, {
 		userId: owner.userId,
 		pseoId: owner.pseoId,
@@ -165,6 +192,47 @@ async function storeImport(trx: Knex.Transaction, rows: AsyncIterable<NumberedRo
 		summary: { source: 'import', mode: request.mode, template: request.template, added: counts.added, skipped },
 	});
 	return { total_pages: totalPages, added: counts.added, skipped };
+}
+
+/**
+ * The check that every column the template names is a column of the data: at the first row of data that names its
+ * columns up front (a CSV header), or else once every row is read, against the columns of all of them (JSON rows may
+ * differ). Throws the 400 that names the missing columns, the template fields naming them and the data's columns.
+ */
+function columnCheck(template: ImportTemplate) {
+	const named = templateColumns(template);
+	const unseen = new Set(named.keys());
+	const data = new Set<string>();
+	let rows = 0;
+	const fail = (missing: readonly string[]) => {
+		const listed = [...data].slice(0, LISTED_COLUMNS).join(', ');
+		const more = data.size > LISTED_COLUMNS ? `, and ${data.size - LISTED_COLUMNS} more` : '';
+		const names = missing.map((column) => `"${column}" (in ${named.get(column)!.join(', ')})`).join(', ');
+		return new InvalidPayloadError({
+			reason: `The template names ${missing.length === 1 ? 'a column' : 'columns'} the data does not have: ${names}. The data's columns are: ${listed}${more}.`,
+		});
+	};
+	return {
+		see(row: Readonly<Record<string, unknown>>, header: readonly string[] | undefined) {
+			rows++;
+			if (unseen.size === 0) return;
+			if (header) {
+				for (const column of header) data.add(column);
+				const missing = [...unseen].filter((column) => !data.has(column));
+				if (missing.length > 0) throw fail(missing);
+				unseen.clear();
+				return;
+			}
+			for (const column of Object.keys(row)) {
+				data.add(column);
+				unseen.delete(column);
+			}
+		},
+		/** After the last row; data without a row names no column, and is left alone. */
+		end() {
+			if (rows > 0 && unseen.size > 0) throw fail([...unseen]);
+		},
+	};
 }
 
 /** A sitemap URL as a route to compare with: its decoded path, lower-case, without a trailing slash. */

@@ -11,11 +11,12 @@ async function all(rows: AsyncIterable<NumberedRow>): Promise<NumberedRow[]> {
 }
 
 describe('fileRows', () => {
-	it('reads CSV with a header row (BOM, quotes, CRLF, blank lines)', async () => {
+	it('reads CSV with a header row (BOM, quotes, CRLF, blank lines), each row with the header\'s columns', async () => {
 		const rows = await all(fileRows(file('\uFEFFcity, service\r\n"São Paulo","Gas, water"\r\n\r\nLeeds,Roofing\r\n', 'text/csv')));
+		const columns = ['city', 'service'];
 		expect(rows).toEqual([
-			{ number: 1, row: { city: 'São Paulo', service: 'Gas, water' } },
-			{ number: 2, row: { city: 'Leeds', service: 'Roofing' } },
+			{ number: 1, row: { city: 'São Paulo', service: 'Gas, water' }, columns },
+			{ number: 2, row: { city: 'Leeds', service: 'Roofing' }, columns },
 		]);
 	});
 

@@ -17,6 +17,8 @@ export const MAX_IMPORT_ROWS = 100_000;
 export interface NumberedRow {
 	number: number;
 	row: Record<string, unknown>;
+	/** Every column of the data, when its format names them up front (a CSV file's header row). */
+	columns?: readonly string[];
 }
 
 /** A file of the library, opened for reading. */
@@ -40,15 +42,16 @@ export async function* inlineRows(rows: readonly unknown[]): AsyncGenerator<Numb
 export async function* fileRows(file: OpenedFile): AsyncGenerator<NumberedRow> {
 	const format = formatOf(file);
 	let number = 0;
+	let columns: string[] | undefined;
 	const next = (row: unknown): NumberedRow => {
 		number++;
 		if (number > MAX_IMPORT_ROWS) throw bad(`The file has more than ${MAX_IMPORT_ROWS} rows; at most ${MAX_IMPORT_ROWS} are allowed in one import.`);
-		return { number, row: flatRow(row, number) };
+		return { number, row: flatRow(row, number), ...(columns ? { columns } : {}) };
 	};
 	try {
 		if (format === 'csv') {
 			// Columns from the header row; a row with more or fewer cells than the header is a 400 naming its line.
-			const parser = file.stream.pipe(parseCsv({ columns: (header: string[]) => header.map((name) => name.trim()), bom: true, skip_empty_lines: true }));
+			const parser = file.stream.pipe(parseCsv({ columns: (header: string[]) => (columns = header.map((name) => name.trim())), bom: true, skip_empty_lines: true }));
 			for await (const record of parser) yield next(record);
 		} else if (format === 'json') {
 			const parser = file.stream.pipe(StreamArray.withParser());

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { pageFromRow, placeholdersOf, slugOf } from './import-template.ts';
+import { hubFromRow, pageFromRow, placeholdersOf, slugOf, templateColumns } from './import-template.ts';
 
 describe('slugOf', () => {
 	it('folds accents, keeps letters of every script, lower-cases and hyphenates the rest', () => {
@@ -19,10 +19,32 @@ describe('placeholdersOf', () => {
 	});
 });
 
+describe('templateColumns', () => {
+	it('lists every column the template names, with the fields naming it', () => {
+		const columns = templateColumns({ route: '/{service}/{city}', title: '{service} in {city}', priority: '{rank}', facts: ['city', 'price'], required: ['price'] });
+		expect([...columns]).toEqual([
+			['service', ['route', 'title']],
+			['city', ['route', 'title', 'facts']],
+			['rank', ['priority']],
+			['price', ['facts', 'required']],
+		]);
+	});
+});
+
+describe('hubs', () => {
+	const template = { route: '/{service}/{city}', title: '{service} in {city}', hub: { route: '/{service}', title: '{service} services' } };
+	it('gives a page its hub as parent route, and the hub its route and title from the row', () => {
+		expect(pageFromRow(template, { service: 'Boiler Repair', city: 'Leeds' })).toMatchObject({ route: '/boiler-repair/leeds', parent_route: '/boiler-repair' });
+		expect(hubFromRow(template.hub, { service: 'Boiler Repair', city: 'Leeds' })).toEqual({ route: '/boiler-repair', title: 'Boiler Repair services' });
+		expect(hubFromRow(template.hub, { city: 'Leeds' })).toBeNull();
+		expect(templateColumns(template).get('service')).toEqual(['route', 'title', 'hub.route', 'hub.title']);
+	});
+});
+
 describe('pageFromRow', () => {
 	const template = { route: '/{service}/{city}', title: '{service} in {city}', primary_keyword: '{service} {city}', priority: '{rank}', cluster: '{service}' };
 
-	it('writes the route, title, keyword, priority and cluster of a row, and keeps the row', () => {
+	it('writes the route, title, keyword, priority and cluster of a row, keeps the row, and takes its columns as facts', () => {
 		const row = { service: 'Boiler Repair', city: 'Málaga', rank: '7.5' };
 		expect(pageFromRow(template, row)).toEqual({
 			route: '/boiler-repair/malaga',
@@ -30,8 +52,27 @@ describe('pageFromRow', () => {
 			priority: 7.5,
 			primary_keyword: 'Boiler Repair Málaga',
 			cluster: 'boiler-repair',
+			facts: row,
 			variables: row,
 		});
+	});
+
+	it('takes the facts template.facts lists, in its order, values of the type they came with; none for an empty list', () => {
+		const row = { city: 'Leeds', population: 812000, open: true, price: ' 95.50 ', note: '', extra: null };
+		const page = pageFromRow({ route: '/{city}', title: '{city}', facts: ['price', 'population', 'open', 'note', 'extra'] }, row);
+		expect(page).toMatchObject({ facts: { price: '95.50', population: 812000, open: true } });
+		expect(Object.keys((page as { facts: object }).facts)).toEqual(['price', 'population', 'open']);
+		expect(pageFromRow({ route: '/{city}', title: '{city}', facts: [] }, row)).toMatchObject({ facts: null });
+	});
+
+	it('skips a row without a value for a required column as missing_data, before any other check', () => {
+		const strict = { route: '/{city}', title: '{city}', required: ['price'] };
+		expect(pageFromRow(strict, { city: 'Leeds', price: 0 })).toMatchObject({ route: '/leeds' });
+		expect(pageFromRow(strict, { city: 'Leeds', price: false })).toMatchObject({ route: '/leeds' });
+		expect(pageFromRow(strict, { city: 'Leeds' })).toBe('missing_data');
+		expect(pageFromRow(strict, { city: 'Leeds', price: '  ' })).toBe('missing_data');
+		expect(pageFromRow(strict, { price: 3 })).toBe('invalid');
+		expect(pageFromRow(strict, {})).toBe('missing_data');
 	});
 
 	it('takes a fixed priority, and leaves optional fields out of a minimal template', () => {

@@ -1,3 +1,4 @@
+import { factsFromRow } from '../shared/facts.ts';
 import type { StoredPlanPage } from './plan-page-store.ts';
 
 /*
@@ -13,10 +14,49 @@ export interface ImportTemplate {
 	/** A number, or `{column}` for a column holding one. */
 	priority?: number | string | undefined;
 	cluster?: string | undefined;
+	/** The columns a page's facts are taken from; every column of the row when absent. */
+	facts?: readonly string[] | undefined;
+	/** Columns that must hold a value: a row without one gives no page (`missing_data`). */
+	required?: readonly string[] | undefined;
+	/** A hub page per distinct value of its placeholders, the parent of the pages of its set. */
+	hub?: { route: string; title: string } | undefined;
 }
 
-/** Why a row gave no page. */
-export type RowSkip = 'invalid';
+/** A hub page of an import: its route and title, written from a row like the row's own page. */
+export interface HubPage {
+	route: string;
+	title: string;
+}
+
+/** Why a row gave no page: a placeholder without a value or an invalid route or priority, or a required column empty. */
+export type RowSkip = 'invalid' | 'missing_data';
+
+/** The template fields that name columns, with placeholders or lists. */
+const TEXT_FIELDS = ['route', 'title', 'primary_keyword', 'priority', 'cluster'] as const;
+
+/**
+ * Every column the template names, each with the template fields that name it (`route`, `title`, ..., `facts`,
+ * `required`), in the order they are named.
+ */
+export function templateColumns(template: ImportTemplate): Map<string, string[]> {
+	const columns = new Map<string, string[]>();
+	const add = (column: string, field: string) => {
+		const fields = columns.get(column);
+		if (!fields) columns.set(column, [field]);
+		else if (!fields.includes(field)) fields.push(field);
+	};
+	for (const field of TEXT_FIELDS) {
+		const text = template[field];
+		if (typeof text === 'string') for (const column of placeholdersOf(text)) add(column, field);
+	}
+	if (template.hub) {
+		for (const column of placeholdersOf(template.hub.route)) add(column, 'hub.route');
+		for (const column of placeholdersOf(template.hub.title)) add(column, 'hub.title');
+	}
+	for (const column of template.facts ?? []) add(column, 'facts');
+	for (const column of template.required ?? []) add(column, 'required');
+	return columns;
+}
 
 const PLACEHOLDER = /\{([^{}]+)\}/g;
 const MAX_ROUTE = 500;
@@ -67,8 +107,12 @@ function fill(text: string, row: Readonly<Record<string, unknown>>, transform: (
 	return missing ? null : filled;
 }
 
-/** The plan page a row makes, or why it makes none (a missing value, an invalid route). */
+/**
+ * The plan page a row makes, or why it makes none: a required column without a value (`missing_data`, checked
+ * first), a placeholder without a value, an invalid route or priority (`invalid`).
+ */
 export function pageFromRow(template: ImportTemplate, row: Readonly<Record<string, unknown>>): StoredPlanPage | RowSkip {
+	for (const column of template.required ?? []) if (cell(row, column) === null) return 'missing_data';
 	const route = fill(template.route, row, slugOf);
 	if (route === null || route.length > MAX_ROUTE || !IMPORTED_ROUTE.test(route)) return 'invalid';
 	const title = fill(template.title, row, (value) => value.replace(/\s+/g, ' '));
@@ -85,5 +129,24 @@ export function pageFromRow(template: ImportTemplate, row: Readonly<Record<strin
 	}
 	const cluster = template.cluster === undefined ? null : fill(template.cluster, row, slugOf);
 	if (template.cluster !== undefined && cluster === null) return 'invalid';
-	return { route, title, priority, primary_keyword: keyword, cluster, variables: { ...row } };
+	const hub = template.hub ? hubFromRow(template.hub, row) : null;
+	return {
+		route,
+		title,
+		priority,
+		primary_keyword: keyword,
+		cluster,
+		...(hub && hub.route !== route ? { parent_route: hub.route } : {}),
+		facts: factsFromRow(row, template.facts),
+		variables: { ...row },
+	};
+}
+
+/** The hub page a row belongs to, or null when a placeholder of the hub has no value or its route is invalid. */
+export function hubFromRow(hub: HubPage, row: Readonly<Record<string, unknown>>): HubPage | null {
+	const route = fill(hub.route, row, slugOf);
+	if (route === null || route.length > MAX_ROUTE || !IMPORTED_ROUTE.test(route)) return null;
+	const title = fill(hub.title, row, (value) => value.replace(/\s+/g, ' '));
+	if (title === null || title.length > MAX_TITLE) return null;
+	return { route, title };
 }

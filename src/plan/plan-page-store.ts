@@ -1,5 +1,6 @@
 import type { Knex } from 'knex';
 import { arrayLiteral, dbTimestamp, existingRoutes, vendorOf } from '../shared/database.ts';
+import { factsOf } from '../shared/facts.ts';
 import type { PlanPage } from './plan-page.ts';
 
 /*
@@ -12,8 +13,8 @@ import type { PlanPage } from './plan-page.ts';
 
 export const PLAN_PAGES = 'pseo_plan_pages';
 
-/** Rows per INSERT statement: 12 columns a row stays under SQLite's historical limit of 999 bound values. */
-const ROWS_PER_INSERT = 80;
+/** Rows per INSERT statement: 15 columns a row stays under SQLite's historical limit of 999 bound values. */
+const ROWS_PER_INSERT = 64;
 /** Routes per `whereIn`: keeps every statement under SQLite's bound-variable limit. */
 const ROUTES_PER_QUERY = 500;
 
@@ -57,6 +58,7 @@ export async function insertPlanPages(trx: Knex.Transaction, owner: PlanOwner, p
 			parent_route: page.parent_route ?? null,
 			cluster: page.cluster ?? null,
 			variables: page.variables ? JSON.stringify(page.variables) : null,
+			facts: page.facts && Object.keys(page.facts).length > 0 ? JSON.stringify(page.facts) : null,
 			has_post: posted.has(page.route),
 			date_created: now,
 		}));
@@ -76,6 +78,7 @@ type PlanPageRow = {
 	parent_route: string | null;
 	cluster: string | null;
 	variables: string | null;
+	facts: string | null;
 	has_post: boolean;
 };
 
@@ -89,14 +92,14 @@ type PlanPageRow = {
 async function insertArrays(trx: Knex.Transaction, owner: PlanOwner, rows: readonly PlanPageRow[], now: unknown): Promise<number> {
 	const column = <K extends keyof PlanPageRow>(key: K) => arrayLiteral(rows.map((row) => row[key] as string | number | null));
 	const result = (await trx.raw(
-		`INSERT INTO ?? (??, ??, ??, ??, ??, ??, ??, ??, ??, ??, ??, ??, ??, ??)
-		SELECT ?, ?, ?::uuid, u.route, u.title, u.priority, u.primary_keyword, u.search_intent, u.page_type, u.parent_route, u.cluster, u.variables::json, u.has_post, ?
-		FROM unnest(?::text[], ?::text[], ?::float8[], ?::text[], ?::text[], ?::text[], ?::text[], ?::text[], ?::text[], ?::boolean[])
-			AS u(route, title, priority, primary_keyword, search_intent, page_type, parent_route, cluster, variables, has_post)
+		`INSERT INTO ?? (??, ??, ??, ??, ??, ??, ??, ??, ??, ??, ??, ??, ??, ??, ??)
+		SELECT ?, ?, ?::uuid, u.route, u.title, u.priority, u.primary_keyword, u.search_intent, u.page_type, u.parent_route, u.cluster, u.variables::json, u.facts::json, u.has_post, ?
+		FROM unnest(?::text[], ?::text[], ?::float8[], ?::text[], ?::text[], ?::text[], ?::text[], ?::text[], ?::text[], ?::text[], ?::boolean[])
+			AS u(route, title, priority, primary_keyword, search_intent, page_type, parent_route, cluster, variables, facts, has_post)
 		ON CONFLICT (pseo_id, route) DO NOTHING`,
 		[
 			PLAN_PAGES,
-			...['pseo_id', 'main_json_id', 'user_id', 'route', 'title', 'priority', 'primary_keyword', 'search_intent', 'page_type', 'parent_route', 'cluster', 'variables', 'has_post', 'date_created'],
+			...['pseo_id', 'main_json_id', 'user_id', 'route', 'title', 'priority', 'primary_keyword', 'search_intent', 'page_type', 'parent_route', 'cluster', 'variables', 'facts', 'has_post', 'date_created'],
 			owner.pseoId,
 			owner.planId,
 			owner.userId,
@@ -110,6 +113,7 @@ async function insertArrays(trx: Knex.Transaction, owner: PlanOwner, rows: reado
 			column('parent_route'),
 			column('cluster'),
 			column('variables'),
+			column('facts'),
 			arrayLiteral(rows.map((row) => (row.has_post ? 'true' : 'false'))),
 		],
 	)) as { rowCount: number };
@@ -123,6 +127,11 @@ async function insertArrays(trx: Knex.Transaction, owner: PlanOwner, rows: reado
 export async function deletePlanPages(trx: Knex.Transaction, pseoId: number): Promise<void> {
 	if (!(await trx(PLAN_PAGES).where('pseo_id', pseoId).first('id'))) return;
 	await trx(PLAN_PAGES).where('pseo_id', pseoId).delete();
+}
+
+/** Raises a plan page's priority to at least `priority` (a hub, to the highest of the pages of its set). */
+export async function raisePriority(trx: Knex.Transaction, pseoId: number, route: string, priority: number): Promise<void> {
+	await trx(PLAN_PAGES).where({ pseo_id: pseoId, route }).andWhere('priority', '<', priority).update({ priority });
 }
 
 /** How many plan pages a website has. */
@@ -146,14 +155,14 @@ export async function readPlanPages(knex: Knex, pseoId: number): Promise<PlanPag
 	return rows.map(toPlanPage);
 }
 
-/** The plan page of one route, or null. */
+/** The plan page of one route, with its facts, or null. */
 export async function readPlanPage(knex: Knex, pseoId: number, route: string): Promise<PlanPage | null> {
-	const row = (await knex(PLAN_PAGES).where({ pseo_id: pseoId, route }).first(COLUMNS)) as Record<string, unknown> | undefined;
+	const row = (await knex(PLAN_PAGES).where({ pseo_id: pseoId, route }).first(WITH_FACTS)) as Record<string, unknown> | undefined;
 	return row ? toPlanPage(row) : null;
 }
 
 /**
- * Up to `count` plan pages without a post, highest priority first, read page by page through the
+ * Up to `count` plan pages without a post, with their facts, highest priority first, read page by page through the
  * (pseo_id, has_post, priority) index; `isPosted` double-checks each against the posts themselves, because an
  * editor may delete a post (its row keeps `has_post`) or the flag may lag a post stored outside the engine.
  */
@@ -171,7 +180,7 @@ export async function selectUnposted(
 			.orderBy([{ column: 'priority', order: 'desc' }, { column: 'id', order: 'asc' }])
 			.offset(offset)
 			.limit(page)
-			.select(COLUMNS)) as Record<string, unknown>[];
+			.select(WITH_FACTS)) as Record<string, unknown>[];
 		if (rows.length === 0) break;
 		const pages = rows.map(toPlanPage);
 		const posted = await isPosted(pages.map((item) => item.route));
@@ -204,6 +213,8 @@ export async function unmarkPosted(knex: Knex, pseoId: number, routes: readonly 
 }
 
 const COLUMNS = ['route', 'title', 'priority', 'primary_keyword', 'search_intent', 'page_type', 'parent_route', 'cluster'];
+/** A page to write: its facts too, which the plan catalog (every page of a plan, for links) goes without. */
+const WITH_FACTS = [...COLUMNS, 'facts'];
 
 function toPlanPage(row: Record<string, unknown>): PlanPage {
 	const text = (value: unknown) => (typeof value === 'string' && value !== '' ? value : null);
@@ -216,7 +227,40 @@ function toPlanPage(row: Record<string, unknown>): PlanPage {
 		page_type: text(row['page_type']),
 		parent_route: text(row['parent_route']),
 		cluster: text(row['cluster']),
+		...('facts' in row ? { facts: factsOf(row['facts']) } : {}),
 	};
+}
+
+/** The title of each of these routes of a website's plan that has a plan page. */
+export async function planTitles(knex: Knex, pseoId: number, routes: readonly string[]): Promise<Map<string, string>> {
+	const titles = new Map<string, string>();
+	for (let i = 0; i < routes.length; i += ROUTES_PER_QUERY) {
+		const rows = (await knex(PLAN_PAGES).where('pseo_id', pseoId).whereIn('route', routes.slice(i, i + ROUTES_PER_QUERY)).select('route', 'title')) as { route: string; title: string | null }[];
+		for (const row of rows) if (row.title) titles.set(row.route, row.title);
+	}
+	return titles;
+}
+
+/**
+ * The sets of the hubs among these routes of a website's plan: for each hub (`page_type: "hub"`), the pages whose
+ * parent it is and that have a post, highest priority first, with their titles.
+ */
+export async function hubSets(knex: Knex, pseoId: number, routes: readonly string[]): Promise<Map<string, { route: string; title: string }[]>> {
+	const sets = new Map<string, { route: string; title: string }[]>();
+	for (let i = 0; i < routes.length; i += ROUTES_PER_QUERY) {
+		const rows = (await knex(PLAN_PAGES).where({ pseo_id: pseoId, page_type: 'hub' }).whereIn('route', routes.slice(i, i + ROUTES_PER_QUERY)).select('route')) as { route: string }[];
+		for (const row of rows) sets.set(row.route, []);
+	}
+	const hubs = [...sets.keys()];
+	for (let i = 0; i < hubs.length; i += ROUTES_PER_QUERY) {
+		const rows = (await knex(PLAN_PAGES)
+			.where({ pseo_id: pseoId, has_post: true })
+			.whereIn('parent_route', hubs.slice(i, i + ROUTES_PER_QUERY))
+			.orderBy([{ column: 'priority', order: 'desc' }, { column: 'id', order: 'asc' }])
+			.select('route', 'title', 'parent_route')) as { route: string; title: string | null; parent_route: string }[];
+		for (const row of rows) sets.get(row.parent_route)?.push({ route: row.route, title: row.title ?? row.route });
+	}
+	return sets;
 }
 
 /** The cluster of each of these routes of a website's plan, where the plan names one. */

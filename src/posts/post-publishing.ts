@@ -1,6 +1,7 @@
 import type { Knex } from 'knex';
 import { dbTimestamp } from '../shared/database.ts';
 import { POSTS } from './post-store.ts';
+import { factsOf, type Facts } from '../shared/facts.ts';
 
 /*
  * The publishing state of posts: which posts a publication takes, what it reads of them, and the remote post each
@@ -17,6 +18,10 @@ export interface PostForPublishing {
 	h1: string | null;
 	body: string;
 	faq: unknown;
+	/** The facts the page was written from, which its data block shows; null without. */
+	facts: Facts | null;
+	/** Its schema.org JSON-LD as stored (posts/structured-data.ts); null for a post stored without one. */
+	structuredData: unknown[] | null;
 	remoteId: string | null;
 	remoteUrl: string | null;
 	publishedHash: string | null;
@@ -67,10 +72,25 @@ export async function readPostForPublishing(knex: Knex, postId: number): Promise
 		h1: text('h1'),
 		body: String(row['body'] ?? ''),
 		faq,
+		facts: factsOf(row['facts']),
+		structuredData: jsonArray(row['structured_data']),
 		remoteId: text('remote_id'),
 		remoteUrl: text('remote_url'),
 		publishedHash: text('published_hash'),
 	};
+}
+
+/** A JSON column holding an array, as the database gives it back (text on some); null otherwise. */
+function jsonArray(value: unknown): unknown[] | null {
+	let parsed = value;
+	if (typeof parsed === 'string') {
+		try {
+			parsed = JSON.parse(parsed);
+		} catch {
+			return null;
+		}
+	}
+	return Array.isArray(parsed) && parsed.length > 0 ? parsed : null;
 }
 
 /** route → URL on the site, for every post of the website that has been published. */

@@ -1,4 +1,6 @@
 import type { Knex } from 'knex';
+import type { Facts } from '../shared/facts.ts';
+import type { StructuredData } from './structured-data.ts';
 import { existingRoutes, isUniqueViolation, jsonParameter, vendorOf } from '../shared/database.ts';
 
 /*
@@ -20,6 +22,10 @@ export interface PageContent {
 	internal_links: unknown;
 	/** The quality gate's verdict; absent for a page stored without one. */
 	quality?: PostQuality;
+	/** The facts of its plan page that the page was written from and checked against; absent or null without. */
+	facts?: Facts | null;
+	/** Its schema.org JSON-LD (Article, FAQPage, BreadcrumbList), built by the quality gate from the page. */
+	structured_data?: StructuredData | null;
 }
 
 /** What the quality gate stores on a post. */
@@ -44,8 +50,8 @@ export interface NewPost {
 /** Routes per `whereIn` query: keeps every statement under SQLite's bound-variable limit. */
 const ROUTES_PER_QUERY = 500;
 
-/** Posts per INSERT statement: 19 columns a row stays under SQLite's historical limit of 999 bound values. */
-const POSTS_PER_INSERT = 50;
+/** Posts per INSERT statement: 21 columns a row stay under SQLite's historical limit of 999 bound values. */
+const POSTS_PER_INSERT = 47;
 
 /** The routes of a website that have a post: all of them, or those among `routes`. */
 export async function postedRoutes(knex: Knex, pseoId: number, routes?: readonly string[]): Promise<Set<string>> {
@@ -115,6 +121,8 @@ export function rewrittenFields(content: PageContent, generationId: number): Rec
 		faq: content.faq ?? [],
 		internal_links: content.internal_links ?? [],
 		...qualityColumns(content.quality),
+		facts: content.facts ?? null,
+		structured_data: content.structured_data ?? null,
 	};
 }
 
@@ -210,6 +218,8 @@ function postRow(post: NewPost, now: Date | number, json: (value: unknown) => un
 		internal_links: json(content.internal_links ?? []),
 		...qualityColumns(content.quality),
 		quality_issues: content.quality ? json(content.quality.issues) : null,
+		facts: content.facts ? json(content.facts) : null,
+		structured_data: content.structured_data ? json(content.structured_data) : null,
 		date_created: now,
 		date_updated: now,
 	};

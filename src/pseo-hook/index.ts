@@ -29,6 +29,8 @@ import { legacyJobRoutes } from '../engine/job-store.ts';
 import { PublicationRuntime, setPublicationRuntime } from '../publishing/publication-runtime.ts';
 import { outboundClientOf } from '../publishing/publishing-target.ts';
 import { instanceSecretOf } from '../publishing/secret-box.ts';
+import { InvalidPayloadError } from '../errors/index.ts';
+import { factsProblem } from '../shared/facts.ts';
 
 /** The runtime: start-up provisioning, the error envelope, balance grants, and (later) the job runtime. */
 export default defineHook(({ init, filter, action }, context) => {
@@ -142,7 +144,9 @@ export default defineHook(({ init, filter, action }, context) => {
 	// change to plan pages bumps it once committed, so the next job on any instance sees it.
 	const planPages = trackPlanPageChanges(database, logger);
 	filter(`${PLAN_PAGES}.items.delete`, (keys, _meta, eventContext) => planPages.beforeDelete(keys, eventContext));
+	filter(`${PLAN_PAGES}.items.create`, (payload) => checkFacts(payload));
 	filter(`${PLAN_PAGES}.items.update`, async (payload, meta, eventContext) => {
+		checkFacts(payload);
 		await planPages.beforeUpdate(payload, (meta as { keys: unknown }).keys, eventContext);
 		return payload;
 	});
@@ -181,6 +185,13 @@ export default defineHook(({ init, filter, action }, context) => {
 		await recordInitialBalance(database, key, payload, accountability);
 	});
 });
+
+/** A plan page's `facts` as an editor writes them must be a flat object of text, numbers and booleans: 400 otherwise. */
+function checkFacts(payload: unknown): unknown {
+	const problem = factsProblem((payload as Record<string, unknown> | null)?.['facts']);
+	if (problem) throw new InvalidPayloadError({ reason: problem });
+	return payload;
+}
 
 function accountabilityOf(eventContext: unknown): Accountability | null {
 	return (eventContext as { accountability?: Accountability | null }).accountability ?? null;

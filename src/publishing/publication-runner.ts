@@ -1,18 +1,18 @@
 import type { Knex } from 'knex';
 import type { PseoConfig } from '../config/config.ts';
-import { clustersOf } from '../plan/plan-page-store.ts';
+import { clustersOf, hubSets } from '../plan/plan-page-store.ts';
 import { markPublished, publishedUrls, readPostForPublishing, routesOfPostIds, type PostForPublishing } from '../posts/post-publishing.ts';
 import { faultPoint } from '../shared/fault-injection.ts';
 import type { Logger } from '../shared/logger.ts';
 import { transact } from '../shared/transaction.ts';
 import { readWebsite } from '../websites/website-store.ts';
 import { OutboundError, type OutboundClient } from './outbound-client.ts';
-import { enterLinksPhase, finishPublication, publicationProgressed, recordPostStep, type PostOutcome, type PublicationRecord } from './publication-store.ts';
-import { markerComment, publishedHash, renderPost, slugOf, type RenderedPost } from './render-post.ts';
+import { addNotice, enterLinksPhase, finishPublication, publicationProgressed, recordPostStep, type PostOutcome, type PublicationRecord } from './publication-store.ts';
+import { markerComment, publishedHash, renderPost, slugOf, type FactsDisplay, type RenderedPost } from './render-post.ts';
 import { createSecretBox } from './secret-box.ts';
 import { readTarget, type TargetRow } from './target-store.ts';
 import { deliverWebhook, WebhookRefusedError } from './webhook-delivery.ts';
-import { createWordPressClient, WordPressError, type PostPayload, type WordPressClient } from './wordpress-client.ts';
+import { createWordPressClient, WordPressError, type PostPayload, type StructuredDataRoute, type WordPressClient } from './wordpress-client.ts';
 
 /*
  * Runs one publication from where it stopped. Phase `publish` sends each post in order: a post the site already
@@ -38,10 +38,15 @@ interface Site {
 	target: TargetRow;
 	secret: string;
 	websiteUrl: string;
+	factsDisplay: FactsDisplay;
 	wordpress: WordPressClient | null;
+	/** WordPress: where a page's JSON-LD goes (a webhook gets it in the payload). */
+	structuredData: StructuredDataRoute | null;
 	urls: Map<string, string>;
 	inPublication: Set<string>;
 	clusters: Map<string, string>;
+	/** The pages of each hub of the publication that have a post, for the hub's link list. */
+	hubSets: Map<string, { route: string; title: string }[]>;
 }
 
 export async function runPublication(publication: PublicationRecord, deps: PublicationDeps): Promise<void> {
@@ -84,14 +89,27 @@ async function openSite(publication: PublicationRecord, deps: PublicationDeps): 
 	const wordpress =
 		target.target === 'wordpress' ? createWordPressClient(deps.http, { url: target.url, username: target.username ?? '', applicationPassword: secret }, deps.signal) : null;
 	const inPublication = await routesOfPostIds(deps.database, publication.pseoId, publication.postIds);
+	let structuredData: StructuredDataRoute | null = null;
+	if (wordpress) {
+		try {
+			structuredData = await wordpress.structuredDataRoute();
+		} catch (error) {
+			const reason = describe(error);
+			if (reason === null) throw error;
+			return reason;
+		}
+	}
 	return {
 		target,
 		secret,
 		websiteUrl: website?.website_url ?? target.url,
+		factsDisplay: website?.facts_display ?? 'table',
 		wordpress,
+		structuredData,
 		urls: wordpress ? await publishedUrls(deps.database, publication.pseoId) : new Map(),
 		inPublication,
 		clusters: await clustersOf(deps.database, publication.pseoId, [...inPublication]),
+		hubSets: await hubSets(deps.database, publication.pseoId, [...inPublication]),
 	};
 }
 
@@ -118,7 +136,11 @@ function placementOf(publication: PublicationRecord, site: Site, index: number):
 }
 
 function render(post: PostForPublishing, site: Site): RenderedPost {
-	return renderPost({ ...post, cluster: site.clusters.get(post.route) ?? null }, resolverOf(site));
+	return renderPost({ ...post, cluster: site.clusters.get(post.route) ?? null }, resolverOf(site), {
+		factsDisplay: site.factsDisplay,
+		structuredData: site.structuredData?.kind === 'script' ? 'script' : 'none',
+		hubSet: site.hubSets.get(post.route),
+	});
 }
 
 async function publishStep(publication: PublicationRecord, site: Site, deps: PublicationDeps): Promise<void> {
@@ -131,7 +153,11 @@ async function publishStep(publication: PublicationRecord, site: Site, deps: Pub
 	}
 	const placement = placementOf(publication, site, cursor);
 	const rendered = render(post, site);
-	const hash = publishedHash(rendered, placement);
+	const hash = publishedHash(rendered, placement, structuredMeta(site, post));
+	if (site.structuredData?.kind === 'none' && post.structuredData) {
+		// Never dropped silently: the owner learns it once per publication.
+		await addNotice(deps.database, publication, deps.worker, STRUCTURED_DATA_LEFT_OUT);
+	}
 	if (post.publishedHash === hash && (post.remoteId !== null || !site.wordpress)) {
 		await step(deps, publication, { cursor, outcome: 'unchanged' });
 		return;
@@ -139,7 +165,7 @@ async function publishStep(publication: PublicationRecord, site: Site, deps: Pub
 	let result: { outcome: PostOutcome; remoteId: string | null; remoteUrl: string | null };
 	try {
 		result = site.wordpress
-			? await sendToWordPress(site.wordpress, post, rendered, placement)
+			? await sendToWordPress(site.wordpress, post, rendered, placement, structuredMeta(site, post))
 			: await sendToWebhook(site, post, rendered, placement, hash, deps);
 	} catch (error) {
 		if (deps.signal.aborted) throw error;
@@ -169,10 +195,11 @@ async function relinkStep(publication: PublicationRecord, site: Site, deps: Publ
 	if (post?.remoteId && post.pseoId === publication.pseoId) {
 		const placement = placementOf(publication, site, cursor);
 		const rendered = render(post, site);
-		const hash = publishedHash(rendered, placement);
+		const meta = structuredMeta(site, post);
+		const hash = publishedHash(rendered, placement, meta);
 		if (hash !== post.publishedHash) {
 			try {
-				const updated = await wordpress.updatePost(Number(post.remoteId), await payloadOf(wordpress, rendered, placement));
+				const updated = await wordpress.updatePost(Number(post.remoteId), await payloadOf(wordpress, rendered, placement, meta));
 				if (updated) {
 					await transact(
 						deps.database,
@@ -205,9 +232,23 @@ async function step(deps: PublicationDeps, publication: PublicationRecord, chang
 	publicationProgressed(publication.id);
 }
 
-async function payloadOf(wordpress: WordPressClient, rendered: RenderedPost, placement: { status: string; date: string | null }): Promise<PostPayload> {
+/** The notice of a WordPress publication whose user may not publish raw HTML, on a site without a field for JSON-LD. */
+const STRUCTURED_DATA_LEFT_OUT =
+	'The structured data (JSON-LD) was left out: this WordPress user may not publish raw HTML (unfiltered_html), and the site exposes no SEO plugin field for it over REST.';
+
+/** WordPress: the meta field a post's JSON-LD goes in, when that is the site's way. */
+function structuredMeta(site: Site, post: PostForPublishing): Record<string, string> {
+	return site.structuredData?.kind === 'meta' && post.structuredData ? { [site.structuredData.key]: JSON.stringify(post.structuredData) } : {};
+}
+
+async function payloadOf(
+	wordpress: WordPressClient,
+	rendered: RenderedPost,
+	placement: { status: string; date: string | null },
+	structured: Record<string, string> = {},
+): Promise<PostPayload> {
 	const categories = await Promise.all(rendered.categories.map((name) => wordpress.categoryId(name)));
-	const meta = await wordpress.seoMeta(rendered.metaTitle, rendered.metaDescription);
+	const meta = { ...(await wordpress.seoMeta(rendered.metaTitle, rendered.metaDescription)), ...structured };
 	return {
 		title: rendered.title,
 		slug: rendered.slug,
@@ -225,8 +266,9 @@ async function sendToWordPress(
 	post: PostForPublishing,
 	rendered: RenderedPost,
 	placement: { status: string; date: string | null },
+	structured: Record<string, string>,
 ): Promise<{ outcome: PostOutcome; remoteId: string; remoteUrl: string }> {
-	const payload = await payloadOf(wordpress, rendered, placement);
+	const payload = await payloadOf(wordpress, rendered, placement, structured);
 	if (post.remoteId) {
 		const updated = await wordpress.updatePost(Number(post.remoteId), payload);
 		if (updated) return { outcome: 'updated', remoteId: String(updated.id), remoteUrl: updated.link };
@@ -271,6 +313,8 @@ async function sendToWebhook(
 					html: rendered.content,
 					markdown: post.body,
 					faq: post.faq,
+					facts: post.facts,
+					structured_data: post.structuredData,
 					categories: rendered.categories,
 					status: placement.status,
 					date: placement.date ? `${placement.date}Z` : null,

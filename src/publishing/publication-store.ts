@@ -44,6 +44,8 @@ export interface PublicationRecord {
 	cursor: number;
 	phase: PublicationPhase;
 	failedPosts: FailedPost[];
+	/** What the publication tells its owner, each once (structured data it had to leave out). */
+	notices: string[];
 	/** The failures of its latest steps in a row (engine/step-failure.ts); null when its last step went well. */
 	lastError: StoredStepError | null;
 }
@@ -121,6 +123,7 @@ export async function readPublication(knex: Knex, id: number): Promise<Publicati
 		cursor: Number(row['next_index']),
 		phase: (row['phase'] as PublicationPhase) ?? 'publish',
 		failedPosts: jsonFromDb<FailedPost[]>(row['failed_posts'], []),
+		notices: jsonFromDb<string[]>(row['notices'], []),
 		lastError: storedStepError(row['last_error']),
 	};
 }
@@ -200,6 +203,18 @@ export async function recordPostStep(trx: Knex.Transaction, publication: Publica
 	publication.cursor = step.cursor + 1;
 }
 
+/** Tells the publication's owner `notice`, once: a notice it holds already is not added again. */
+export async function addNotice(knex: Knex, publication: PublicationRecord, worker: string, notice: string): Promise<void> {
+	if (publication.notices.includes(notice)) return;
+	const notices = [...publication.notices, notice];
+	const updated = await knex(PUBLICATIONS)
+		.where({ id: publication.id, lease_owner: worker, status: 'running' })
+		.update({ notices: JSON.stringify(notices), date_updated: dbTimestamp(knex) });
+	if (updated !== 1) throw new PublicationLeaseLostError(publication.id);
+	publication.notices = notices;
+	itemsChanged(PUBLICATIONS, [publication.id]);
+}
+
 /** Announces a publication's progress to Directus once its step's transaction has committed (shared/item-events.ts). */
 export function publicationProgressed(id: number): void {
 	itemsChanged(PUBLICATIONS, [id]);
@@ -241,6 +256,7 @@ export const PUBLICATIONS_VIEW_FIELDS = [
 	'unchanged_count',
 	'failed_count',
 	'failed_posts',
+	'notices',
 	'date_created',
 	'date_completed',
 	...TROUBLE_FIELDS,

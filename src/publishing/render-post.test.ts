@@ -12,10 +12,62 @@ const post = (overrides: Partial<PublishablePost> = {}): PublishablePost => ({
 	body: '## Why\n\nSee [our Paris page](/plumbing/paris) and [Marseille](/plumbing/marseille#prices) or [docs](https://example.org/a).',
 	faq: [{ question: 'How fast?', answer: 'Within **an hour**.' }],
 	cluster: 'Plumbing',
+	facts: null,
+	structuredData: null,
 	...overrides,
 });
 
 describe('renderPost', () => {
+	it('ends a hub\'s page with a link to every page of its set that the site has, escaped', () => {
+		const hubSet = [
+			{ route: '/plumbing/york', title: 'Plumbing in York' },
+			{ route: '/plumbing/hull', title: 'Hull & "more"' },
+			{ route: '/plumbing/nowhere', title: 'Not on the site' },
+		];
+		const urls = new Map([
+			['/plumbing/york', 'https://x.example/plumbing/york'],
+			['/plumbing/hull', 'https://x.example/plumbing/hull'],
+		]);
+		const content = renderPost(post(), (route) => urls.get(route) ?? null, { hubSet }).content;
+		expect(content).toContain(
+			'<ul class="pseo-hub-links">\n<li><a href="https://x.example/plumbing/york">Plumbing in York</a></li>\n<li><a href="https://x.example/plumbing/hull">Hull &amp; &quot;more&quot;</a></li>\n</ul>',
+		);
+		expect(content).not.toContain('Not on the site');
+		expect(renderPost(post(), () => null, { hubSet }).content).not.toContain('pseo-hub-links');
+	});
+
+	it('carries the JSON-LD as a script block when asked, so that no text of it can close the block', () => {
+		const structuredData = [{ '@context': 'https://schema.org', '@type': 'Article', headline: 'A </script><b>', url: 'https://x.example/a' }];
+		const rendered = renderPost(post({ structuredData }), () => null, { structuredData: 'script' }).content;
+		const block = /<script type="application\/ld\+json">([\s\S]*?)<\/script>/.exec(rendered);
+		expect(JSON.parse(block![1]!)).toEqual(structuredData);
+		expect(block![1]).not.toContain('</');
+		expect(renderPost(post({ structuredData }), () => null).content).not.toContain('<script');
+	});
+
+	it('appends the data block: a table of the facts, labelled from the column names, escaped; none when asked, or without facts', () => {
+		const facts = { city: 'Lyon', average_price_eur: '95.50', population: 522000, open_sundays: true, note: '<b>"a" & b</b>' };
+		const rendered = renderPost(post({ facts }), () => null).content;
+		expect(rendered).toContain(
+			[
+				'<table class="pseo-facts">',
+				'<tbody>',
+				'<tr><th scope="row">City</th><td>Lyon</td></tr>',
+				'<tr><th scope="row">Average price eur</th><td>95.50</td></tr>',
+				'<tr><th scope="row">Population</th><td>522000</td></tr>',
+				'<tr><th scope="row">Open sundays</th><td>✓</td></tr>',
+				'<tr><th scope="row">Note</th><td>&lt;b&gt;&quot;a&quot; &amp; b&lt;/b&gt;</td></tr>',
+				'</tbody>',
+				'</table>',
+			].join('\n'),
+		);
+		// After the page and its FAQ, before the marker.
+		expect(rendered.indexOf('Frequently asked questions')).toBeLessThan(rendered.indexOf('pseo-facts'));
+		expect(rendered.indexOf('pseo-facts')).toBeLessThan(rendered.indexOf('pseo_ref_3_7'));
+		expect(renderPost(post({ facts }), () => null, { factsDisplay: 'none' }).content).not.toContain('<table');
+		expect(renderPost(post(), () => null).content).not.toContain('<table');
+	});
+
 	it('renders Markdown to HTML with the FAQ, the marker, the slug and the excerpt', () => {
 		const rendered = renderPost(post(), () => null);
 		expect(rendered.content).toContain('<h2>Why</h2>');

@@ -69,7 +69,7 @@ export async function getPublication(
 	const view: Record<string, unknown> = {};
 	for (const field of PUBLICATIONS_VIEW_FIELDS) {
 		const value = row[field];
-		if (field === 'failed_posts') view[field] = jsonFromDb(value, []);
+		if (field === 'failed_posts' || field === 'notices') view[field] = jsonFromDb(value, []);
 		else if (TROUBLE_FIELDS.includes(field)) view[field] = troubleValue(field, value);
 		else if (field.startsWith('date_')) view[field] = isoFromDb(value);
 		else if (field === 'status' || field === 'target') view[field] = value;

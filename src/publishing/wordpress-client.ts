@@ -44,6 +44,15 @@ export interface PostPayload {
 	meta?: Record<string, string>;
 }
 
+/**
+ * Post meta fields that take a page's JSON-LD, when a site registers one with show_in_rest (an SEO plugin's, or a
+ * site's own); the first exposed is used.
+ */
+const STRUCTURED_DATA_META = ['_yoast_wpseo_schema', 'rank_math_schema', 'pseo_structured_data'] as const;
+
+/** How a site takes a page's structured data: in the content, in a meta field, or not at all. */
+export type StructuredDataRoute = { kind: 'script' } | { kind: 'meta'; key: string } | { kind: 'none' };
+
 /** SEO plugin fields a site exposes over REST (Yoast's or Rank Math's, when registered with show_in_rest). */
 const SEO_META = {
 	title: ['_yoast_wpseo_title', 'rank_math_title'],
@@ -62,6 +71,11 @@ export interface WordPressClient {
 	categoryId(name: string): Promise<number>;
 	/** The `meta` a post carries for its SEO title and description, for the plugins the site exposes. */
 	seoMeta(title: string | null, description: string | null): Promise<Record<string, string>>;
+	/**
+	 * Where a page's JSON-LD goes: a script block in the content when the user may publish raw HTML
+	 * (`unfiltered_html`, which WordPress otherwise strips scripts without), else a meta field the site exposes.
+	 */
+	structuredDataRoute(): Promise<StructuredDataRoute>;
 }
 
 export function createWordPressClient(http: OutboundClient, credentials: WordPressCredentials, signal?: AbortSignal): WordPressClient {
@@ -69,6 +83,7 @@ export function createWordPressClient(http: OutboundClient, credentials: WordPre
 	const auth = `Basic ${Buffer.from(`${credentials.username}:${credentials.applicationPassword}`).toString('base64')}`;
 	let apiRoot: Promise<string> | null = null;
 	let exposedMeta: Promise<Set<string>> | null = null;
+	let structuredRoute: Promise<StructuredDataRoute> | null = null;
 	const categories = new Map<string, Promise<number>>();
 
 	async function discover(): Promise<string> {
@@ -156,18 +171,37 @@ export function createWordPressClient(http: OutboundClient, credentials: WordPre
 			}
 			return id;
 		},
-		async seoMeta(title, description) {
-			exposedMeta ??= call('OPTIONS', 'wp/v2/posts').then((response) => {
-				const properties = (response.json as { schema?: { properties?: { meta?: { properties?: Record<string, unknown> } } } } | null)?.schema?.properties?.meta?.properties;
-				return new Set(Object.keys(properties ?? {}));
+		structuredDataRoute() {
+			structuredRoute ??= (async (): Promise<StructuredDataRoute> => {
+				const me = await call('GET', 'wp/v2/users/me', undefined, { context: 'edit' });
+				if (me.status !== 200) throw refusal(me);
+				const capabilities = ((me.json as { capabilities?: Record<string, boolean> }).capabilities ?? {}) as Record<string, boolean>;
+				if (capabilities['unfiltered_html']) return { kind: 'script' };
+				const exposed = await metaKeys();
+				const key = STRUCTURED_DATA_META.find((candidate) => exposed.has(candidate));
+				return key ? { kind: 'meta', key } : { kind: 'none' };
+			})().catch((error: unknown) => {
+				structuredRoute = null;
+				throw error;
 			});
-			const exposed = await exposedMeta;
+			return structuredRoute;
+		},
+		async seoMeta(title, description) {
+			const exposed = await metaKeys();
 			const meta: Record<string, string> = {};
 			for (const key of SEO_META.title) if (exposed.has(key) && title) meta[key] = title;
 			for (const key of SEO_META.description) if (exposed.has(key) && description) meta[key] = description;
 			return meta;
 		},
 	};
+
+	function metaKeys(): Promise<Set<string>> {
+		exposedMeta ??= call('OPTIONS', 'wp/v2/posts').then((response) => {
+			const properties = (response.json as { schema?: { properties?: { meta?: { properties?: Record<string, unknown> } } } } | null)?.schema?.properties?.meta?.properties;
+			return new Set(Object.keys(properties ?? {}));
+		});
+		return exposedMeta;
+	}
 
 	async function findOrCreateCategory(name: string): Promise<number> {
 		const found = await call('GET', 'wp/v2/categories', undefined, { search: name, per_page: '100', context: 'edit' });

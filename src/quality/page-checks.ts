@@ -16,7 +16,7 @@ export interface QualityIssue {
 	severity: QualitySeverity;
 }
 
-type QualityCheck = 'words' | 'h1' | 'outline' | 'meta_title' | 'meta_description' | 'keyword' | 'internal_links' | 'near_duplicate';
+type QualityCheck = 'words' | 'h1' | 'outline' | 'meta_title' | 'meta_description' | 'keyword' | 'internal_links' | 'near_duplicate' | 'figures' | 'facts_used';
 
 /** What the checks read of a page: its content as a post stores it. */
 export type CheckedPage = Pick<PageContent, 'title' | 'meta_title' | 'meta_description' | 'h1' | 'body' | 'faq'>;

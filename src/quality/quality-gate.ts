@@ -13,11 +13,18 @@ import {
 	type QualityIssue,
 } from './page-checks.ts';
 import { nearestStoredPosts } from './similarity-index.ts';
+import type { Facts } from '../shared/facts.ts';
+import { checkFigures } from './figures.ts';
+import type { FiguresMode } from '../config/config.ts';
+import { ancestorsOf, buildStructuredData, type StructuredData } from '../posts/structured-data.ts';
+import { planTitles } from '../plan/plan-page-store.ts';
 
-/** `PSEO_QUALITY_MIN_WORDS` and `PSEO_QUALITY_MAX_SIMILARITY`. */
+/** `PSEO_QUALITY_MIN_WORDS`, `PSEO_QUALITY_MAX_SIMILARITY` and `PSEO_QUALITY_FIGURES`. */
 export interface QualitySettings {
 	minWords: number;
 	maxSimilarity: number;
+	/** The figure check: `fail` (the default), `warn` or `off`. */
+	figures?: FiguresMode;
 }
 
 type QualityStatus = 'pass' | 'warn' | 'fail';
@@ -30,6 +37,14 @@ export interface QualityReport {
 	issues: QualityIssue[];
 	/** The page's MinHash signature, base64; null for a page without words. */
 	signature: string | null;
+	/** The page's schema.org JSON-LD, built when the gate knows the website (see {@link GateSite}). */
+	structuredData?: StructuredData;
+}
+
+/** What the gate needs of the website to build a page's structured data: its URL and the plan's language. */
+export interface GateSite {
+	websiteUrl: string;
+	language: string;
 }
 
 const FAIL_COST = 30;
@@ -38,8 +53,14 @@ const WARN_COST = 10;
 /** What the gate knows of the page's place in the plan. */
 export interface PagePlace {
 	route: string;
+	/** The plan page's title: a figure it names is one the page may state. */
+	title?: string | null | undefined;
 	primaryKeyword?: string | null | undefined;
 	planRoutes: ReadonlySet<string>;
+	/** The page's own data, which its figures must come from. */
+	facts?: Facts | null | undefined;
+	/** Its parent in the plan (a hub), which its breadcrumb names. */
+	parentRoute?: string | null | undefined;
 }
 
 /** Every check but the near-duplicate one, which needs the website's other posts: pure and synchronous. */
@@ -50,6 +71,7 @@ export function checkPage(page: CheckedPage, place: PagePlace, settings: Quality
 		...checkMeta(page),
 		...checkKeyword(page, place.primaryKeyword),
 		...checkInternalLinks(page, place.planRoutes, place.route),
+		...checkFigures(page, { facts: place.facts, title: place.title ?? page.title, primaryKeyword: place.primaryKeyword }, settings.figures ?? 'fail'),
 	];
 }
 
@@ -80,10 +102,23 @@ export interface QualityGate {
  * this run has assessed but not stored yet, so that pages written at the same time cannot pass as originals of
  * each other; those are few, bounded by the queue and the write batch.
  */
-export function createQualityGate(knex: Knex, pseoId: number, settings: QualitySettings): QualityGate {
+export function createQualityGate(knex: Knex, pseoId: number, settings: QualitySettings, site?: GateSite): QualityGate {
 	const unsettled = createPendingIndex();
+	// The plan's title of each ancestor route, for the breadcrumbs: read once per gate, for the routes of each call
+	// not read yet (one query for a chunk of any size; the pages of a set share their hub).
+	const ancestorTitles = new Map<string, string>();
+	const readAncestors = new Set<string>();
 	return {
 		async assess(entries) {
+			if (site) {
+				const above = entries.flatMap(({ place }) => [...ancestorsOf(place.route), ...(place.parentRoute ? [place.parentRoute] : [])]);
+				const missing = [...new Set(above)].filter((route) => !readAncestors.has(route));
+				if (missing.length > 0) {
+					for (const [route, title] of await planTitles(knex, pseoId, missing)) ancestorTitles.set(route, title);
+					for (const route of missing) readAncestors.add(route);
+				}
+			}
+			const dateModified = new Date().toISOString();
 			const signatures = await mapInSlices(entries, ({ page }) => signatureOf(`${page.title}\n${page.body}`));
 			const lookups = entries.flatMap(({ place }, i) => {
 				const signature = signatures[i];
@@ -102,7 +137,10 @@ export function createQualityGate(knex: Knex, pseoId: number, settings: QualityS
 					issues.push(...checkSimilarity(nearest, settings.maxSimilarity));
 					unsettled.add(place.route, signature, keys);
 				}
-				return { ...verdict(issues), issues, signature: signature ? encodeSignature(signature) : null };
+				const structuredData = site
+					? buildStructuredData({ route: place.route, title: page.title, metaDescription: page.meta_description, faq: page.faq, language: site.language, websiteUrl: site.websiteUrl, dateModified, ancestorTitles, parentRoute: place.parentRoute })
+					: undefined;
+				return { ...verdict(issues), issues, signature: signature ? encodeSignature(signature) : null, ...(structuredData ? { structuredData } : {}) };
 			});
 			for (const report of reports) qualityVerdicts.inc({ verdict: report.status });
 			return reports;

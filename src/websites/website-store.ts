@@ -15,17 +15,19 @@ export interface WebsiteRow {
 	master_prompt: string;
 	backend_user_id: string;
 	post_counts_total: number;
+	/** How a published page shows its facts: `table` (the default) or `none`. */
+	facts_display: 'table' | 'none';
 }
 
 /** The website `pseoId`, or null when it does not exist. */
 export async function readWebsite(knex: Knex, pseoId: number): Promise<WebsiteRow | null> {
 	const row = (await knex(WEBSITES)
 		.where('id', pseoId)
-		.first('id', 'website_url', 'website_software', 'master_prompt', 'backend_user_id', 'post_counts_total')) as
-		| WebsiteRow
+		.first('id', 'website_url', 'website_software', 'master_prompt', 'backend_user_id', 'post_counts_total', 'facts_display')) as
+		| (Omit<WebsiteRow, 'facts_display'> & { facts_display: string | null })
 		| undefined;
 	if (!row) return null;
-	return { ...row, id: Number(row.id), post_counts_total: Number(row.post_counts_total) };
+	return { ...row, id: Number(row.id), post_counts_total: Number(row.post_counts_total), facts_display: row.facts_display === 'none' ? 'none' : 'table' };
 }
 
 /** The website's `daily_token_cap`, or null when it has none. */

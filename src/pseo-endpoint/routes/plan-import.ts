@@ -23,7 +23,7 @@ export function registerPlanImport(router: Router, context: ServiceContext): voi
 		return {
 			run: () => importPlan(deps, userId, body),
 			answer: (data: ImportResult) => {
-				const skipped = data.skipped.duplicate + data.skipped.on_site + data.skipped.invalid;
+				const skipped = data.skipped.duplicate + data.skipped.on_site + data.skipped.invalid + data.skipped.missing_data;
 				return { status: 200, payload: { message: `${data.added} plan page(s) added, ${skipped} row(s) skipped; the plan has ${data.total_pages} pages.`, data } };
 			},
 		};

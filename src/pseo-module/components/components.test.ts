@@ -21,6 +21,8 @@ import ModuleTitle from './module-title.vue';
 import ProviderUsage from './provider-usage.vue';
 import TabBar from './tab-bar.vue';
 import type { LedgerQuery, LedgerRow } from '../lib/ledger.ts';
+import FactsEditor from './facts-editor.vue';
+import FactsTable from './facts-table.vue';
 
 /*
  * The stateful parts of the module, mounted for real. The app's global components (v-button, v-input…) are the
@@ -456,5 +458,47 @@ describe('tab-bar', () => {
 		]);
 		await wrapper.get('[data-test="tab-jobs"]').trigger('click');
 		expect(wrapper.emitted('update:modelValue')).toEqual([['jobs']]);
+	});
+});
+
+describe('facts-editor', () => {
+	const facts = { city: 'Leeds', population: 812000 };
+	it('shows a plan page\'s facts as JSON, and saves what is edited once it is a flat object of values', async () => {
+		const wrapper = mount(FactsEditor, { props: { id: 'facts-1', facts }, global });
+		const input = wrapper.get('[data-test="facts-input"]');
+		expect(JSON.parse((input.element as unknown as { value: string }).value)).toEqual(facts);
+		expect(wrapper.get('label').attributes('for')).toBe('facts-1');
+		await input.setValue('{"city": "Leeds", "population": 812001, "open_sundays": true}');
+		await wrapper.get('[data-test="facts-save"]').trigger('click');
+		expect(wrapper.emitted('save')).toEqual([[{ city: 'Leeds', population: 812001, open_sundays: true }]]);
+	});
+
+	it('names what is wrong instead of saving, and saves no facts from an empty text', async () => {
+		const wrapper = mount(FactsEditor, { props: { id: 'facts-2', facts }, global });
+		const input = wrapper.get('[data-test="facts-input"]');
+		await input.setValue('{"prices": {"low": 1}}');
+		await wrapper.get('[data-test="facts-save"]').trigger('click');
+		expect(wrapper.get('[data-test="facts-problem"]').text()).toBe('"facts.prices" must be a string, a number or a boolean, received an object.');
+		expect(input.attributes('aria-describedby')).toBe('facts-2-problem');
+		await input.setValue('{city: Leeds}');
+		await wrapper.get('[data-test="facts-save"]').trigger('click');
+		expect(wrapper.get('[data-test="facts-problem"]').text()).toMatch(/^Not JSON/);
+		expect(wrapper.emitted('save')).toBeUndefined();
+		await input.setValue('  ');
+		await wrapper.get('[data-test="facts-save"]').trigger('click');
+		expect(wrapper.emitted('save')).toEqual([[null]]);
+	});
+});
+
+describe('facts-table', () => {
+	it('shows the data block as the website will: labels from the column names, true and false as marks', () => {
+		const wrapper = mount(FactsTable, { props: { facts: { average_price_gbp: '95.50', openingYear: 1998, emergency: true } }, global });
+		const rows = wrapper.findAll('tr').map((row) => [row.get('th').text(), row.get('td').text()]);
+		expect(rows).toEqual([
+			['Average price gbp', '95.50'],
+			['Opening year', '1998'],
+			['Emergency', '✓'],
+		]);
+		expect(mount(FactsTable, { props: { facts: null }, global }).find('[data-test="facts-none"]').exists()).toBe(true);
 	});
 });

@@ -1,4 +1,5 @@
 import type { CapToday } from './blockers.ts';
+import type { Facts } from '../../shared/facts.ts';
 import type { Rates } from './cost.ts';
 import { ledgerParams, type LedgerQuery, type LedgerRow, type Person } from './ledger.ts';
 
@@ -12,6 +13,7 @@ interface Http {
 	get<T = unknown>(url: string, config?: { params?: Record<string, unknown> }): Promise<{ data: T }>;
 	post<T = unknown>(url: string, body?: unknown): Promise<{ data: T }>;
 	put<T = unknown>(url: string, body?: unknown): Promise<{ data: T }>;
+	patch<T = unknown>(url: string, body?: unknown): Promise<{ data: T }>;
 	delete<T = unknown>(url: string): Promise<{ data: T }>;
 }
 
@@ -51,6 +53,8 @@ export interface Publication {
 	unchanged_count: number;
 	failed_count: number;
 	failed_posts: { post_id: number; route: string; error: string }[];
+	/** What the publication tells its owner once, such as structured data it had to leave out. */
+	notices?: string[];
 	last_error: Job['last_error'];
 	attention: boolean;
 }
@@ -63,6 +67,13 @@ export const liveTopics = {
 	jobs: (pseoId: number) => ({ collection: 'pseo_generations', query: { fields: ['id'], filter: { pseo_id: { _eq: pseoId } } } }),
 	publication: (id: number) => ({ collection: 'pseo_publications', query: { fields: ['id'], filter: { id: { _eq: id } } } }),
 };
+
+/** One finding of the quality gate on a post. */
+export interface QualityIssue {
+	check: string;
+	severity: 'fail' | 'warn';
+	detail: string;
+}
 
 export function pseoApi(http: Http) {
 	return {
@@ -109,13 +120,16 @@ export function pseoApi(http: Http) {
 		generatePlan: async (pseoId: number, languageCode: string, description: string) =>
 			(await http.post<{ data: { total_pages: number } }>(`${BASE}/generate/main-json`, { pseo_id: pseoId, language_code: languageCode, description })).data.data,
 		importPlan: async (body: Record<string, unknown>) =>
-			(await http.post<{ data: { total_pages: number; added: number; skipped: { duplicate: number; on_site: number; invalid: number } } }>(`${BASE}/plan/import`, body)).data.data,
+			(await http.post<{ data: { total_pages: number; added: number; skipped: { duplicate: number; on_site: number; invalid: number; missing_data: number } } }>(`${BASE}/plan/import`, body))
+				.data.data,
 		planPages: async (pseoId: number, search: string, sort: string) =>
 			(
-				await http.get<{ data: { id: number; route: string; title: string; priority: number; cluster: string | null; has_post: boolean }[] }>('/items/pseo_plan_pages', {
-					params: { filter: { pseo_id: { _eq: pseoId } }, fields: ['id', 'route', 'title', 'priority', 'cluster', 'has_post'], sort: [sort], limit: 100, ...(search ? { search } : {}) },
+				await http.get<{ data: { id: number; route: string; title: string; priority: number; cluster: string | null; facts: Facts | null; has_post: boolean }[] }>('/items/pseo_plan_pages', {
+					params: { filter: { pseo_id: { _eq: pseoId } }, fields: ['id', 'route', 'title', 'priority', 'cluster', 'facts', 'has_post'], sort: [sort], limit: 100, ...(search ? { search } : {}) },
 				})
 			).data.data,
+		/** A plan page's facts, written through the items API (the owner may; the server checks their shape). */
+		saveFacts: async (planPageId: number, facts: Facts | null) => (await http.patch(`/items/pseo_plan_pages/${planPageId}`, { facts })).data,
 		sitemap: async (pseoId: number) => (await http.get<{ urls: string[] }>(`${BASE}/fetch-sitemap`, { params: { pseo_id: pseoId } })).data.urls,
 		posts: async (pseoId: number) =>
 			(
@@ -124,7 +138,22 @@ export function pseoApi(http: Http) {
 					{ params: { filter: { pseo_id: { _eq: pseoId } }, fields: ['id', 'route', 'title', 'quality_status', 'quality_score', 'remote_url', 'date_published'], sort: ['route'], limit: 200 } },
 				)
 			).data.data,
-		post: async (id: number) => (await http.get<{ data: { id: number; route: string; title: string; body: string; meta_description: string | null } }>(`/items/pseo_posts/${id}`)).data.data,
+		post: async (id: number) =>
+			(
+				await http.get<{
+					data: {
+						id: number;
+						route: string;
+						title: string;
+						body: string;
+						meta_description: string | null;
+						quality_status: string | null;
+						quality_issues: QualityIssue[] | null;
+						facts: Facts | null;
+						structured_data: unknown[] | null;
+					};
+				}>(`/items/pseo_posts/${id}`)
+			).data.data,
 		regenerate: async (postId: number, instructions: string) =>
 			(await http.post<{ generation_id: number }>(`${BASE}/posts/${postId}/regenerate`, instructions.trim() ? { instructions } : {})).data,
 		target: async (pseoId: number) => (await http.get<{ data: Record<string, unknown> }>(`${BASE}/pseo/${pseoId}/publishing`)).data.data,

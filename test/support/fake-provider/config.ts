@@ -75,8 +75,8 @@ export interface FakeConfig {
 	/** Share of plan pages with an invalid route (upper case, or no leading slash). Default 0. */
 	planInvalidRate: number;
 	/**
-	 * Routes whose pages come out poor: `thin` (a few dozen words) or `duplicate` (one shared body, so that every
-	 * such page is a near-duplicate of the others). A request whose prompt names `quality_issues` gets a good page,
+	 * Routes whose pages come out poor: `thin` (a few dozen words), `duplicate` (one shared body, so that every
+	 * such page is a near-duplicate of the others) or `figure` (a price no fact gives: {@link INVENTED_FIGURE}). A request whose prompt names `quality_issues` gets a good page,
 	 * unless `lowQualityPersists`. Default {}.
 	 */
 	lowQualityRoutes: Record<string, LowQuality>;
@@ -87,7 +87,10 @@ export interface FakeConfig {
 }
 
 /** How a route listed in `lowQualityRoutes` comes out. */
-type LowQuality = 'thin' | 'duplicate';
+type LowQuality = 'thin' | 'duplicate' | 'figure';
+
+/** The figure a `figure` page invents, as the page writes it. */
+export const INVENTED_FIGURE = '€4,870';
 
 export type FakeConfigPatch = Partial<FakeConfig>;
 
@@ -229,9 +232,9 @@ const PARSERS: { [K in keyof FakeConfig]: Parser } = {
 	},
 	planInvalidRate: (v) => fraction('planInvalidRate', v),
 	lowQualityRoutes: (v) => {
-		if (!isRecord(v)) throw new TypeError(`lowQualityRoutes must be an object of route to "thin" or "duplicate", got ${show(v)}`);
+		if (!isRecord(v)) throw new TypeError(`lowQualityRoutes must be an object of route to "thin", "duplicate" or "figure", got ${show(v)}`);
 		const out: Record<string, LowQuality> = {};
-		for (const [route, kind] of Object.entries(v)) out[route] = oneOf(`lowQualityRoutes[${show(route)}]`, kind, ['thin', 'duplicate'] as const);
+		for (const [route, kind] of Object.entries(v)) out[route] = oneOf(`lowQualityRoutes[${show(route)}]`, kind, ['thin', 'duplicate', 'figure'] as const);
 		return out;
 	},
 	lowQualityPersists: (v) => boolean('lowQualityPersists', v),

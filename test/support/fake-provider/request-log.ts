@@ -30,6 +30,8 @@ export interface RequestLogEntry {
 	instructions?: string;
 	/** Chat completions: the `quality_issues` of the prompt context, when it has them (a second draft). */
 	qualityIssues?: string[];
+	/** Chat completions: the page's `facts` in the prompt context, when it has them. */
+	facts?: Record<string, unknown>;
 	/** Chat completions answered 200: the usage the answer reported. */
 	usage?: { prompt_tokens: number; completion_tokens: number };
 }

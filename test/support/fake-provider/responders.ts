@@ -2,7 +2,7 @@
  * Default responders: they turn the product's prompt context into realistic drafts for pages and content plans.
  * Output is deterministic for a given context, so tests can rely on it.
  */
-import type { FakeConfig } from './config.ts';
+import { INVENTED_FIGURE, type FakeConfig } from './config.ts';
 import { findSubSchema } from './json-schema.ts';
 import type { JsonSchema } from './json-schema.ts';
 import type { WireMessage } from './prompt-context.ts';
@@ -187,7 +187,15 @@ export const pageResponder: Responder = ({ context, config }) => {
 					`### Costs and planning\n\n${paragraph(seed + 2, topic, 6)}${linkText(links[1])}`,
 					`### Next steps\n\n${paragraph(seed + 3, topic, 5)}`,
 				];
-	const body = [...sections, ...(instructions ? [`### As requested\n\n${instructions}`] : [])].join('\n\n');
+	// A page with facts states them exactly, as the prompt asks.
+	const facts = typeof context.facts === 'object' && context.facts !== null && !Array.isArray(context.facts) ? Object.entries(context.facts) : [];
+	const factText = facts.map(([name, value]) => `The ${name.replace(/[_-]+/g, ' ')} here is ${String(value)}.`).join(' ');
+	const body = [
+		...sections,
+		...(facts.length > 0 && poor !== 'thin' ? [`### The figures for this page\n\n${factText}`] : []),
+		...(poor === 'figure' ? [`### Prices\n\nPrices start at ${INVENTED_FIGURE} a visit.`] : []),
+		...(instructions ? [`### As requested\n\n${instructions}`] : []),
+	].join('\n\n');
 	return {
 		title,
 		meta_title: title.length > 52 ? title.slice(0, 60).trimEnd() : `${title} | Guide`,

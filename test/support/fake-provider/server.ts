@@ -341,6 +341,8 @@ class FakeProviderServer implements FakeProvider {
 			if (typeof instructions === 'string') entry.instructions = instructions;
 			const qualityIssues = parsed.request.context?.['quality_issues'];
 			if (Array.isArray(qualityIssues)) entry.qualityIssues = qualityIssues.map(String);
+			const facts = parsed.request.context?.['facts'];
+			if (typeof facts === 'object' && facts !== null && !Array.isArray(facts)) entry.facts = facts as Record<string, unknown>;
 		}
 		const config = this.#config;
 		if (config.hangChat) {
