@@ -2,6 +2,7 @@ import type { Knex } from 'knex';
 import { dbTimestamp } from '../shared/database.ts';
 import { POSTS } from './post-store.ts';
 import { factsOf, type Facts } from '../shared/facts.ts';
+import { jsonValue } from '../shared/json-value.ts';
 
 /*
  * The publishing state of posts: which posts a publication takes, what it reads of them, and the remote post each
@@ -82,14 +83,7 @@ export async function readPostForPublishing(knex: Knex, postId: number): Promise
 
 /** A JSON column holding an array, as the database gives it back (text on some); null otherwise. */
 function jsonArray(value: unknown): unknown[] | null {
-	let parsed = value;
-	if (typeof parsed === 'string') {
-		try {
-			parsed = JSON.parse(parsed);
-		} catch {
-			return null;
-		}
-	}
+	const parsed = jsonValue(value);
 	return Array.isArray(parsed) && parsed.length > 0 ? parsed : null;
 }
 

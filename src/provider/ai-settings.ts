@@ -1,6 +1,7 @@
 import type { DirectusServices } from '../shared/services.ts';
 import type { Knex } from 'knex';
 import { systemServiceOptions } from '../shared/system-context.ts';
+import { jsonValue } from '../shared/json-value.ts';
 
 /*
  * The AI providers an admin configured in Directus (Settings → AI, `directus_settings`), which Directus's own AI
@@ -36,7 +37,7 @@ export async function readAiSettings(context: DirectusServices & { database: Kne
 
 /** The `{ header, value }` list of the settings' form, as request headers; rows without a name are skipped. */
 function headersOf(value: unknown): Record<string, string> {
-	const list = typeof value === 'string' ? (JSON.parse(value) as unknown) : value;
+	const list = jsonValue(value);
 	const headers: Record<string, string> = {};
 	if (!Array.isArray(list)) return headers;
 	for (const entry of list as Record<string, unknown>[]) {

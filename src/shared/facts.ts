@@ -4,6 +4,7 @@
  * them in the app. The page prompt carries them, the quality gate checks the page's figures against them, and the
  * published page ends with them as a table.
  */
+import { jsonValue } from './json-value.ts';
 
 /** A value of a fact as it came: CSV values are strings, JSON values keep their type. */
 export type FactValue = string | number | boolean;
@@ -73,15 +74,8 @@ function kindOf(value: unknown): string {
 
 /** Stored facts, whatever the column gave back (text on some databases), as facts; null when there are none. */
 export function factsOf(value: unknown): Facts | null {
-	let parsed = value;
-	if (typeof parsed === 'string') {
-		try {
-			parsed = JSON.parse(parsed);
-		} catch {
-			return null;
-		}
-	}
-	if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed)) return null;
+	const parsed = jsonValue(value);
+	if (parsed === undefined || parsed === null || typeof parsed !== 'object' || Array.isArray(parsed)) return null;
 	return factsFromRow(parsed as Record<string, unknown>);
 }
 
