@@ -2,7 +2,7 @@ import { createHmac } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { call, createUser, expectEnvelope, type TestUser } from './support/api.ts';
 import { startDirectus, type DirectusInstance } from './support/directus.ts';
-import { INTERFACE_LEGS, legAvailable } from './support/legs.ts';
+import { CORE_INTERFACE_LEGS, legAvailable } from './support/legs.ts';
 import { SECRET } from './support/paths.ts';
 
 /** Every route that needs a Bearer token (interface section 4), with a body that would otherwise be valid. */
@@ -25,7 +25,7 @@ function jwt(payload: Record<string, unknown>, secret: string): string {
 	return `${head}.${createHmac('sha256', secret).update(head).digest('base64url')}`;
 }
 
-describe.each(INTERFACE_LEGS)('authentication on %s', (leg) => {
+describe.each(CORE_INTERFACE_LEGS)('authentication on %s', (leg) => {
 	describe.skipIf(!legAvailable(leg))(`${leg}`, () => {
 		let directus: DirectusInstance;
 		let alice: TestUser;

@@ -4,9 +4,9 @@ import { ROUTES } from '../src/contracts/route-table.ts';
 import { buildOpenApi } from '../src/openapi/build-openapi.ts';
 import { adminItems, balanceOf, call, createUser, createWebsite, eventually, expectEnvelope, ledgerOf, PSEO_USER_ROLE, type TestUser } from './support/api.ts';
 import { startDirectus, type DirectusInstance } from './support/directus.ts';
-import { INTERFACE_LEGS, legAvailable } from './support/legs.ts';
+import { CORE_INTERFACE_LEGS, legAvailable } from './support/legs.ts';
 
-describe.each(INTERFACE_LEGS)('foundation on %s', (leg) => {
+describe.each(CORE_INTERFACE_LEGS)('foundation on %s', (leg) => {
 	describe.skipIf(!legAvailable(leg))(`${leg}`, () => {
 		let directus: DirectusInstance;
 		let alice: TestUser;

@@ -10,8 +10,7 @@ export function copyDatabase(leg: Leg): Promise<DatabaseCopy> {
 		'sqlite-d11': inject('sqliteD11Template'),
 		postgres: inject('pgTemplate'),
 		mariadb: inject('mariadbTemplate'),
-		// Bootstrapped by its own Directus at its first start (instance.ts).
-		stock: '',
+		stock: inject('stockTemplate'),
 	}[leg];
 	return copyFrom(leg, template, inject('pgPrefix'));
 }

@@ -4,7 +4,8 @@ import os from 'node:os';
 import path from 'node:path';
 import type { TestProject } from 'vitest/node';
 import { ensureHosts } from '../../scripts/lib/hosts.mjs';
-import { legHome, mariadbEnv, postgresEnv } from './instance.ts';
+import { copyDatabase, launchDirectus, legHome, mariadbEnv, postgresEnv } from './instance.ts';
+import { packBundle } from './stock-install.ts';
 import { dropMariaDatabase, mariaDatabasesLike, mariadbAdmin, mariadbReachable } from './mariadb.ts';
 import { bootstrapTemplate, buildExtension } from './templates.ts';
 import { CACHE_DIR, MARIADB, PG, ROOT } from './paths.ts';
@@ -13,6 +14,8 @@ import { dropDatabase, pgAdmin, postgresReachable } from './postgres.ts';
 declare module 'vitest' {
 	export interface ProvidedContext {
 		sqliteTemplate: string;
+		/** The SQLite template of the stock leg: `directus bootstrap`, then a first `directus start` with the packed bundle. */
+		stockTemplate: string;
 		/** The SQLite template bootstrapped by the Directus 11 host (leg `sqlite-d11`). */
 		sqliteD11Template: string;
 		pgTemplate: string;
@@ -57,15 +60,18 @@ export default async function setup(project: TestProject) {
 
 	// The templates are independent: bootstrapped side by side, a clean clone waits for the slowest one rather than
 	// for the sum of all four.
-	const [sqliteTemplate, sqliteD11Template] = await Promise.all([
+	packBundle();
+	const [sqliteTemplate, sqliteD11Template, stockTemplate] = await Promise.all([
 		sqliteTemplateOf('sqlite', key),
 		sqliteTemplateOf('sqlite-d11', templateKey(['hosts/directus-11/package-lock.json'])),
+		stockTemplateOf(templateKey(['hosts/directus-12-stock/package-lock.json'])),
 		postgresAvailable ? bootstrapPostgresTemplate(pgTemplate) : null,
 		mariadbAvailable ? bootstrapMariaTemplate(mariadbTemplate) : null,
 	]);
 
 	project.provide('sqliteTemplate', sqliteTemplate);
 	project.provide('sqliteD11Template', sqliteD11Template);
+	project.provide('stockTemplate', stockTemplate);
 	project.provide('pgTemplate', pgTemplate);
 	project.provide('postgresAvailable', postgresAvailable);
 	project.provide('pgPrefix', pgPrefix);
@@ -107,6 +113,26 @@ async function sqliteTemplateOf(leg: 'sqlite' | 'sqlite-d11', key: string): Prom
 	await bootstrapTemplate({ DB_CLIENT: 'sqlite3', DB_FILENAME: scratch, PSEO_DIRECTUS_HOME: legHome(leg) });
 	copyFileSync(scratch, template);
 	rmSync(scratch, { force: true });
+	return template;
+}
+
+/**
+ * The stock leg's template, cached like the others: a new database made as admins make one (stock-install.ts):
+ * `directus bootstrap`, then a first `directus start`, in which the packed bundle installs its schema. Each stock
+ * suite then runs `directus start` on a copy.
+ */
+async function stockTemplateOf(key: string): Promise<string> {
+	const template = path.join(CACHE_DIR, `stock-${key}.db`);
+	if (existsSync(template)) return template;
+	mkdirSync(CACHE_DIR, { recursive: true });
+	const database = await copyDatabase('stock', '');
+	const instance = await launchDirectus({ leg: 'stock', database });
+	try {
+		if ((await instance.stop()) !== 0) throw new Error(`the stock template's Directus did not stop cleanly:\n${instance.output()}`);
+		copyFileSync(database.env['DB_FILENAME']!, template);
+	} finally {
+		await instance.dispose();
+	}
 	return template;
 }
 

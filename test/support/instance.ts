@@ -1,6 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
@@ -90,8 +90,8 @@ export async function copyDatabase(leg: Leg, template: string, prefix = 'pseo_t'
 	if (legVendor(leg) === 'sqlite') {
 		const dir = mkdtempSync(path.join(os.tmpdir(), 'pseo-db-'));
 		const file = path.join(dir, 'directus.db');
-		// The stock leg starts from no database at all: `directus bootstrap` makes it.
-		if (leg !== 'stock') copyFileSync(template, file);
+		// Without a template (the stock leg's own, made once by global-setup.ts), `directus bootstrap` makes the database.
+		if (template !== '') copyFileSync(template, file);
 		return {
 			leg,
 			env: { DB_CLIENT: 'sqlite3', DB_FILENAME: file },
@@ -185,7 +185,8 @@ export async function launchDirectus(options: {
 		started.stderr?.on('data', (chunk: Buffer) => (log += chunk.toString()));
 		return started;
 	};
-	let bootstrapped = false;
+	// A copy of the stock template is bootstrapped already, as the other legs' copies are.
+	let bootstrapped = typeof database.env['DB_FILENAME'] === 'string' && existsSync(database.env['DB_FILENAME']);
 	const launch = async (extraEnv: Record<string, string> = {}) => {
 		log += `\n--- start ${new Date().toISOString()} ---\n`;
 		launchedWith = { ...extraEnv };
@@ -193,8 +194,8 @@ export async function launchDirectus(options: {
 			// As an admin runs it: the configuration in the project's .env, `directus bootstrap` once, then `directus start`.
 			const { PSEO_DIRECTUS_HOME: _home, ...config } = { ...env, ...extraEnv };
 			writeDotEnv(workDir, config);
+			if (!existsSync(path.join(workDir, 'extensions'))) installPackedBundle(workDir);
 			if (!bootstrapped) {
-				installPackedBundle(workDir);
 				const bootstrap = capture(directusCommand(workDir, ['bootstrap']));
 				const code = await new Promise<number | null>((resolve) => bootstrap.once('exit', resolve));
 				if (code !== 0) throw new Error(`directus bootstrap exited with ${code}:\n${log}`);

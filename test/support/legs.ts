@@ -10,10 +10,16 @@ export const LEGS: Leg[] = ['sqlite', 'postgres'];
 /**
  * The legs of the suites that cover the interface and its concurrency races (websites, authentication,
  * generation, content plan, sitemap): the two above, SQLite on Directus 11.16, the other host the bundle supports
- * (`directus:extension.host`), MariaDB, the third database vendor, and `stock`: the packed bundle installed into
- * the newest Directus release and started as admins start it (instance.ts).
+ * (`directus:extension.host`), and MariaDB, the third database vendor.
  */
-export const INTERFACE_LEGS: Leg[] = [...LEGS, 'sqlite-d11', 'mariadb', 'stock'];
+export const INTERFACE_LEGS: Leg[] = [...LEGS, 'sqlite-d11', 'mariadb'];
+
+/**
+ * The legs of the interface's core suites (websites and tokens, authentication, jobs, content plans): those above,
+ * and `stock`, the packed bundle installed into the newest Directus release and started as admins start it
+ * (instance.ts, stock-install.ts).
+ */
+export const CORE_INTERFACE_LEGS: Leg[] = [...INTERFACE_LEGS, 'stock'];
 
 export function legAvailable(leg: Leg): boolean {
 	if (leg === 'postgres') return inject('postgresAvailable');

@@ -15,14 +15,19 @@ export const STOCK_HOME = path.join(ROOT, 'hosts', 'directus-12-stock');
 
 let packed: string | null = null;
 
-/** The bundle as `npm pack` makes it from the built `dist/`, packed once per test process. */
-function packBundle(): string {
+/** Where global-setup.ts leaves the tarball it packed, so that the suites' processes do not pack it again. */
+const PACKED_VARIABLE = 'PSEO_TEST_PACKED_BUNDLE';
+
+/** The bundle as `npm pack` makes it from the built `dist/`: packed once per run (global-setup.ts). */
+export function packBundle(): string {
+	packed ??= process.env[PACKED_VARIABLE] ?? null;
 	if (packed) return packed;
 	const dir = mkdtempSync(path.join(os.tmpdir(), 'pseo-pack-'));
 	execFileSync('npm', ['pack', '--pack-destination', dir, '--loglevel=error'], { cwd: ROOT, stdio: 'pipe' });
 	const tarball = readdirSync(dir).find((name) => name.endsWith('.tgz'));
 	if (!tarball) throw new Error(`npm pack left no tarball in ${dir}`);
 	packed = path.join(dir, tarball);
+	process.env[PACKED_VARIABLE] = packed;
 	return packed;
 }
 
