@@ -171,7 +171,7 @@ describe.skipIf(!legAvailable(LEG))('the editors\' workspace in the app', () => 
 		await page.locator('[data-test="facts-input"]').fill('{"city": "Lyon", "founded": 1998}');
 		await press('facts-save');
 		await page.locator('[data-test="facts-message"]').getByText(/Facts saved/).waitFor({ timeout: UI_TIMEOUT_MS });
-		expect(await top.locator('span[data-test^="facts-"]').first().textContent()).toBe('city: Lyon, founded: 1998');
+		await top.locator('span[data-test^="facts-"]').first().getByText('city: Lyon, founded: 1998', { exact: true }).waitFor({ timeout: UI_TIMEOUT_MS });
 
 		await page.click('[data-test="tab-sitemap"]');
 		await press('fetch-sitemap');
