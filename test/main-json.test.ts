@@ -3,7 +3,7 @@ import { startFixtureServer, type FixtureServer } from './support/sitemap-fixtur
 import { startFakeProvider, type FakeProvider } from './support/fake-provider/server.ts';
 import { adminItems, balanceOf, call, createUser, createWebsite, eventually, expectEnvelope, ledgerOf, waitForJob, type TestUser } from './support/api.ts';
 import { startDirectus, type DirectusInstance } from './support/directus.ts';
-import { CORE_INTERFACE_LEGS, legAvailable } from './support/legs.ts';
+import { INTERFACE_LEGS, legAvailable } from './support/legs.ts';
 
 const PLAN = '/pseo-endpoints/generate/main-json';
 const DESCRIPTION =
@@ -14,7 +14,7 @@ function codePoints(n: number): string {
 	return '🥐'.repeat(n);
 }
 
-describe.each(CORE_INTERFACE_LEGS)('4.8 content plan on %s', (leg) => {
+describe.each(INTERFACE_LEGS)('4.8 content plan on %s', (leg) => {
 	describe.skipIf(!legAvailable(leg))(`${leg}`, () => {
 		let fake: FakeProvider;
 		let site: FixtureServer;

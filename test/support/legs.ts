@@ -15,9 +15,10 @@ export const LEGS: Leg[] = ['sqlite', 'postgres'];
 export const INTERFACE_LEGS: Leg[] = [...LEGS, 'sqlite-d11', 'mariadb'];
 
 /**
- * The legs of the interface's core suites (websites and tokens, authentication, jobs, content plans): those above,
- * and `stock`, the packed bundle installed into the newest Directus release and started as admins start it
- * (instance.ts, stock-install.ts).
+ * The legs of the interface's foundation suites (websites, tokens, roles and authentication): those above, and
+ * `stock`, the packed bundle installed into the newest Directus release and started as admins start it
+ * (instance.ts, stock-install.ts). The job and plan suites skip it: each leg costs a minute of a run that is near
+ * its time limit, and the foundation suites already prove the install, the schema, the roles and a restart.
  */
 export const CORE_INTERFACE_LEGS: Leg[] = [...INTERFACE_LEGS, 'stock'];
 
