@@ -87,7 +87,7 @@ export function ensureHost(name, { log = (message) => console.log(`[pseo-automat
 	// Install scripts are skipped here and only the addons that do not load are built below: an addon of the same
 	// version as the project's own is copied from the root, already built for the same Node (isolated-vm alone
 	// takes minutes to compile).
-	const npm = spawnSync('npm', ['ci', '--ignore-scripts', '--no-audit', '--no-fund', '--loglevel=error'], { cwd: dir, env, stdio: 'inherit' });
+	const npm = spawnSync('npm', ['ci', '--ignore-scripts', '--no-audit', '--no-fund', '--prefer-offline', '--loglevel=error'], { cwd: dir, env, stdio: 'inherit' });
 	if (npm.status !== 0) throw new Error(`npm ci in ${dir} failed (exit ${npm.status})`);
 	for (const addon of ADDONS) {
 		if (reuseRootBuild(addon, dir)) log(`${addon} of the ${name} host: the project's own build is reused (same version)`);
