@@ -9,7 +9,10 @@ describe('readConfig', () => {
 		expect(config).toMatchObject({
 			openaiApiKey: undefined,
 			openaiBaseUrl: undefined,
-			model: 'gpt-4o-mini',
+			model: null,
+			provider: null,
+			anthropicApiKey: undefined,
+			anthropicBaseUrl: undefined,
 			bulkMode: 'batch',
 			concurrency: 4,
 			batchPollIntervalMs: 30_000,
@@ -80,6 +83,9 @@ describe('readConfig', () => {
 		['OPENAI_BASE_URL', 'not a url'],
 		['OPENAI_BASE_URL', 'ftp://127.0.0.1/v1'],
 		['PSEO_MODEL', ['gpt']],
+		['PSEO_PROVIDER', 'claude'],
+		['ANTHROPIC_API_KEY', { key: 1 }],
+		['ANTHROPIC_BASE_URL', 'not a url'],
 		['PSEO_BULK_MODE', 'sometimes'],
 		['PSEO_CONCURRENCY', '0'],
 		['PSEO_CONCURRENCY', 'four'],
@@ -139,7 +145,7 @@ describe('readConfig', () => {
 	it('the list above and the table of docs/configuration.md name the same variables', async () => {
 		const { readFileSync } = await import('node:fs');
 		const reference = readFileSync(new URL('../../docs/configuration.md', import.meta.url), 'utf8');
-		const documented = new Set([...reference.matchAll(/^\| `((?:PSEO|OPENAI)_[A-Z_]+)` \|/gm)].map((match) => match[1]));
+		const documented = new Set([...reference.matchAll(/^\| `((?:PSEO|OPENAI|ANTHROPIC)_[A-Z_]+)` \|/gm)].map((match) => match[1]));
 		expect(documented.size).toBeGreaterThan(20);
 		expect([...documented].filter((name) => !BAD.some(([bad]) => bad === name))).toEqual([]);
 		// And the other way: every variable the extension reads is documented there.

@@ -1,5 +1,6 @@
 import type { SitemapOptions } from '../sitemap/limits.ts';
 import { sitemapOptionsFromEnv } from './sitemap-env.ts';
+import { PROVIDER_KINDS, type ProviderKind } from '../shared/provider-kinds.ts';
 
 type BulkMode = 'batch' | 'concurrent';
 
@@ -13,8 +14,17 @@ export interface PseoConfig {
 	openaiApiKey: string | undefined;
 	/** `OPENAI_BASE_URL`, any OpenAI-compatible server. Default: the SDK's (the OpenAI API). */
 	openaiBaseUrl: string | undefined;
-	/** `PSEO_MODEL`, default `gpt-4o-mini`. */
-	model: string;
+	/** `ANTHROPIC_API_KEY`: the Anthropic key, which wins over Settings → AI's. */
+	anthropicApiKey: string | undefined;
+	/** `ANTHROPIC_BASE_URL`. Default: the SDK's (the Anthropic API). */
+	anthropicBaseUrl: string | undefined;
+	/**
+	 * `PSEO_PROVIDER`: the provider of websites that name none. Unset: OpenAI when `OPENAI_API_KEY` is set, then
+	 * Anthropic when `ANTHROPIC_API_KEY` is, else the first provider Settings → AI has a key for.
+	 */
+	provider: ProviderKind | null;
+	/** `PSEO_MODEL`: the model of websites that name none, with the default provider; unset, that provider's default model. */
+	model: string | null;
 	/** `PSEO_BULK_MODE`, default `batch`. */
 	bulkMode: BulkMode;
 	/** `PSEO_CONCURRENCY`, chat-completion calls in flight per instance, default 4. */
@@ -99,7 +109,10 @@ export function readConfig(env: Env): PseoConfig {
 	return {
 		openaiApiKey: optionalString(env, 'OPENAI_API_KEY'),
 		openaiBaseUrl: optionalUrl(env, 'OPENAI_BASE_URL'),
-		model: optionalString(env, 'PSEO_MODEL') ?? 'gpt-4o-mini',
+		anthropicApiKey: optionalString(env, 'ANTHROPIC_API_KEY'),
+		anthropicBaseUrl: optionalUrl(env, 'ANTHROPIC_BASE_URL'),
+		provider: raw(env, 'PSEO_PROVIDER') === undefined ? null : oneOf(env, 'PSEO_PROVIDER', PROVIDER_KINDS, 'openai'),
+		model: optionalString(env, 'PSEO_MODEL') ?? null,
 		bulkMode: oneOf(env, 'PSEO_BULK_MODE', ['batch', 'concurrent'] as const, 'batch'),
 		concurrency: int(env, 'PSEO_CONCURRENCY', 4, 1),
 		batchPollIntervalMs: int(env, 'PSEO_BATCH_POLL_INTERVAL_MS', 30_000, 10),

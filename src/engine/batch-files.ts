@@ -1,4 +1,4 @@
-import type { BatchInfo, GenerationProvider } from '../provider/generation-provider.ts';
+import type { BatchInfo, BatchCapableProvider } from '../provider/generation-provider.ts';
 import type { Logger } from '../shared/logger.ts';
 
 /**
@@ -7,7 +7,7 @@ import type { Logger } from '../shared/logger.ts';
  * job's rows. They would otherwise stay in the provider account, counted against its storage, until the provider's
  * own expiry (30 days for batch files at OpenAI). A crash between the part's status and this leaves them there.
  */
-export async function discardPartFiles(provider: GenerationProvider, batch: BatchInfo, jobId: number, logger: Logger): Promise<void> {
+export async function discardPartFiles(provider: BatchCapableProvider, batch: BatchInfo, jobId: number, logger: Logger): Promise<void> {
 	for (const fileId of [batch.inputFileId, batch.outputFileId, batch.errorFileId]) {
 		if (fileId) await discardFile(provider, fileId, { jobId, batchId: batch.id }, logger);
 	}
@@ -17,7 +17,7 @@ export async function discardPartFiles(provider: GenerationProvider, batch: Batc
  * Best effort: a file that cannot be deleted is logged and left to the provider's expiry, and the job goes on.
  * Resolves to whether the file is gone.
  */
-export async function discardFile(provider: GenerationProvider, fileId: string, context: Record<string, unknown>, logger: Logger): Promise<boolean> {
+export async function discardFile(provider: BatchCapableProvider, fileId: string, context: Record<string, unknown>, logger: Logger): Promise<boolean> {
 	try {
 		await provider.deleteFile(fileId);
 		return true;

@@ -1,5 +1,5 @@
 import { setImmediate } from 'node:timers/promises';
-import { FINAL_BATCH_STATES, type BatchInfo, type GenerationProvider } from '../provider/generation-provider.ts';
+import { FINAL_BATCH_STATES, type BatchInfo, type BatchCapableProvider } from '../provider/generation-provider.ts';
 import { faultPoint } from '../shared/fault-injection.ts';
 import type { Logger } from '../shared/logger.ts';
 import { isProviderCallError, ProviderCallError } from '../provider/provider-call-error.ts';
@@ -81,7 +81,8 @@ export async function runBatchStep(job: JobHead, deps: RunnerDeps, settings: Bat
 		await failJob(job, { ...deps, batchMode: false }, providerMissing(deps.provider.unavailable, Date.now()));
 		return;
 	}
-	const provider = deps.provider;
+	// The runtime sends a bulk job here only when its provider has a batch API.
+	const provider = deps.provider as BatchCapableProvider;
 	const parts = await readParts(database, job.id);
 	if (parts.length === 0 && job.batch_id) {
 		// A job submitted before jobs had parts: its one batch runs every route.
@@ -168,7 +169,7 @@ export async function runBatchStep(job: JobHead, deps: RunnerDeps, settings: Bat
  * and the job ends, instead of the job being polled for ever with its tokens held. (A refused key, 401 or 403, is
  * left to retry: an admin who fixes the key gets the job going again.)
  */
-async function retrievePart(provider: GenerationProvider, part: JobPart, jobId: number, logger: Logger): Promise<BatchInfo> {
+async function retrievePart(provider: BatchCapableProvider, part: JobPart, jobId: number, logger: Logger): Promise<BatchInfo> {
 	try {
 		return await provider.retrieveBatch(part.batch_id);
 	} catch (error) {
@@ -206,7 +207,7 @@ interface PartPlan {
 async function submitPart(
 	job: JobHead,
 	deps: RunnerDeps,
-	provider: GenerationProvider,
+	provider: BatchCapableProvider,
 	context: JobContext,
 	settings: BatchSettings,
 	plan: PartPlan,
@@ -306,14 +307,14 @@ async function submitPart(
  * The part stays stored whatever this finds. A lookup that fails is only logged: a twin it missed runs unnoticed,
  * and its input is swept once the job has ended (provider-file-sweep.ts).
  */
-async function stopTwinsOf(provider: GenerationProvider, jobId: number, tag: string, kept: string, logger: Logger): Promise<void> {
+async function stopTwinsOf(provider: BatchCapableProvider, jobId: number, tag: string, kept: string, logger: Logger): Promise<void> {
 	await stopTwins(provider, jobId, tag, kept, logger).catch((error: unknown) =>
 		logger.warn({ err: error, jobId, tag, batchId: kept }, 'pseo batch part stored; its twins could not be looked up at the provider'),
 	);
 }
 
 /** Stores a batch found by its part's metadata as that part, as what the batch says it was created as. */
-async function adoptPart(jobId: number, batch: BatchInfo, plan: PartPlan, deps: RunnerDeps, provider: GenerationProvider, message: string): Promise<JobPart> {
+async function adoptPart(jobId: number, batch: BatchInfo, plan: PartPlan, deps: RunnerDeps, provider: BatchCapableProvider, message: string): Promise<JobPart> {
 	const start = Number(batch.metadata['route_start']);
 	const end = Number(batch.metadata['route_end']);
 	// What the batch was created as, which may not be what this step planned for the number (see runBatchStep).
@@ -335,7 +336,7 @@ async function adoptPart(jobId: number, batch: BatchInfo, plan: PartPlan, deps: 
  * cancelled at the provider, which would otherwise run it, and bill for it, for nothing. A batch whose part is still
  * to be stored is left alone: whoever holds the job adopts it by its metadata.
  */
-async function cancelIfOrphaned(provider: GenerationProvider, deps: RunnerDeps, jobId: number, saved: Omit<JobPart, 'status'>): Promise<void> {
+async function cancelIfOrphaned(provider: BatchCapableProvider, deps: RunnerDeps, jobId: number, saved: Omit<JobPart, 'status'>): Promise<void> {
 	const { database, logger } = deps;
 	const job = await readJobHead(database, jobId);
 	const stored = (await readParts(database, jobId)).find((part) => part.part === saved.part);
@@ -375,7 +376,7 @@ async function ingestPart(
 	context: JobContext,
 	statistics: StatisticsSchedule,
 	deps: RunnerDeps,
-	provider: GenerationProvider,
+	provider: BatchCapableProvider,
 	resubmit: boolean,
 ): Promise<{ unanswered: number; timing: IngestTiming }> {
 	const { database, worker, logger } = deps;
@@ -457,7 +458,7 @@ async function ingestPart(
 			for await (const line of provider.streamFileLines(fileId)) {
 				if (deps.signal.aborted) return result(0);
 				if (++parsed % LINES_PER_TURN === 0) await setImmediate();
-				const outcome = pageFromBatchLine(line, context);
+				const outcome = pageFromBatchLine(provider.parseBatchLine(line), context);
 				if (!outcome || !items.has(outcome.route) || seen.has(outcome.route) || settled.has(outcome.route)) continue;
 				if (outcome.unanswered && resubmit) continue;
 				seen.add(outcome.route);
@@ -493,7 +494,7 @@ async function retryByChat(
 	items: ReadonlyMap<string, PlanPage>,
 	context: JobContext,
 	deps: RunnerDeps,
-	provider: GenerationProvider,
+	provider: BatchCapableProvider,
 	jobId: number,
 ): Promise<Set<string>> {
 	const { logger, signal, queue } = deps;
@@ -533,7 +534,7 @@ async function gateChunk(
 	context: JobContext,
 	gate: QualityGate,
 	deps: RunnerDeps,
-	provider: GenerationProvider,
+	provider: BatchCapableProvider,
 	jobId: number,
 ): Promise<void> {
 	const { logger, signal, queue } = deps;

@@ -1,4 +1,4 @@
-import type { GenerationProvider } from '../provider/generation-provider.ts';
+import { hasBatchApi, type BatchCapableProvider } from '../provider/generation-provider.ts';
 import { BATCH_PART_KEY, readParts } from './part-store.ts';
 import { finishJob, recordStepFailure } from './job-store.ts';
 import { failUnsettled } from './route-walk.ts';
@@ -46,7 +46,7 @@ export async function failJob(job: JobHead, deps: EndJobDeps, trouble: StoredSte
 
 async function endEarly(job: JobHead, deps: EndJobDeps, pageError: string, jobError: string): Promise<{ pages: number; status: JobHead['status'] }> {
 	const { database, logger, worker } = deps;
-	if (job.mode === 'bulk' && deps.batchMode && !('unavailable' in deps.provider)) await stopBatch(job, deps);
+	if (job.mode === 'bulk' && deps.batchMode && !('unavailable' in deps.provider) && hasBatchApi(deps.provider)) await stopBatch(job, deps.provider, deps);
 	const pages = await failUnsettled(database, job, worker, pageError, logger);
 	const status = await finishJob(database, job.id, worker, jobError, { keepLastError: true });
 	return { pages, status };
@@ -57,8 +57,7 @@ async function endEarly(job: JobHead, deps: EndJobDeps, pageError: string, jobEr
  * when a create happened whose id was never stored. A batch that has already finished cannot be cancelled; the
  * provider says so and nothing is lost, so that refusal is only logged.
  */
-async function stopBatch(job: JobHead, deps: EndJobDeps): Promise<void> {
-	const provider = deps.provider as GenerationProvider;
+async function stopBatch(job: JobHead, provider: BatchCapableProvider, deps: EndJobDeps): Promise<void> {
 	const parts = await readParts(deps.database, job.id);
 	const running = parts.filter((part) => part.status === 'running').map((part) => part.batch_id);
 	if (parts.length === 0 && job.batch_id) running.push(job.batch_id);

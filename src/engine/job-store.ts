@@ -36,6 +36,14 @@ export interface NewJob {
 	/** A regeneration: the post its one route rewrites, and the owner's instructions. */
 	regeneratePostId?: number | null;
 	instructions?: string | null;
+	/** The provider and model it runs with; null leaves them to the instance's default at each step. */
+	provider?: JobProvider | null;
+}
+
+/** The provider and model a job runs with. */
+export interface JobProvider {
+	kind: string;
+	model: string;
 }
 
 /**
@@ -63,6 +71,8 @@ export async function insertJob(trx: Knex.Transaction, job: NewJob): Promise<num
 			attempts: 0,
 			regenerate_post_id: job.regeneratePostId ?? null,
 			instructions: job.instructions ?? null,
+			provider: job.provider?.kind ?? null,
+			model: job.provider?.model ?? null,
 			date_created: now,
 			date_updated: now,
 		},
@@ -265,6 +275,8 @@ export async function readJobHead(knex: Knex, jobId: number): Promise<JobHead | 
 		cancelled: row['cancelled_at'] !== null && row['cancelled_at'] !== undefined,
 		regenerate_post_id: row['regenerate_post_id'] === null || row['regenerate_post_id'] === undefined ? null : Number(row['regenerate_post_id']),
 		instructions: (row['instructions'] as string | null) ?? null,
+		provider: (row['provider'] as string | null) ?? null,
+		model: (row['model'] as string | null) ?? null,
 		last_error: storedStepError(row['last_error']),
 	};
 }

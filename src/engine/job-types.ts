@@ -37,6 +37,9 @@ export interface JobHead {
 	regenerate_post_id: number | null;
 	/** The owner's instructions for a regeneration, added to the page prompt. */
 	instructions: string | null;
+	/** The provider and model it runs with, fixed when it was accepted; null for a job accepted before jobs named them. */
+	provider: string | null;
+	model: string | null;
 	/** The failures of its latest steps in a row (step-failure.ts); null when its last step went well. */
 	last_error: StoredStepError | null;
 }

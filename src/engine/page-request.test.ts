@@ -1,6 +1,9 @@
 import { describe, expect, it } from 'vitest';
 import type { JobContext } from './job-context.ts';
-import { pageFromBatchLine } from './page-request.ts';
+import { parseBatchOutputLine } from '../provider/openai/batch-lines.ts';
+import { pageFromBatchLine as fromResult } from './page-request.ts';
+
+const pageFromBatchLine = (line: string, context: JobContext) => fromResult(parseBatchOutputLine(line), context);
 
 /*
  * Batch lines as page outcomes: a line the provider never ran (its batch expired or was cancelled first) is

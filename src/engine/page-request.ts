@@ -1,5 +1,4 @@
-import type { JsonCompletionRequest } from '../provider/types.ts';
-import { parseBatchOutputLine } from '../provider/batch-lines.ts';
+import type { BatchLineResult, JsonCompletionRequest } from '../provider/types.ts';
 import type { GenerationProvider } from '../provider/generation-provider.ts';
 import type { JobContext } from './job-context.ts';
 import type { PageContent } from '../posts/post-store.ts';
@@ -61,24 +60,20 @@ export async function generatePage(
 	return toContent(checked.page);
 }
 
-/**
- * Error codes of lines the provider never ran: the batch expired, or was cancelled (by the job's cancel or from the
- * provider's side), before their turn. Such a line is left for a resubmission or failed, never retried through chat:
- * a cancelled batch of 50,000 lines would otherwise become 50,000 chat calls.
- */
-const UNANSWERED_CODES = new Set(['batch_expired', 'batch_cancelled', 'batch_canceled']);
-
 /** A batch line's page outcome; `unanswered` when the batch ended before the provider ran the request. */
 export type BatchLineOutcome = PageOutcome & { unanswered?: boolean };
 
-/** A batch output or error line as a page outcome; null for a line that names no request. */
-export function pageFromBatchLine(line: string, context: JobContext): BatchLineOutcome | null {
-	const parsed = parseBatchOutputLine(line);
+/**
+ * A batch result line, as its provider read it, as a page outcome; null for a line that names no request. A line the
+ * provider never ran stays `unanswered`: it is resubmitted or failed, never retried through chat (a cancelled batch
+ * of 50,000 lines would otherwise become 50,000 chat calls).
+ */
+export function pageFromBatchLine(parsed: BatchLineResult, context: JobContext): BatchLineOutcome | null {
 	if (!parsed.customId) return null;
 	const route = parsed.customId;
 	const usage = parsed.usage ? { ...parsed.usage, requests: 1 } : undefined;
 	const billed = usage ? { usage } : {};
-	if (!parsed.ok) return { route, error: parsed.error, ...billed, ...(parsed.code && UNANSWERED_CODES.has(parsed.code) ? { unanswered: true } : {}) };
+	if (!parsed.ok) return { route, error: parsed.error, ...billed, ...(parsed.unanswered ? { unanswered: true } : {}) };
 	const checked = validatePageOutput(parsed.content, context.allowedRoutes, route);
 	if (!checked.ok) return { route, error: checked.error, ...billed };
 	return { route, content: toContent(checked.page), language: context.language, ...billed };

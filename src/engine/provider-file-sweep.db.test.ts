@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { describeOnVendors, insertPendingJob, insertUser, insertWebsite, silentLogger } from '../../test/support/db-under-test.ts';
 import { startFakeProvider, type FakeProvider } from '../../test/support/fake-provider/server.ts';
-import { createOpenAiProvider } from '../provider/openai-provider.ts';
+import { createOpenAiProvider } from '../provider/openai/openai-provider.ts';
 import { JOBS } from './job-store.ts';
 import { sweepProviderFiles } from './provider-file-sweep.ts';
 

@@ -1,5 +1,5 @@
 import type { Knex } from 'knex';
-import type { GenerationProvider } from '../provider/generation-provider.ts';
+import type { BatchCapableProvider } from '../provider/generation-provider.ts';
 import type { Logger } from '../shared/logger.ts';
 import { JOBS } from './job-store.ts';
 
@@ -20,7 +20,7 @@ const MIN_AGE_MS = 24 * 60 * 60 * 1000;
 const JOBS_PER_QUERY = 500;
 
 /** Deletes our uploads of ended jobs older than a day; returns how many. `now` is the sweep's clock. */
-export async function sweepProviderFiles(knex: Knex, provider: GenerationProvider, logger: Logger, now = Date.now()): Promise<number> {
+export async function sweepProviderFiles(knex: Knex, provider: BatchCapableProvider, logger: Logger, now = Date.now()): Promise<number> {
 	const candidates: { id: string; jobId: number }[] = [];
 	for await (const file of provider.listBatchFiles()) {
 		const match = OUR_UPLOAD.exec(file.filename);

@@ -7,6 +7,7 @@ import type { Logger } from '../shared/logger.ts';
 import { failJob, runCancel, type EndJobDeps } from './end-job.ts';
 import { runBatchStep } from './batch-runner.ts';
 import type { ProviderSource } from '../provider/provider-source.ts';
+import { hasBatchApi } from '../provider/generation-provider.ts';
 import { claimJob, findClaimable, LeaseLostError, readJobHead, recordStepFailure, releaseJob, renewLease } from './job-store.ts';
 import { nextStepError, stepRetryDelay } from './step-failure.ts';
 import { runPages, type RunnerDeps } from './page-runner.ts';
@@ -107,7 +108,7 @@ export class GenerationRuntime {
 		this.#sweepingFiles = true;
 		providers
 			.current()
-			.then((provider) => ('unavailable' in provider ? 0 : sweepProviderFiles(database, provider, logger, now)))
+			.then((provider) => ('unavailable' in provider || !hasBatchApi(provider) ? 0 : sweepProviderFiles(database, provider, logger, now)))
 			.catch((error: unknown) => logger.warn({ err: error }, 'pseo: the files left at the provider could not be listed; the next sweep tries again'))
 			.finally(() => {
 				this.#sweepingFiles = false;
@@ -126,7 +127,7 @@ export class GenerationRuntime {
 		this.#settlingStrays = true;
 		providers
 			.current()
-			.then((provider) => ('unavailable' in provider ? 0 : settleStrayParts(database, provider, logger)))
+			.then((provider) => ('unavailable' in provider || !hasBatchApi(provider) ? 0 : settleStrayParts(database, provider, logger)))
 			.catch((error: unknown) => logger.warn({ err: error }, 'pseo: the batches of ended jobs could not be looked up; the next sweep tries again'))
 			.finally(() => {
 				this.#settlingStrays = false;
@@ -193,15 +194,16 @@ export class GenerationRuntime {
 		};
 		const batchMode = config.bulkMode === 'batch';
 		try {
-			deps.provider = await this.#options.providers.current();
 			// Bulk steps in batch mode and cancels read a job's routes a part or a page at a time; chat runners walk them all.
 			const job = await readJobHead(database, jobId);
 			if (!job) return;
+			// The provider and model the job was accepted with; Settings → AI may have changed since its last step.
+			deps.provider = await this.#options.providers.current({ provider: job.provider, model: job.model });
 			logger.debug({ jobId, mode: job.mode, attempt: job.attempts }, 'pseo job claimed');
 			if (job.cancelled) {
 				// Its owner cancelled it and the request that began the cancel did not finish it.
 				await runCancel(job, { ...deps, batchMode });
-			} else if (job.mode === 'bulk' && batchMode) {
+			} else if (job.mode === 'bulk' && batchMode && !('unavailable' in deps.provider) && hasBatchApi(deps.provider)) {
 				await runBatchStep(job, deps, { pollIntervalMs: config.batchPollIntervalMs, maxRequests: config.batchMaxRequests, maxBytes: config.batchMaxBytes });
 			} else {
 				await runPages(job, deps);

@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { describeOnVendors, insertPendingJob, insertUser, insertWebsite, silentLogger } from '../../test/support/db-under-test.ts';
 import { startFakeProvider, type FakeProvider } from '../../test/support/fake-provider/server.ts';
-import { createOpenAiProvider } from '../provider/openai-provider.ts';
-import type { GenerationProvider } from '../provider/generation-provider.ts';
+import { createOpenAiProvider } from '../provider/openai/openai-provider.ts';
+import type { BatchCapableProvider } from '../provider/generation-provider.ts';
 import { runCancel } from './end-job.ts';
 import { claimJob, JOBS, readJobHead } from './job-store.ts';
 import { BATCH_PART_KEY, PARTS, readParts, savePart } from './part-store.ts';
@@ -14,7 +14,7 @@ import { settleStrayParts, stopTwins } from './stray-batches.ts';
  */
 describeOnVendors('stray batches', (database) => {
 	let fake: FakeProvider;
-	let provider: GenerationProvider;
+	let provider: BatchCapableProvider;
 	beforeAll(async () => {
 		fake = await startFakeProvider();
 		provider = createOpenAiProvider({ apiKey: 'test-key', baseURL: fake.url, model: 'test-model', timeoutMs: 5000, backoff: { baseMs: 10, maxMs: 10 }, logger: silentLogger });

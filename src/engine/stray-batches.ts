@@ -1,7 +1,6 @@
 import type { Knex } from 'knex';
-import { FINAL_BATCH_STATES, type BatchInfo, type GenerationProvider } from '../provider/generation-provider.ts';
+import { FINAL_BATCH_STATES, type BatchInfo, type BatchCapableProvider } from '../provider/generation-provider.ts';
 import { ProviderCallError } from '../provider/provider-call-error.ts';
-import { parseBatchOutputLine } from '../provider/batch-lines.ts';
 import type { Logger } from '../shared/logger.ts';
 import { batchParts } from '../metrics/metrics.ts';
 import { discardFile } from './batch-files.ts';
@@ -25,7 +24,7 @@ const PARTS_PER_SWEEP = 20;
  * Cancels every batch tagged with `tag` other than `kept`, the one the part is stored with, and deletes its input.
  * Its output, if it answered lines before it stopped, is left to the provider's expiry: no stored part names it.
  */
-export async function stopTwins(provider: GenerationProvider, jobId: number, tag: string, kept: string, logger: Logger): Promise<number> {
+export async function stopTwins(provider: BatchCapableProvider, jobId: number, tag: string, kept: string, logger: Logger): Promise<number> {
 	const twins = (await provider.findBatchesByMetadata(BATCH_PART_KEY, tag)).filter((batch) => batch.id !== kept);
 	for (const twin of twins) {
 		await stopAtProvider(provider, twin, { jobId, tag, keptBatchId: kept }, logger);
@@ -50,7 +49,7 @@ interface StrayPart {
  * count it once), and then its files are deleted. A batch still running is asked to stop again. Returns how many
  * parts were settled.
  */
-export async function settleStrayParts(knex: Knex, provider: GenerationProvider, logger: Logger): Promise<number> {
+export async function settleStrayParts(knex: Knex, provider: BatchCapableProvider, logger: Logger): Promise<number> {
 	const rows = (await knex(`${PARTS} as p`)
 		.join(`${JOBS} as g`, 'g.id', 'p.generation_id')
 		.where('p.status', 'running')
@@ -77,7 +76,7 @@ export async function settleStrayParts(knex: Knex, provider: GenerationProvider,
 	return settled;
 }
 
-async function settlePart(knex: Knex, provider: GenerationProvider, part: StrayPart, logger: Logger): Promise<boolean> {
+async function settlePart(knex: Knex, provider: BatchCapableProvider, part: StrayPart, logger: Logger): Promise<boolean> {
 	const context = { jobId: part.generation_id, part: part.part, batchId: part.batch_id };
 	let batch: BatchInfo | null;
 	try {
@@ -113,7 +112,7 @@ async function settlePart(knex: Knex, provider: GenerationProvider, part: StrayP
  * The tokens of the output lines that answered a route the job failed: billed by the provider, never stored as a
  * page, so never counted. A line of a route that has a post was counted when its page was stored.
  */
-async function billedLines(knex: Knex, provider: GenerationProvider, part: StrayPart, outputFileId: string): Promise<PageUsage> {
+async function billedLines(knex: Knex, provider: BatchCapableProvider, part: StrayPart, outputFileId: string): Promise<PageUsage> {
 	const failed = new Set(
 		((await knex(JOB_ROUTES)
 			.where({ generation_id: part.generation_id, state: 'failed' })
@@ -123,7 +122,7 @@ async function billedLines(knex: Knex, provider: GenerationProvider, part: Stray
 	);
 	const total: PageUsage = { prompt_tokens: 0, completion_tokens: 0, requests: 0 };
 	for await (const line of provider.streamFileLines(outputFileId)) {
-		const result = parseBatchOutputLine(line);
+		const result = provider.parseBatchLine(line);
 		if (!result.usage || result.customId === null || !failed.has(result.customId)) continue;
 		failed.delete(result.customId);
 		total.prompt_tokens += result.usage.prompt_tokens;
@@ -134,7 +133,7 @@ async function billedLines(knex: Knex, provider: GenerationProvider, part: Stray
 }
 
 /** Asks the provider to stop a batch; a batch that has already finished cannot be, which is only logged. */
-async function stopAtProvider(provider: GenerationProvider, batch: BatchInfo, context: Record<string, unknown>, logger: Logger): Promise<void> {
+async function stopAtProvider(provider: BatchCapableProvider, batch: BatchInfo, context: Record<string, unknown>, logger: Logger): Promise<void> {
 	try {
 		await provider.cancelBatch(batch.id);
 	} catch (error) {
@@ -142,6 +141,6 @@ async function stopAtProvider(provider: GenerationProvider, batch: BatchInfo, co
 	}
 }
 
-async function deleteLogged(provider: GenerationProvider, fileId: string, context: Record<string, unknown>, logger: Logger): Promise<void> {
+async function deleteLogged(provider: BatchCapableProvider, fileId: string, context: Record<string, unknown>, logger: Logger): Promise<void> {
 	if (await discardFile(provider, fileId, context, logger)) logger.info({ ...context, fileId }, 'pseo batch file deleted at the provider');
 }

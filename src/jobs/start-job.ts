@@ -2,7 +2,7 @@ import type { Knex } from 'knex';
 import { ConflictError } from '../errors/index.ts';
 import { assertWithinDailyCaps } from '../ledger/spend-caps.ts';
 import { chargeTokens, lockPayer } from '../ledger/token-ledger.ts';
-import { announceJob, hasActiveJob, insertJob } from '../engine/job-store.ts';
+import { announceJob, hasActiveJob, insertJob, type JobProvider } from '../engine/job-store.ts';
 import type { JobMode } from '../engine/job-types.ts';
 import type { PlanPage } from '../plan/plan-page.ts';
 import { isUniqueViolation } from '../shared/database.ts';
@@ -26,6 +26,12 @@ export interface StartJobInput {
 export interface StartJobDeps {
 	database: Knex;
 	logger: Logger;
+	/**
+	 * Picks the provider and model a job of the website runs with (jobs/job-provider.ts), once the caller's right to
+	 * the website is checked; a model Settings → AI does not allow throws a 400. Without it, a job runs with the
+	 * instance's default at each step.
+	 */
+	pickProvider?: (pseoId: number) => Promise<JobProvider>;
 }
 
 /** A job ready to be accepted: its website, owner, mode, rate and the exact pages it generates. */
@@ -43,6 +49,7 @@ export interface JobToAccept {
 	/** A regeneration: the post its one route rewrites, and the owner's instructions. */
 	regeneratePostId?: number;
 	instructions?: string | null;
+	provider?: JobProvider | null;
 }
 
 /** What accepting a job committed: its id and its number of pages. */
@@ -78,13 +85,15 @@ export async function startJob(deps: StartJobDeps, input: StartJobInput): Promis
  */
 export async function acceptJob(deps: StartJobDeps, job: JobToAccept): Promise<AcceptedJob> {
 	const { userId, pseoId, mode, rate, routes, planId, note, userCap, regeneratePostId = null, instructions = null } = job;
+	// Before the transaction: the pick may read Settings → AI.
+	const provider = job.provider !== undefined ? job.provider : ((await deps.pickProvider?.(pseoId)) ?? null);
 	try {
 		const accepted = await transact(
 			deps.database,
 			async (trx) => {
 				await lockPayer(trx, userId);
 				await assertWithinDailyCaps(trx, { userId, pseoId, amount: rate * routes.length, userCap });
-				const id = await insertJob(trx, { pseoId, userId, mode, routes, rate, planId, regeneratePostId, instructions });
+				const id = await insertJob(trx, { pseoId, userId, mode, routes, rate, planId, regeneratePostId, instructions, provider });
 				await chargeTokens(trx, userId, rate * routes.length, { pseoId, generationId: id, note });
 				const accepted = { id, pages: routes.length };
 				// With an Idempotency-Key, the key records this job in the charge's transaction: a retry after a crash

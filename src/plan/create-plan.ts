@@ -1,7 +1,9 @@
 import type { Knex } from 'knex';
 import type { PseoConfig } from '../config/config.ts';
 import { ProviderUnavailableError } from '../errors/index.ts';
-import type { JsonProvider } from '../provider/types.ts';
+import type { ProviderSource } from '../provider/provider-source.ts';
+import { chooseForWebsite } from '../websites/website-provider.ts';
+import { readWebsiteProvider } from '../websites/website-store.ts';
 import type { Logger } from '../shared/logger.ts';
 import { postedRoutes } from '../posts/post-store.ts';
 import { requireOwnedPseo } from '../websites/ownership.ts';
@@ -23,7 +25,8 @@ export interface CreatePlanDeps {
 	database: Knex;
 	logger: Logger;
 	config: PseoConfig;
-	provider: JsonProvider | { unavailable: string };
+	/** The providers; a plan runs with the website's own provider and model, or the instance's defaults. */
+	providers: Pick<ProviderSource, 'choose' | 'current'>;
 	/** Page URLs or routes the website already has (its sitemap); best effort within `budgetMs`. */
 	siteRoutes: (websiteUrl: string, budgetMs: number) => Promise<string[]>;
 }
@@ -41,6 +44,9 @@ export interface CreatedPlan {
 export async function createPlan(deps: CreatePlanDeps, userId: string, request: PlanRequest): Promise<CreatedPlan> {
 	const { database, logger, config } = deps;
 	const pseo = await requireOwnedPseo(database, request.pseoId, userId);
+	// A model Settings → AI does not allow is refused before the plan is charged.
+	await chooseForWebsite(database, deps.providers, pseo.id);
+	const provider = await deps.providers.current(await readWebsiteProvider(database, pseo.id));
 	const planId = await startPlan(database, {
 		userId,
 		pseoId: pseo.id,
@@ -56,7 +62,7 @@ export async function createPlan(deps: CreatePlanDeps, userId: string, request: 
 		);
 	}, Math.max(1000, Math.floor(config.planLockMs / 3)));
 	try {
-		if ('unavailable' in deps.provider) throw new Error(deps.provider.unavailable);
+		if ('unavailable' in provider) throw new Error(provider.unavailable);
 		const posted = [...(await postedRoutes(database, pseo.id))];
 		// The sitemap only steers the plan away from pages the site has; a plan without it is still a plan.
 		const onSite = await deps.siteRoutes(pseo.website_url, config.planSitemapBudgetMs).catch((error: unknown) => {
@@ -69,7 +75,7 @@ export async function createPlan(deps: CreatePlanDeps, userId: string, request: 
 			description: request.description,
 			pageCount: config.planPages,
 			existingRoutes: [...onSite, ...posted],
-			provider: deps.provider,
+			provider,
 			logger,
 		});
 		await completePlan(database, planId, plan);

@@ -1,9 +1,20 @@
-import type { OpenAiProvider } from './types.ts';
+import type { BatchProvider, JsonProvider } from './types.ts';
 
 export type { BatchInfo } from './types.ts';
 
-/** What the engine needs of a provider: JSON completions, and the Batch API for bulk jobs. */
-export type GenerationProvider = OpenAiProvider;
+/** A provider that runs bulk jobs through its batch API, besides answering calls one at a time. */
+export type BatchCapableProvider = JsonProvider & BatchProvider;
+
+/**
+ * What the engine needs of a provider: JSON completions, and, when the provider has one, a batch API for bulk
+ * jobs. A bulk job whose provider has none is written page by page, as in concurrent mode.
+ */
+export type GenerationProvider = JsonProvider | BatchCapableProvider;
+
+/** Whether bulk jobs of this provider go through its batch API. */
+export function hasBatchApi(provider: GenerationProvider): provider is BatchCapableProvider {
+	return typeof (provider as Partial<BatchProvider>).createBatch === 'function';
+}
 
 /** Batch states after which the provider will not change the results any more. */
 export const FINAL_BATCH_STATES: ReadonlySet<string> = new Set(['completed', 'expired', 'cancelled', 'failed']);

@@ -32,12 +32,32 @@ export function redact(text: string, secrets: readonly (string | undefined)[] = 
 	return out.length > MAX_DETAIL ? `${out.slice(0, MAX_DETAIL - 1).trimEnd()}…` : out;
 }
 
-/** Classifies an error thrown by the SDK (or by the network under it) for the retry policy. */
-export function classifyError(error: unknown, secrets: readonly (string | undefined)[] = []): ProviderFailure {
-	if (error instanceof APIUserAbortError) return { reason: 'aborted', retryable: false };
-	if (error instanceof APIConnectionTimeoutError) return { reason: 'timeout', retryable: true };
-	if (error instanceof APIConnectionError) return { reason: 'connection', retryable: true };
-	if (error instanceof APIError && typeof error.status === 'number') {
+/** An API error of a vendor's SDK: the vendors' official SDKs are generated alike and share these fields. */
+interface SdkApiError extends Error {
+	status: number | undefined;
+	headers: Headers | undefined;
+	error: unknown;
+}
+
+/** The error classes of a vendor's official SDK that the classification tells apart. */
+export interface SdkErrorClasses {
+	APIUserAbortError: abstract new (...args: never[]) => Error;
+	APIConnectionTimeoutError: abstract new (...args: never[]) => Error;
+	APIConnectionError: abstract new (...args: never[]) => Error;
+	APIError: abstract new (...args: never[]) => SdkApiError;
+}
+
+const OPENAI_ERRORS: SdkErrorClasses = { APIUserAbortError, APIConnectionTimeoutError, APIConnectionError, APIError: APIError as unknown as SdkErrorClasses['APIError'] };
+
+/**
+ * Classifies an error thrown by a vendor's SDK (or by the network under it) for the retry policy. `sdk` names that
+ * SDK's error classes; the OpenAI SDK's by default.
+ */
+export function classifyError(error: unknown, secrets: readonly (string | undefined)[] = [], sdk: SdkErrorClasses = OPENAI_ERRORS): ProviderFailure {
+	if (error instanceof sdk.APIUserAbortError) return { reason: 'aborted', retryable: false };
+	if (error instanceof sdk.APIConnectionTimeoutError) return { reason: 'timeout', retryable: true };
+	if (error instanceof sdk.APIConnectionError) return { reason: 'connection', retryable: true };
+	if (error instanceof sdk.APIError && typeof error.status === 'number') {
 		const status = error.status;
 		const detail = providerMessage(error, secrets);
 		const failure = statusFailure(status, detail);
@@ -66,9 +86,11 @@ function statusFailure(status: number, detail: string | undefined): ProviderFail
 	return withDetail({ reason: 'rejected', retryable: false, status });
 }
 
-function providerMessage(error: APIError, secrets: readonly (string | undefined)[]): string | undefined {
-	const body = error.error as { message?: unknown } | undefined;
-	const message = typeof body?.message === 'string' ? body.message : undefined;
+function providerMessage(error: SdkApiError, secrets: readonly (string | undefined)[]): string | undefined {
+	// OpenAI's SDK keeps the body's `error` object; Anthropic's keeps the whole `{ type, error }` body.
+	const body = error.error as { message?: unknown; error?: { message?: unknown } } | undefined;
+	const raw = body?.message ?? body?.error?.message;
+	const message = typeof raw === 'string' ? raw : undefined;
 	return message ? redact(message, secrets) : undefined;
 }
 

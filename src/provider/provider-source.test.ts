@@ -17,7 +17,9 @@ function settingsStore(initial: AiSettings | null) {
 	return { store, read };
 }
 
-const compatible = (apiKey: string): AiSettings => ({ openaiApiKey: null, compatible: { baseUrl: 'http://127.0.0.1:9/v1', apiKey, name: 'gateway', headers: {} } });
+const noModels = { openai: null, anthropic: null, google: null, openai_compatible: null };
+const none: AiSettings = { openaiApiKey: null, anthropicApiKey: null, googleApiKey: null, compatible: null, allowedModels: noModels };
+const compatible = (apiKey: string): AiSettings => ({ ...none, compatible: { baseUrl: 'http://127.0.0.1:9/v1', apiKey, name: 'gateway', headers: {}, models: [] } });
 
 describe('provider source', () => {
 	it('uses the environment\'s key for the life of the instance and never reads Settings → AI then', async () => {
@@ -31,7 +33,7 @@ describe('provider source', () => {
 	});
 
 	it('without the environment\'s key, says how to configure a provider when Settings → AI has none', async () => {
-		const { read } = settingsStore({ openaiApiKey: null, compatible: null });
+		const { read } = settingsStore(none);
 		const source = createProviderSource(readConfig({}), quiet, read);
 		expect(source.origin).toBe('directus-settings');
 		expect(await source.current()).toEqual({ unavailable: expect.stringMatching(/OPENAI_API_KEY.*Settings → AI/) });
@@ -65,6 +67,42 @@ describe('provider source', () => {
 		store.fail = false;
 		expect('unavailable' in (await source.current())).toBe(false);
 		expect(store.reads).toBe(2);
-		expect(built).toEqual([{ baseURL: 'the OpenAI API' }]);
+		expect(built).toEqual([{ provider: 'openai', model: 'gpt-5.4-mini', origin: 'directus-settings', baseURL: 'the vendor API' }]);
+	});
+
+	it('runs the provider and model a website names, with the key of Settings → AI, and refuses a model it does not allow', async () => {
+		const { read } = settingsStore({
+			...none,
+			openaiApiKey: 'openai-key',
+			anthropicApiKey: 'anthropic-key',
+			allowedModels: { ...noModels, anthropic: ['claude-haiku-4-5', 'claude-sonnet-4-6'] },
+		});
+		const source = createProviderSource(readConfig({}), quiet, read);
+		expect(await source.choose()).toEqual({ kind: 'openai', model: 'gpt-5.4-mini', origin: 'directus-settings', refused: null });
+		expect(await source.choose({ provider: 'anthropic' })).toEqual({ kind: 'anthropic', model: 'claude-haiku-4-5', origin: 'directus-settings', refused: null });
+		const refused = await source.choose({ provider: 'anthropic', model: 'claude-opus-4-7' });
+		expect(refused.refused).toBe('The model "claude-opus-4-7" is not allowed for Anthropic in Settings → AI; allowed: claude-haiku-4-5, claude-sonnet-4-6.');
+		expect(await source.current({ provider: 'anthropic', model: 'claude-opus-4-7' })).toEqual({ unavailable: expect.stringContaining('not allowed') });
+		const claude = await source.current({ provider: 'anthropic', model: 'claude-sonnet-4-6' });
+		expect('unavailable' in claude).toBe(false);
+		expect(await source.current({ provider: 'anthropic', model: 'claude-sonnet-4-6' })).toBe(claude);
+		expect(await source.current({ provider: 'google' })).toEqual({ unavailable: expect.stringMatching(/^Google is not supported/) });
+	});
+
+	it('takes PSEO_PROVIDER and PSEO_MODEL as the default, and lets the environment\'s key run any model', async () => {
+		const { store, read } = settingsStore({ ...none, allowedModels: { ...noModels, anthropic: ['claude-haiku-4-5'] } });
+		const source = createProviderSource(readConfig({ ANTHROPIC_API_KEY: 'env-key', PSEO_PROVIDER: 'anthropic', PSEO_MODEL: 'claude-opus-4-7' }), quiet, read);
+		expect(source.origin).toBe('environment');
+		expect(await source.choose()).toEqual({ kind: 'anthropic', model: 'claude-opus-4-7', origin: 'environment', refused: null });
+		expect(store.reads).toBe(0);
+		// A provider without a key anywhere says which one is missing.
+		expect(await source.current({ provider: 'openai_compatible' })).toEqual({ unavailable: expect.stringMatching(/^OpenAI-compatible server is not configured/) });
+	});
+
+	it('takes an OpenAI-compatible server\'s first model when nothing names one', async () => {
+		const { read } = settingsStore({ ...compatible('k'), compatible: { baseUrl: 'http://127.0.0.1:9/v1', apiKey: 'k', name: 'local', headers: {}, models: ['llama-3.3', 'qwen'] }, allowedModels: { ...noModels, openai_compatible: ['llama-3.3', 'qwen'] } });
+		const source = createProviderSource(readConfig({}), quiet, read);
+		expect(await source.choose()).toEqual({ kind: 'openai_compatible', model: 'llama-3.3', origin: 'directus-settings', refused: null });
+		expect((await source.choose({ model: 'mistral' })).refused).toMatch(/not allowed for OpenAI-compatible server/);
 	});
 });

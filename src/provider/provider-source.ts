@@ -1,82 +1,169 @@
 import { createHash } from 'node:crypto';
 import type { PseoConfig } from '../config/config.ts';
 import type { Logger } from '../shared/logger.ts';
+import { DEFAULT_MODELS, isProviderKind, PROVIDER_NAMES, type ProviderKind } from '../shared/provider-kinds.ts';
 import type { AiSettings } from './ai-settings.ts';
+import { createAnthropicProvider } from './anthropic/anthropic-provider.ts';
 import type { GenerationProvider } from './generation-provider.ts';
-import { createOpenAiProvider } from './openai-provider.ts';
+import { createOpenAiProvider } from './openai/openai-provider.ts';
 
 /** The provider a call runs with, or why there is none. */
 type ProviderChoice = GenerationProvider | { unavailable: string };
 
-/** Where the provider of an instance comes from. */
+/** Where a provider's credentials come from. */
 type ProviderOrigin = 'environment' | 'directus-settings';
 
+/** What a website asks for: its `provider` and `model`, each null for the instance's default. */
+export interface ProviderWish {
+	provider?: string | null;
+	model?: string | null;
+}
+
+/** The provider and model a call runs with, and whether it can. */
+export interface ProviderPlan {
+	kind: ProviderKind;
+	model: string;
+	/** Where its credentials come from; null when it has none. */
+	origin: ProviderOrigin | null;
+	/** Why the model may not run: Settings → AI does not allow it for the provider. */
+	refused: string | null;
+}
+
 /**
- * The provider for each call. `OPENAI_API_KEY` in the environment wins, as it always did: one provider for the
- * life of the instance. Without it, Settings → AI is read when a call starts (cached for `SETTINGS_TTL_MS`, and
- * forgotten at once when this instance saves the settings), so an admin's change takes effect without a restart:
- * the OpenAI key (with `OPENAI_BASE_URL`, when set), else the OpenAI-compatible server.
+ * The provider for each call. A website may name its provider and model; otherwise `PSEO_PROVIDER` and
+ * `PSEO_MODEL`, or the defaults, apply. Each provider's key comes from the environment when it is set there
+ * (`OPENAI_API_KEY`, `ANTHROPIC_API_KEY`), which wins as it always did; otherwise from Settings → AI, read when a call
+ * starts (cached for `SETTINGS_TTL_MS`, and forgotten at once when this instance saves the settings), so an admin's
+ * change takes effect without a restart. The models Settings → AI allows bind the providers whose keys it holds; a
+ * provider configured in the environment runs the model the environment or the website names.
  */
 export interface ProviderSource {
+	/** `environment` when the environment configures a provider, else `directus-settings`. */
 	readonly origin: ProviderOrigin;
-	current(): Promise<ProviderChoice>;
+	choose(wish?: ProviderWish): Promise<ProviderPlan>;
+	current(wish?: ProviderWish): Promise<ProviderChoice>;
 	/** Forgets what was read of the settings (`settings.update`). */
 	invalidate(): void;
 }
 
 /** How long what was read of Settings → AI is used: a change saved on another instance is seen this late at most. */
 const SETTINGS_TTL_MS = 10_000;
+/** Clients kept, one per distinct provider, model and credentials; more are dropped and built again on need. */
+const MAX_CLIENTS = 32;
 
 /** Why generation cannot run; lands in failed_routes and the job's error. */
 const NOT_CONFIGURED =
 	'No AI provider is configured: set OPENAI_API_KEY, or an OpenAI key or an OpenAI-compatible server in Settings → AI. The tokens were refunded.';
 
-export function createProviderSource(config: PseoConfig, logger: Logger, readSettings: () => Promise<AiSettings | null>): ProviderSource {
-	const build = (apiKey: string, baseURL: string | undefined, headers?: Record<string, string>) =>
-		createOpenAiProvider({
-			apiKey,
-			...(baseURL !== undefined ? { baseURL } : {}),
-			...(headers && Object.keys(headers).length > 0 ? { headers } : {}),
-			model: config.model,
-			timeoutMs: config.providerTimeoutMs,
-			maxAttempts: config.providerMaxAttempts,
-			backoff: { baseMs: config.providerBackoffMs, maxMs: Math.max(config.providerBackoffMs, 30_000) },
-			logger,
-		});
+interface Credentials {
+	origin: ProviderOrigin;
+	apiKey: string;
+	baseURL: string | undefined;
+	headers?: Record<string, string>;
+}
 
-	if (config.openaiApiKey) {
-		const fixed = build(config.openaiApiKey, config.openaiBaseUrl);
-		return { origin: 'environment', current: async () => fixed, invalidate: () => {} };
-	}
+export function createProviderSource(config: PseoConfig, logger: Logger, readSettings: () => Promise<AiSettings | null>): ProviderSource {
+	const fromEnvironment: Partial<Record<ProviderKind, Credentials>> = {};
+	if (config.openaiApiKey) fromEnvironment.openai = { origin: 'environment', apiKey: config.openaiApiKey, baseURL: config.openaiBaseUrl };
+	if (config.anthropicApiKey) fromEnvironment.anthropic = { origin: 'environment', apiKey: config.anthropicApiKey, baseURL: config.anthropicBaseUrl };
 
 	let read: { at: number; settings: Promise<AiSettings | null> } | null = null;
-	// One provider per distinct configuration, so that a settings read that changed nothing keeps the same client.
-	let built: { fingerprint: string; provider: GenerationProvider } | null = null;
-	const providerFor = (apiKey: string, baseURL: string | undefined, headers?: Record<string, string>): GenerationProvider => {
-		// A digest, not the key: nothing kept here would show a key in a heap dump's strings beside its purpose.
-		const fingerprint = createHash('sha256').update(JSON.stringify([apiKey, baseURL ?? null, headers ?? {}])).digest('hex');
-		if (built?.fingerprint !== fingerprint) {
-			built = { fingerprint, provider: build(apiKey, baseURL, headers) };
-			logger.info({ baseURL: baseURL ?? 'the OpenAI API' }, 'pseo-automation: AI provider configured from Settings → AI');
+	const settings = (): Promise<AiSettings | null> => {
+		if (!read || Date.now() - read.at > SETTINGS_TTL_MS) {
+			const pending = readSettings();
+			read = { at: Date.now(), settings: pending };
+			// A failed read is not kept: the next call reads again.
+			pending.catch(() => {
+				if (read?.settings === pending) read = null;
+			});
 		}
-		return built.provider;
+		return read.settings;
 	};
+
+	const credentialsFrom = (kind: ProviderKind, ai: AiSettings | null): Credentials | null => {
+		switch (kind) {
+			case 'openai':
+				return ai?.openaiApiKey ? { origin: 'directus-settings', apiKey: ai.openaiApiKey, baseURL: config.openaiBaseUrl } : null;
+			case 'anthropic':
+				return ai?.anthropicApiKey ? { origin: 'directus-settings', apiKey: ai.anthropicApiKey, baseURL: config.anthropicBaseUrl } : null;
+			case 'openai_compatible':
+				// Servers such as Ollama or LM Studio take no key; the SDK needs one, so a placeholder goes in its header.
+				return ai?.compatible ? { origin: 'directus-settings', apiKey: ai.compatible.apiKey ?? 'none', baseURL: ai.compatible.baseUrl, headers: ai.compatible.headers } : null;
+			case 'google':
+				return null;
+		}
+	};
+
+	/** The provider of websites that name none. Settings → AI are read only when the environment does not decide. */
+	const defaultKind = async (): Promise<ProviderKind> => {
+		if (config.provider) return config.provider;
+		if (fromEnvironment.openai) return 'openai';
+		if (fromEnvironment.anthropic) return 'anthropic';
+		const ai = await settings();
+		return (['openai', 'anthropic', 'openai_compatible'] as const).find((kind) => credentialsFrom(kind, ai) !== null) ?? 'openai';
+	};
+
+	const plan = async (wish: ProviderWish = {}): Promise<ProviderPlan & { credentials: Credentials | null }> => {
+		const fallback = await defaultKind();
+		const kind = isProviderKind(wish.provider) ? wish.provider : fallback;
+		const environment = fromEnvironment[kind];
+		const ai = environment ? null : await settings();
+		const credentials = environment ?? credentialsFrom(kind, ai);
+		// The models Settings → AI allows bind only the providers whose keys it holds.
+		const allowed = credentials?.origin === 'directus-settings' ? (ai?.allowedModels[kind] ?? null) : null;
+		const preferred = kind === fallback ? config.model : null;
+		const standard = kind === 'openai_compatible' ? (ai?.compatible?.models[0] ?? config.model ?? DEFAULT_MODELS.openai) : DEFAULT_MODELS[kind];
+		const named = wish.model?.trim() || preferred;
+		// Without a model named, the default runs, or the first model allowed when the default is not.
+		const model = named ?? (allowed && !allowed.includes(standard) ? allowed[0]! : standard);
+		const refused =
+			allowed && !allowed.includes(model)
+				? `The model "${model}" is not allowed for ${PROVIDER_NAMES[kind]} in Settings → AI; allowed: ${allowed.join(', ')}.`
+				: null;
+		return { kind, model, origin: credentials?.origin ?? null, refused, credentials };
+	};
+
+	const clients = new Map<string, GenerationProvider>();
+	const clientFor = (kind: ProviderKind, model: string, credentials: Credentials): GenerationProvider => {
+		// A digest, not the key: nothing kept here would show a key in a heap dump's strings beside its purpose.
+		const fingerprint = createHash('sha256').update(JSON.stringify([kind, model, credentials])).digest('hex');
+		let client = clients.get(fingerprint);
+		if (!client) {
+			if (clients.size >= MAX_CLIENTS) clients.clear();
+			const common = {
+				apiKey: credentials.apiKey,
+				...(credentials.baseURL !== undefined ? { baseURL: credentials.baseURL } : {}),
+				...(credentials.headers && Object.keys(credentials.headers).length > 0 ? { headers: credentials.headers } : {}),
+				model,
+				timeoutMs: config.providerTimeoutMs,
+				maxAttempts: config.providerMaxAttempts,
+				backoff: { baseMs: config.providerBackoffMs, maxMs: Math.max(config.providerBackoffMs, 30_000) },
+				logger,
+			};
+			client = kind === 'anthropic' ? createAnthropicProvider(common) : createOpenAiProvider(common);
+			clients.set(fingerprint, client);
+			logger.info(
+				{ provider: kind, model, origin: credentials.origin, baseURL: credentials.baseURL ?? 'the vendor API' },
+				credentials.origin === 'environment' ? 'pseo-automation: AI provider configured from the environment' : 'pseo-automation: AI provider configured from Settings → AI',
+			);
+		}
+		return client;
+	};
+
 	return {
-		origin: 'directus-settings',
-		async current() {
-			if (!read || Date.now() - read.at > SETTINGS_TTL_MS) {
-				const settings = readSettings();
-				read = { at: Date.now(), settings };
-				// A failed read is not kept: the next call reads again.
-				settings.catch(() => {
-					if (read?.settings === settings) read = null;
-				});
+		origin: Object.keys(fromEnvironment).length > 0 ? 'environment' : 'directus-settings',
+		async choose(wish) {
+			const { credentials: _credentials, ...chosen } = await plan(wish);
+			return chosen;
+		},
+		async current(wish) {
+			const { kind, model, credentials, refused } = await plan(wish);
+			if (refused) return { unavailable: `${refused} The tokens were refunded.` };
+			if (kind === 'google') return { unavailable: `${PROVIDER_NAMES.google} is not supported by this version of pseo-automation yet. The tokens were refunded.` };
+			if (!credentials) {
+				return { unavailable: wish?.provider && isProviderKind(wish.provider) && kind !== 'openai' ? `${PROVIDER_NAMES[kind]} is not configured: add its key in Settings → AI. The tokens were refunded.` : NOT_CONFIGURED };
 			}
-			const settings = await read.settings;
-			if (settings?.openaiApiKey) return providerFor(settings.openaiApiKey, config.openaiBaseUrl);
-			// Servers such as Ollama or LM Studio take no key; the SDK needs one, so a placeholder goes in its header.
-			if (settings?.compatible) return providerFor(settings.compatible.apiKey ?? 'none', settings.compatible.baseUrl, settings.compatible.headers);
-			return { unavailable: NOT_CONFIGURED };
+			return clientFor(kind, model, credentials);
 		},
 		invalidate() {
 			read = null;

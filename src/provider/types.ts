@@ -40,6 +40,16 @@ export function readUsage(usage: unknown): ReportedUsage | null {
 	return { prompt_tokens: count(prompt), completion_tokens: count(completion) };
 }
 
+/**
+ * One line of a batch's results, read by the provider that ran it: the parsed JSON object of an answer, or a short
+ * human `error`, with the tokens the provider reports for it (null when it reports none). `unanswered` marks a
+ * request the provider never ran (its batch expired or was cancelled first), which is resubmitted or failed but
+ * never retried through chat. `customId` is null when the line names no request.
+ */
+export type BatchLineResult = ({ customId: string; ok: true; content: unknown } | { customId: string | null; ok: false; error: string; code?: string | null; unanswered?: boolean }) & {
+	usage?: ReportedUsage | null;
+};
+
 /** A chat-completions provider that returns validated JSON objects. */
 export interface JsonProvider {
 	completeJson<T = unknown>(request: JsonCompletionRequest): Promise<T>;
@@ -88,7 +98,7 @@ export interface ProviderFile {
 }
 
 /** Batch API operations (`/v1/files` + `/v1/batches`) of an OpenAI-compatible provider. */
-interface BatchProvider {
+export interface BatchProvider {
 	/** One JSONL line for `/v1/chat/completions` with the same body as a direct {@link JsonProvider.completeJson} call. */
 	buildBatchLine(customId: string, request: JsonCompletionRequest): string;
 	/** Uploads JSONL lines with `purpose: 'batch'`; resolves to the file id. Not retried except on 429. */
@@ -108,6 +118,8 @@ interface BatchProvider {
 	listBatchFiles(): AsyncIterable<ProviderFile>;
 	/** The non-empty lines of a file, streamed: memory stays bounded by the longest line. */
 	streamFileLines(fileId: string): AsyncIterable<string>;
+	/** Reads one line of a batch's output or error file. */
+	parseBatchLine(line: string): BatchLineResult;
 }
 
 /** An OpenAI-compatible provider with chat completions and the Batch API. */

@@ -41,3 +41,9 @@ export async function readDailyTokenCap(knex: Knex, pseoId: number): Promise<num
 export async function addPostCount(trx: Knex.Transaction, pseoId: number, created: number): Promise<void> {
 	await trx(WEBSITES).where('id', pseoId).update({ post_counts_total: trx.raw('post_counts_total + ?', [created]) });
 }
+
+/** The provider and model the website names for its plans and pages; null where it leaves them to the instance. */
+export async function readWebsiteProvider(knex: Knex, pseoId: number): Promise<{ provider: string | null; model: string | null }> {
+	const row = (await knex(WEBSITES).where('id', pseoId).first('provider', 'model')) as { provider: string | null; model: string | null } | undefined;
+	return { provider: row?.provider ?? null, model: row?.model ?? null };
+}

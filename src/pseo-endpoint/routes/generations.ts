@@ -4,6 +4,7 @@ import { cancelGenerationRoute, getGenerationRoute, listGenerationsRoute, retryG
 import { cancelJob } from '../../jobs/cancel-job.ts';
 import { getGeneration, listGenerations } from '../../jobs/read-jobs.ts';
 import { retryJob } from '../../jobs/retry-job.ts';
+import { providerPicker } from '../../websites/website-provider.ts';
 import type { AcceptedJob } from '../../jobs/start-job.ts';
 import { mountIdempotentRoute, mountRoute } from '../../http/mount-route.ts';
 import { parseRequest } from '../../http/parse-request.ts';
@@ -48,7 +49,8 @@ export function registerGenerations(router: Router, context: ServiceContext, not
 		const { id } = parseRequest(retryGenerationRoute, req).params;
 		return {
 			run: async () => {
-				const retry = await retryJob({ context, database: context.database, logger: context.logger, config }, userId, id);
+				const pickProvider = providerPicker(context.database, providerSourceFor(config, context.logger, context));
+				const retry = await retryJob({ context, database: context.database, logger: context.logger, config, pickProvider }, userId, id);
 				notify();
 				return retry;
 			},

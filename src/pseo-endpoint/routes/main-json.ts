@@ -17,7 +17,7 @@ export function registerMainJson(router: Router, context: ServiceContext): void 
 		const { body } = parseRequest(generateContentPlanRoute, req);
 		return {
 			run: async () =>
-				createPlan({ database: context.database, logger: context.logger, config, provider: await providerSourceFor(config, context.logger, context).current(), siteRoutes }, userId, body),
+				createPlan({ database: context.database, logger: context.logger, config, providers: providerSourceFor(config, context.logger, context), siteRoutes }, userId, body),
 			answer: (data: CreatedPlan) => ({ status: 200, payload: { message: `Content plan of ${data.total_pages} pages generated.`, data } }),
 		};
 	});

@@ -2,6 +2,8 @@ import type { Router } from 'express';
 import { useConfig } from '../../config/config.ts';
 import { regeneratePostRoute } from '../../contracts/generations.ts';
 import { regeneratePost } from '../../jobs/regenerate-post.ts';
+import { providerPicker } from '../../websites/website-provider.ts';
+import { providerSourceFor } from '../../provider/create-provider.ts';
 import type { AcceptedJob } from '../../jobs/start-job.ts';
 import { mountIdempotentRoute } from '../../http/mount-route.ts';
 import { parseRequest } from '../../http/parse-request.ts';
@@ -16,7 +18,8 @@ export function registerPosts(router: Router, context: ServiceContext, notify: J
 		const { id } = params;
 		return {
 			run: async () => {
-				const accepted = await regeneratePost({ database: context.database, logger: context.logger, config }, userId, id, body.instructions);
+				const pickProvider = providerPicker(context.database, providerSourceFor(config, context.logger, context));
+				const accepted = await regeneratePost({ database: context.database, logger: context.logger, config, pickProvider }, userId, id, body.instructions);
 				notify();
 				return accepted;
 			},

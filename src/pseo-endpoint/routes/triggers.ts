@@ -2,6 +2,8 @@ import type { Router } from 'express';
 import { useConfig } from '../../config/config.ts';
 import { bulkGenerationRoute, onDemandGenerationRoute } from '../../contracts/generations.ts';
 import { startJob, type AcceptedJob } from '../../jobs/start-job.ts';
+import { providerPicker } from '../../websites/website-provider.ts';
+import { providerSourceFor } from '../../provider/create-provider.ts';
 import type { JobMode } from '../../engine/job-types.ts';
 import { mountIdempotentRoute } from '../../http/mount-route.ts';
 import { parseRequest } from '../../http/parse-request.ts';
@@ -20,7 +22,8 @@ export function registerTriggers(router: Router, context: ServiceContext, notify
 			const rate = mode === 'on_demand' ? config.tokenPerPage : config.tokenPerBatchPage;
 			return {
 				run: async () => {
-					const accepted = await startJob(context, { userId, pseoId, postCount, mode, rate, userCap: config.userDailyTokenCap });
+					const pickProvider = providerPicker(context.database, providerSourceFor(config, context.logger, context));
+					const accepted = await startJob({ ...context, pickProvider }, { userId, pseoId, postCount, mode, rate, userCap: config.userDailyTokenCap });
 					faultPoint('after-trigger-commit');
 					notify();
 					return accepted;

@@ -1,5 +1,5 @@
-import { redact } from './provider-failure.ts';
-import type { ProviderFailure } from './provider-failure.ts';
+import { redact } from '../provider-failure.ts';
+import type { ProviderFailure } from '../provider-failure.ts';
 
 export type CompletionContent = { ok: true; value: Record<string, unknown> } | { ok: false; failure: ProviderFailure };
 

@@ -1,4 +1,3 @@
-import { providerCalls, providerLatency } from '../metrics/metrics.ts';
 import { createReadStream, createWriteStream } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -7,15 +6,18 @@ import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import OpenAI, { toStreamingFile } from 'openai';
 import { nodeHttpFetch } from './node-http-fetch.ts';
-import type { Logger } from '../shared/logger.ts';
-import { assertBackoff, backoffDelay, DEFAULT_BACKOFF, defaultSleep, retryAfterMs } from './backoff.ts';
-import type { BackoffOptions, Sleep } from './backoff.ts';
-import { readLines } from './line-reader.ts';
-import { ProviderCallError } from './provider-call-error.ts';
-import { classifyError, redact, toCallError } from './provider-failure.ts';
-import type { ProviderFailure } from './provider-failure.ts';
+import type { Logger } from '../../shared/logger.ts';
+import { assertBackoff, DEFAULT_BACKOFF, defaultSleep } from '../backoff.ts';
+import { createRetrier } from '../retry-policy.ts';
+import { checkId, checkRequest, positiveInteger } from '../call-checks.ts';
+import type { BackoffOptions, Sleep } from '../backoff.ts';
+import { readLines } from '../line-reader.ts';
+import { ProviderCallError } from '../provider-call-error.ts';
+import { classifyError, redact, toCallError } from '../provider-failure.ts';
+import type { ProviderFailure } from '../provider-failure.ts';
+import { parseBatchOutputLine } from './batch-lines.ts';
 import { readCompletionContent } from './read-completion.ts';
-import { readUsage, type BatchInfo, type BatchStatus, type JsonCompletionRequest, type OpenAiProvider, type ProviderFile } from './types.ts';
+import { readUsage, type BatchInfo, type BatchStatus, type JsonCompletionRequest, type OpenAiProvider, type ProviderFile } from '../types.ts';
 
 export interface OpenAiProviderOptions {
 	/** `OPENAI_API_KEY`. Without it every call fails at once with `OPENAI_API_KEY is not set`, before any network use. */
@@ -41,20 +43,6 @@ export interface OpenAiProviderOptions {
 	sleep?: Sleep;
 }
 
-type Attempt<T> = { ok: true; value: T } | { ok: false; failure: ProviderFailure };
-
-interface RetryContext {
-	op: string;
-	signal?: AbortSignal | undefined;
-	logContext?: Record<string, unknown> | undefined;
-	/**
-	 * Narrows which failures may be retried. Creating calls use it: the SDK sends no idempotency key, so a
-	 * request that may have reached the server is not repeated.
-	 */
-	mayRetry?: (failure: ProviderFailure) => boolean;
-}
-
-const SCHEMA_NAME = /^[a-zA-Z0-9_-]{1,64}$/;
 const CHAT_ENDPOINT = '/v1/chat/completions';
 const LIST_PAGE_SIZE = 100;
 const MISSING_KEY: ProviderFailure = { reason: 'missing_api_key', retryable: false };
@@ -86,49 +74,11 @@ export function createOpenAiProvider(options: OpenAiProviderOptions): OpenAiProv
 	const uploadClient = makeClient(nodeHttpFetch);
 	// Header values may be credentials too (an `x-api-key` of a gateway): never in an error or a log line.
 	const secrets = [settings.apiKey, ...Object.values(options.headers ?? {})];
+	const withRetries = createRetrier({ maxAttempts, backoff, maxRetryAfterMs, sleep, logger, secrets });
 
 	function requireClient(which: OpenAI | null = client): OpenAI {
 		if (!which) throw toCallError(MISSING_KEY, 1);
 		return which;
-	}
-
-	async function withRetries<T>(context: RetryContext, attempt: () => Promise<Attempt<T>>): Promise<T> {
-		const { op, signal, logContext } = context;
-		for (let number = 1; ; number++) {
-			if (signal?.aborted) throw toCallError({ reason: 'aborted', retryable: false }, number - 1 || 1);
-			let outcome: Attempt<T>;
-			const started = performance.now();
-			try {
-				outcome = await attempt();
-			} catch (error) {
-				if (error instanceof ProviderCallError) throw error;
-				const failure = classifyError(error, secrets);
-				if (failure.reason === 'rate_limited' || failure.reason === 'server_error') {
-					const headers = (error as { headers?: Headers }).headers;
-					const wait = retryAfterMs(headers, maxRetryAfterMs);
-					if (wait !== null) failure.retryAfterMs = wait;
-				}
-				// A timeout or reset seen after the caller aborted is the abort, not a provider fault.
-				outcome = { ok: false, failure: signal?.aborted ? { reason: 'aborted', retryable: false } : failure };
-			}
-			providerLatency.observe({ kind: op }, (performance.now() - started) / 1000);
-			providerCalls.inc({ kind: op, outcome: outcome.ok ? 'ok' : outcome.failure.reason });
-			if (outcome.ok) return outcome.value;
-			const { failure } = outcome;
-			const retry = failure.retryable && (context.mayRetry?.(failure) ?? true) && number < maxAttempts;
-			const fields = { ...logContext, op, attempt: number, maxAttempts, reason: failure.reason, status: failure.status, detail: failure.detail };
-			if (!retry) {
-				logger.warn(fields, 'pseo-automation: provider call failed');
-				throw toCallError(failure, number);
-			}
-			const delayMs = failure.retryAfterMs ?? backoffDelay(number, backoff);
-			logger.warn({ ...fields, delayMs }, 'pseo-automation: provider call failed; retrying');
-			try {
-				await sleep(delayMs, signal);
-			} catch {
-				throw toCallError({ reason: 'aborted', retryable: false }, number);
-			}
-		}
 	}
 
 	function chatBody(request: JsonCompletionRequest) {
@@ -318,6 +268,8 @@ export function createOpenAiProvider(options: OpenAiProviderOptions): OpenAiProv
 			checkId('fileId', fileId);
 			return streamLines(fileId);
 		},
+
+		parseBatchLine: parseBatchOutputLine,
 	};
 
 	async function* streamLines(fileId: string): AsyncGenerator<string> {
@@ -418,20 +370,6 @@ function checkOptions(options: OpenAiProviderOptions): Settings {
 	};
 }
 
-function positiveInteger(name: string, value: unknown, fallback: number, min = 1): number {
-	if (value === undefined) return fallback;
-	if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < min) {
-		throw new TypeError(`Expected \`${name}\` to be an integer >= ${min}, got \`${String(value)}\` (${typeof value})`);
-	}
-	return value;
-}
-
-function checkId(name: string, value: unknown): void {
-	if (typeof value !== 'string' || value === '') {
-		throw new TypeError(`Expected \`${name}\` to be a non-empty string, got \`${String(value)}\` (${typeof value})`);
-	}
-}
-
 function checkMetadata(metadata: unknown): void {
 	if (typeof metadata !== 'object' || metadata === null || Array.isArray(metadata)) {
 		throw new TypeError(`Expected \`metadata\` to be an object of strings, got \`${String(metadata)}\``);
@@ -443,28 +381,5 @@ function checkMetadata(metadata: unknown): void {
 		if (typeof value !== 'string' || value.length > 512) {
 			throw new TypeError(`Expected metadata \`${key}\` to be a string of at most 512 characters, got \`${String(value).slice(0, 80)}\` (${typeof value})`);
 		}
-	}
-}
-
-function checkRequest(request: JsonCompletionRequest): void {
-	if (typeof request !== 'object' || request === null) {
-		throw new TypeError(`Expected a completion request object, got \`${String(request)}\``);
-	}
-	if (typeof request.schemaName !== 'string' || !SCHEMA_NAME.test(request.schemaName)) {
-		throw new TypeError(`Expected \`schemaName\` to match ${SCHEMA_NAME}, got \`${String(request.schemaName)}\``);
-	}
-	if (typeof request.schema !== 'object' || request.schema === null || Array.isArray(request.schema)) {
-		throw new TypeError(`Expected \`schema\` to be a JSON schema object, got \`${String(request.schema)}\``);
-	}
-	if (!Array.isArray(request.messages) || request.messages.length === 0) {
-		throw new TypeError(`Expected \`messages\` to be a non-empty array, got \`${String(request.messages)}\``);
-	}
-	request.messages.forEach((message, index) => {
-		if (!['system', 'user', 'assistant'].includes(message?.role) || typeof message?.content !== 'string') {
-			throw new TypeError(`Expected messages[${index}] to be { role: system|user|assistant, content: string }, got \`${JSON.stringify(message)?.slice(0, 80)}\``);
-		}
-	});
-	if (request.validate !== undefined && typeof request.validate !== 'function') {
-		throw new TypeError(`Expected \`validate\` to be a function, got ${typeof request.validate}`);
 	}
 }

@@ -42,6 +42,7 @@ describe('parseBatchOutputLine', () => {
 		expect(result).toEqual({
 			customId: '/b',
 			ok: false,
+			unanswered: true,
 			error: 'Batch request failed (batch_expired): This request could not be executed before the completion window expired.',
 			code: 'batch_expired',
 		});

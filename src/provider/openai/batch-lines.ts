@@ -1,11 +1,9 @@
-import { describeFailure, redact } from './provider-failure.ts';
+import { describeFailure, redact } from '../provider-failure.ts';
 import { readCompletionContent } from './read-completion.ts';
-import { readUsage, type ReportedUsage } from './types.ts';
+import { readUsage, type BatchLineResult } from '../types.ts';
 
-/** A line's outcome, with the tokens the provider reports for it (null when it reports none: an error line). */
-export type BatchLineResult = ({ customId: string; ok: true; content: unknown } | { customId: string | null; ok: false; error: string; code?: string | null }) & {
-	usage?: ReportedUsage | null;
-};
+/** Error codes of lines the provider never ran: the batch expired, or was cancelled, before their turn. */
+const UNANSWERED_CODES = new Set(['batch_expired', 'batch_cancelled', 'batch_canceled']);
 
 /**
  * Reads one line of a batch output or error file. A success is a `response` with `status_code` 200 whose
@@ -27,7 +25,8 @@ export function parseBatchOutputLine(line: string): BatchLineResult {
 	if (isRecord(parsed.error)) {
 		const code = typeof parsed.error.code === 'string' ? parsed.error.code : null;
 		const message = typeof parsed.error.message === 'string' ? redact(parsed.error.message) : '';
-		return { customId, ok: false, error: `Batch request failed${code ? ` (${code})` : ''}${message ? `: ${message}` : ''}`, code };
+		const error = `Batch request failed${code ? ` (${code})` : ''}${message ? `: ${message}` : ''}`;
+		return { customId, ok: false, error, code, ...(code && UNANSWERED_CODES.has(code) ? { unanswered: true } : {}) };
 	}
 	const response = parsed.response;
 	if (!isRecord(response)) return fail('Batch line has neither a response nor an error');

@@ -3,11 +3,11 @@ import { createServer } from 'node:http';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
-import type { Logger } from '../shared/logger.ts';
+import type { Logger } from '../../shared/logger.ts';
 import { createOpenAiProvider } from './openai-provider.ts';
 import type { OpenAiProviderOptions } from './openai-provider.ts';
-import { ProviderCallError } from './provider-call-error.ts';
-import type { JsonCompletionRequest } from './types.ts';
+import { ProviderCallError } from '../provider-call-error.ts';
+import type { JsonCompletionRequest } from '../types.ts';
 
 const API_KEY = 'sk-test-0123456789abcdefSECRET';
 
