@@ -10,7 +10,7 @@ import type { JsonSchema } from './json-schema.ts';
 import type { WireMessage } from './prompt-context.ts';
 
 /** The error types the Anthropic API sends, by HTTP status. */
-export type AnthropicErrorType =
+type AnthropicErrorType =
 	| 'invalid_request_error'
 	| 'authentication_error'
 	| 'billing_error'
@@ -60,7 +60,7 @@ export function isAnthropicPath(path: string): boolean {
 }
 
 /** The error type the real API sends with a status; the status decides, whatever produced the error. */
-export function anthropicErrorType(status: number): AnthropicErrorType {
+function anthropicErrorType(status: number): AnthropicErrorType {
 	switch (status) {
 		case 401:
 			return 'authentication_error';
@@ -144,7 +144,7 @@ export function parseMessagesRequest(body: unknown): { ok: true; request: ChatRe
 }
 
 /** Wraps an answer as a message; a refusal is `stop_reason: 'refusal'` with no text at all. */
-export function toMessage(request: ChatRequest, answer: Answer, serviceTier: 'standard' | 'batch' = 'standard'): AnthropicMessage {
+function toMessage(request: ChatRequest, answer: Answer, serviceTier: 'standard' | 'batch' = 'standard'): AnthropicMessage {
 	const refused = answer.content === null;
 	return {
 		id: newId('msg_'),

@@ -1,4 +1,4 @@
-import Anthropic, { APIError, AuthenticationError, BadRequestError, RateLimitError } from '@anthropic-ai/sdk';
+import Anthropic, { APIError, AuthenticationError, BadRequestError, NotFoundError, PermissionDeniedError, RateLimitError } from '@anthropic-ai/sdk';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { validateJsonSchema } from './json-schema.ts';
 import type { JsonSchema } from './json-schema.ts';
@@ -283,6 +283,38 @@ describe('message batches', () => {
 		const gone = await caught(client.messages.batches.retrieve(running.id));
 		expect((gone as APIError).status).toBe(404);
 		expect((gone as APIError).error).toMatchObject({ error: { type: 'not_found_error' } });
+	});
+
+	it('ends a request with invalid params as errored, and serves no results before the batch has ended', async () => {
+		fake.configure({ holdBatches: true });
+		const created = await client.messages.batches.create({
+			requests: [
+				{ custom_id: 'good', params: pageParams('/good') },
+				{ custom_id: 'no-max-tokens', params: { ...pageParams('/bad'), max_tokens: 0 } },
+			],
+		});
+		const early = await caught(client.get(`/v1/messages/batches/${created.id}/results`));
+		expect(early).toBeInstanceOf(NotFoundError);
+		fake.releaseBatches();
+		const { batch } = await retrieveUntilEnded(created.id);
+		expect(batch.request_counts).toMatchObject({ succeeded: 1, errored: 1 });
+		const results = await resultsOf(created.id);
+		expect(results.get('no-max-tokens')).toMatchObject({ type: 'errored', error: { type: 'error', error: { type: 'invalid_request_error' } } });
+		expect(results.get('good')?.type).toBe('succeeded');
+	});
+
+	it('refuseBatchCreates and holdBatchCreates apply to message batch creates', async () => {
+		fake.configure({ refuseBatchCreates: 403 });
+		const refused = await caught(createBatch(['/a']));
+		expect(refused).toBeInstanceOf(PermissionDeniedError);
+		expect((refused as PermissionDeniedError).error).toMatchObject({ error: { type: 'permission_error' } });
+		fake.configure({ refuseBatchCreates: null, holdBatchCreates: true });
+		const creating = createBatch(['/held']);
+		while (fake.heldBatchCreates() < 1) await new Promise((resolve) => setTimeout(resolve, 10));
+		expect(fake.countBatchesCreated()).toBe(0);
+		expect(fake.releaseBatchCreates()).toBe(1);
+		await expect(creating).resolves.toMatchObject({ processing_status: 'in_progress' });
+		expect(fake.countBatchedRoute('/held')).toBe(1);
 	});
 
 	it('refuses a bad or duplicate custom_id with 400 and creates nothing', async () => {
