@@ -1,7 +1,8 @@
 /**
  * Answers one chat-completion body: request validation, the content faults that apply in chat and in batches
  * alike (`planFail`, `chatErrorsForTask`, `failRoutes`), and the responders. Transport faults (auth, 429, 5xx,
- * latency, hangs) belong to the HTTP layer.
+ * latency, hangs) belong to the HTTP layer. `answerRequest` is the protocol-neutral core: the Anthropic Messages
+ * API (anthropic-messages.ts) wraps the same answer in its own shape, as `answerChat` does for OpenAI.
  */
 import { randomBytes } from 'node:crypto';
 import type { FakeConfig, RouteFailure } from './config.ts';
@@ -34,6 +35,18 @@ export interface ChatRequest {
 
 export type ChatOutcome =
 	| { ok: true; body: ChatCompletion }
+	| { ok: false; status: number; error: ApiError };
+
+/** What the model said, whatever the wire protocol: text or a refusal, and the tokens it would have cost. */
+export interface Answer {
+	content: string | null;
+	refusal: string | null;
+	promptTokens: number;
+	completionTokens: number;
+}
+
+export type AnswerOutcome =
+	| { ok: true; answer: Answer }
 	| { ok: false; status: number; error: ApiError };
 
 interface ChatCompletion {
@@ -139,10 +152,19 @@ function estimateTokens(characters: number): number {
 	return Math.max(1, Math.ceil(characters / 4));
 }
 
-function completion(request: ChatRequest, content: string | null, refusal: string | null = null): ChatCompletion {
+/** An answer with its token counts, estimated from the prompt and the text given back. */
+function answerOf(request: ChatRequest, content: string | null, refusal: string | null = null): Answer {
 	const promptChars = request.messages.reduce((sum, message) => sum + messageText(message).length, 0);
-	const promptTokens = estimateTokens(promptChars) + 8;
-	const completionTokens = estimateTokens((content ?? refusal ?? '').length);
+	return {
+		content,
+		refusal,
+		promptTokens: estimateTokens(promptChars) + 8,
+		completionTokens: estimateTokens((content ?? refusal ?? '').length),
+	};
+}
+
+function completion(request: ChatRequest, answer: Answer): ChatCompletion {
+	const { content, refusal, promptTokens, completionTokens } = answer;
 	return {
 		id: newId('chatcmpl-'),
 		object: 'chat.completion',
@@ -234,10 +256,10 @@ function taskError(task: string | null, state: ChatState): number | null {
 }
 
 /**
- * Answers a validated request, applying the content faults. `customId` is set for batch lines, so `failRoutes`
- * can also name a custom_id.
+ * Answers a validated request, applying the content faults, in no protocol's shape. `customId` is set for batch
+ * lines, so `failRoutes` can also name a custom_id.
  */
-export function answerChat(request: ChatRequest, state: ChatState, customId: string | null = null): ChatOutcome {
+export function answerRequest(request: ChatRequest, state: ChatState, customId: string | null = null): AnswerOutcome {
 	if (state.config.planFail && request.task !== null && PLAN_TASKS.has(request.task)) {
 		return { ok: false, status: 500, error: apiError('The server had an error while processing your request.', 'server_error') };
 	}
@@ -251,14 +273,20 @@ export function answerChat(request: ChatRequest, state: ChatState, customId: str
 		case 'error':
 			return { ok: false, status: 500, error: apiError('The server had an error while processing your request.', 'server_error') };
 		case 'malformed':
-			return { ok: true, body: completion(request, '{"title": "Unfinished answer", "body_markdown": "The text stops her') };
+			return { ok: true, answer: answerOf(request, '{"title": "Unfinished answer", "body_markdown": "The text stops her') };
 		case 'refusal':
-			return { ok: true, body: completion(request, null, "I'm sorry, but I can't help with that request.") };
+			return { ok: true, answer: answerOf(request, null, "I'm sorry, but I can't help with that request.") };
 		case 'invalid': {
 			const content = produceContent(request, state.config);
-			return { ok: true, body: completion(request, request.format === 'text' ? '' : invalidate(content)) };
+			return { ok: true, answer: answerOf(request, request.format === 'text' ? '' : invalidate(content)) };
 		}
 		default:
-			return { ok: true, body: completion(request, produceContent(request, state.config)) };
+			return { ok: true, answer: answerOf(request, produceContent(request, state.config)) };
 	}
+}
+
+/** Answers a validated request as a chat completion. */
+export function answerChat(request: ChatRequest, state: ChatState, customId: string | null = null): ChatOutcome {
+	const outcome = answerRequest(request, state, customId);
+	return outcome.ok ? { ok: true, body: completion(request, outcome.answer) } : outcome;
 }

@@ -19,13 +19,13 @@ export class HttpError extends Error {
 	}
 }
 
-/** Reads the whole request body. */
-export async function readBody(req: IncomingMessage): Promise<Buffer> {
+/** Reads the whole request body, refusing one over `maxBytes` with 413. */
+export async function readBody(req: IncomingMessage, maxBytes = MAX_BODY_BYTES): Promise<Buffer> {
 	const chunks: Buffer[] = [];
 	let size = 0;
 	for await (const chunk of req) {
 		size += (chunk as Buffer).length;
-		if (size > MAX_BODY_BYTES) {
+		if (size > maxBytes) {
 			throw new HttpError(413, { message: 'Request body too large.', type: 'invalid_request_error', param: null, code: null });
 		}
 		chunks.push(chunk as Buffer);
@@ -34,8 +34,8 @@ export async function readBody(req: IncomingMessage): Promise<Buffer> {
 }
 
 /** Reads a JSON body; an empty body reads as `{}`. */
-export async function readJson(req: IncomingMessage): Promise<unknown> {
-	const raw = await readBody(req);
+export async function readJson(req: IncomingMessage, maxBytes = MAX_BODY_BYTES): Promise<unknown> {
+	const raw = await readBody(req, maxBytes);
 	if (raw.length === 0) return {};
 	try {
 		return JSON.parse(raw.toString('utf8'));

@@ -9,12 +9,15 @@ export interface RequestLogEntry {
 	path: string;
 	/** Arrival time, ms since the epoch. */
 	time: number;
-	/** The key the request carried (`Authorization: Bearer <key>`), and any `x-*` headers besides the SDK's own. */
+	/**
+	 * The key the request carried (OpenAI's `Authorization: Bearer <key>`, or Anthropic's `x-api-key`), and any `x-*`
+	 * headers besides the SDKs' own.
+	 */
 	apiKey?: string | null;
 	extraHeaders?: Record<string, string>;
 	/** Status sent, or null while the answer is pending (or never came, as with `hangChat`). */
 	status: number | null;
-	/** Chat completions: the `task` and `route` of the prompt context, and the json_schema name. */
+	/** Chat completions and Anthropic messages: the `task` and `route` of the prompt context, and the json_schema name (OpenAI only). */
 	task?: string | null;
 	route?: string | null;
 	schemaName?: string | null;
@@ -36,22 +39,24 @@ export interface RequestLogEntry {
 	usage?: { prompt_tokens: number; completion_tokens: number };
 }
 
-const CHAT_PATH = '/v1/chat/completions';
-const BATCHES_PATH = '/v1/batches';
+/** The model calls of both protocols: OpenAI chat completions and Anthropic messages. */
+const CHAT_PATHS = new Set(['/v1/chat/completions', '/v1/messages']);
+/** Batch creates of both protocols. */
+const BATCHES_PATHS = new Set(['/v1/batches', '/v1/messages/batches']);
 
-/** Chat-completion requests received (every attempt, whatever its answer), optionally only for one route. */
+/** Model calls received (every attempt, whatever its answer), optionally only for one route. */
 export function countChat(entries: readonly RequestLogEntry[], route?: string): number {
-	return entries.filter((entry) => entry.method === 'POST' && entry.path === CHAT_PATH && (route === undefined || entry.route === route)).length;
+	return entries.filter((entry) => entry.method === 'POST' && CHAT_PATHS.has(entry.path) && (route === undefined || entry.route === route)).length;
 }
 
-/** Batches created successfully (`POST /v1/batches` answered 200). */
+/** Batches created successfully (`POST /v1/batches` or `POST /v1/messages/batches` answered 200). */
 export function countBatchesCreated(entries: readonly RequestLogEntry[]): number {
-	return entries.filter((entry) => entry.method === 'POST' && entry.path === BATCHES_PATH && entry.status === 200).length;
+	return entries.filter((entry) => entry.method === 'POST' && BATCHES_PATHS.has(entry.path) && entry.status === 200).length;
 }
 
 /** How many times a route was submitted in successfully created batches. */
 export function countBatchedRoute(entries: readonly RequestLogEntry[], route: string): number {
 	return entries
-		.filter((entry) => entry.method === 'POST' && entry.path === BATCHES_PATH && entry.status === 200)
+		.filter((entry) => entry.method === 'POST' && BATCHES_PATHS.has(entry.path) && entry.status === 200)
 		.reduce((sum, entry) => sum + (entry.routes ?? []).filter((item) => item === route).length, 0);
 }

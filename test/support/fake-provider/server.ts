@@ -1,14 +1,17 @@
 /**
  * An OpenAI-compatible HTTP server for tests and benchmarks: chat completions that honour json_schema, files,
  * batches with a status progression, fault injection, a request log, and admin routes under `/_fake/` so another
- * process can drive it.
+ * process can drive it. It speaks the Anthropic protocol too, under `/v1/messages`: messages and message batches
+ * answered by the same responders and faults (anthropic-messages.ts, anthropic-batches.ts).
  */
 import { createServer } from 'node:http';
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { AnthropicBatchStore, MAX_BATCH_BODY_BYTES } from './anthropic-batches.ts';
+import { anthropicErrorBody, answerMessage, isAnthropicPath, parseMessagesRequest, usageForLog } from './anthropic-messages.ts';
 import { BatchStore } from './batches.ts';
 import { answerChat, apiError, newId, parseChatRequest } from './chat.ts';
-import type { ChatState } from './chat.ts';
+import type { ChatRequest, ChatState } from './chat.ts';
 import { configToJson, defaultConfig, mergeConfig } from './config.ts';
 import type { FakeConfig, FakeConfigPatch } from './config.ts';
 import { FileStore } from './files.ts';
@@ -27,7 +30,7 @@ export interface FakeProviderOptions {
 }
 
 export interface FakeProvider {
-	/** Base URL for the SDK's `baseURL`, ending in `/v1`. */
+	/** Base URL for the OpenAI SDK's `baseURL`, ending in `/v1`; the Anthropic SDK takes it without the `/v1`. */
 	readonly url: string;
 	/** The live request log of the `/v1` API, oldest first (cleared in place by `reset`). */
 	readonly requests: RequestLogEntry[];
@@ -35,7 +38,7 @@ export interface FakeProvider {
 	readonly config: Readonly<FakeConfig>;
 	/** Applies a partial config; each given field replaces the old one. Throws TypeError on a bad value. */
 	configure(patch: FakeConfigPatch): void;
-	/** Back to defaults: config, log, files, batches and attempt counters. */
+	/** Back to defaults: config, log, files, batches (of both protocols) and attempt counters. */
 	reset(): void;
 	/** Lets every batch held by `holdBatches` move on at its next retrieve. */
 	releaseBatches(): void;
@@ -55,9 +58,9 @@ export interface FakeProvider {
 	/** Batch creates waiting for `releaseBatchCreates()`. */
 	heldBatchCreates(): number;
 	close(): Promise<void>;
-	/** Chat-completion requests received, optionally for one route. */
+	/** Chat-completion and Anthropic message requests received, optionally for one route. */
 	countChat(route?: string): number;
-	/** Batches created successfully. */
+	/** Batches created successfully, of either protocol. */
 	countBatchesCreated(): number;
 	/** Times a route was submitted in created batches. */
 	countBatchedRoute(route: string): number;
@@ -85,17 +88,27 @@ function notFound(method: string, path: string): HttpError {
 	return new HttpError(404, apiError(`Invalid URL (${method} ${path})`));
 }
 
-/** Who called: the bearer key, and the `x-*` headers that the SDK does not send itself (`x-stainless-*`). */
+/**
+ * Who called: the key (OpenAI's `Authorization: Bearer`, or Anthropic's `x-api-key`), and the `x-*` headers that
+ * the SDKs do not send themselves (`x-stainless-*`; `x-api-key` is the key, already recorded).
+ */
 function callerOf(req: IncomingMessage): Pick<RequestLogEntry, 'apiKey' | 'extraHeaders'> {
-	const key = /^Bearer\s+(\S+)/i.exec(req.headers.authorization ?? '')?.[1] ?? null;
+	const anthropicKey = req.headers['x-api-key'];
+	const key = /^Bearer\s+(\S+)/i.exec(req.headers.authorization ?? '')?.[1] ?? (typeof anthropicKey === 'string' && anthropicKey !== '' ? anthropicKey : null);
 	const extraHeaders: Record<string, string> = {};
 	for (const [name, value] of Object.entries(req.headers)) {
-		if (name.startsWith('x-') && !name.startsWith('x-stainless-') && typeof value === 'string') extraHeaders[name] = value;
+		if (name.startsWith('x-') && !name.startsWith('x-stainless-') && name !== 'x-api-key' && typeof value === 'string') extraHeaders[name] = value;
 	}
 	return { apiKey: key, extraHeaders };
 }
 
-function isAuthorized(req: IncomingMessage): boolean {
+/**
+ * A bearer token, or on the Anthropic routes an `x-api-key` as well: the Anthropic API takes either, and
+ * `@anthropic-ai/sdk` 1.x sends its `apiKey` as `Authorization: Bearer`.
+ */
+function isAuthorized(req: IncomingMessage, anthropic: boolean): boolean {
+	const key = req.headers['x-api-key'];
+	if (anthropic && typeof key === 'string' && key.trim() !== '') return true;
 	const header = req.headers.authorization ?? '';
 	return /^Bearer\s+\S+/i.test(header);
 }
@@ -151,6 +164,7 @@ class FakeProviderServer implements FakeProvider {
 	#attempts = new Map<string, number>();
 	#files = new FileStore();
 	#batches: BatchStore;
+	#messageBatches: AnthropicBatchStore;
 	#routes: Route[];
 
 	constructor() {
@@ -158,6 +172,11 @@ class FakeProviderServer implements FakeProvider {
 			files: this.#files,
 			config: () => this.#config,
 			answer: (request, customId) => answerChat(request, this.#chatState(), customId),
+		});
+		this.#messageBatches = new AnthropicBatchStore({
+			config: () => this.#config,
+			resultsUrl: (id) => `${this.#url}/messages/batches/${id}/results`,
+			answer: (request, customId) => answerMessage(request, this.#chatState(), customId),
 		});
 		this.#routes = [
 			{ method: 'POST', pattern: /^\/v1\/chat\/completions$/, handler: (c) => this.#chat(c) },
@@ -177,6 +196,13 @@ class FakeProviderServer implements FakeProvider {
 			{ method: 'GET', pattern: /^\/v1\/batches$/, handler: (c) => this.#listBatches(c) },
 			{ method: 'GET', pattern: new RegExp(`^/v1/batches/${ID}$`), handler: (c) => this.#retrieveBatch(c) },
 			{ method: 'POST', pattern: new RegExp(`^/v1/batches/${ID}/cancel$`), handler: (c) => this.#cancelBatch(c) },
+			{ method: 'POST', pattern: /^\/v1\/messages$/, handler: (c) => this.#message(c) },
+			{ method: 'POST', pattern: /^\/v1\/messages\/batches$/, handler: (c) => this.#createMessageBatch(c) },
+			{ method: 'GET', pattern: /^\/v1\/messages\/batches$/, handler: (c) => this.#listMessageBatches(c) },
+			{ method: 'GET', pattern: new RegExp(`^/v1/messages/batches/${ID}$`), handler: (c) => this.#retrieveMessageBatch(c) },
+			{ method: 'DELETE', pattern: new RegExp(`^/v1/messages/batches/${ID}$`), handler: (c) => this.#deleteMessageBatch(c) },
+			{ method: 'POST', pattern: new RegExp(`^/v1/messages/batches/${ID}/cancel$`), handler: (c) => this.#cancelMessageBatch(c) },
+			{ method: 'GET', pattern: new RegExp(`^/v1/messages/batches/${ID}/results$`), handler: (c) => this.#messageBatchResults(c) },
 			{ method: 'GET', pattern: /^\/_fake\/requests$/, handler: ({ res }) => sendJson(res, 200, this.#log) },
 			{ method: 'GET', pattern: /^\/_fake\/config$/, handler: ({ res }) => sendJson(res, 200, configToJson(this.#config)) },
 			{ method: 'POST', pattern: /^\/_fake\/config$/, handler: (c) => this.#adminConfigure(c) },
@@ -191,7 +217,7 @@ class FakeProviderServer implements FakeProvider {
 			{
 				method: 'POST',
 				pattern: /^\/_fake\/release-batches$/,
-				handler: ({ res }) => sendJson(res, 200, { ok: true, released: this.#batches.release() }),
+				handler: ({ res }) => sendJson(res, 200, { ok: true, released: this.#batches.release() + this.#messageBatches.release() }),
 			},
 		];
 		this.#server = createServer((req, res) => {
@@ -242,10 +268,12 @@ class FakeProviderServer implements FakeProvider {
 		this.#attempts.clear();
 		this.#files.clear();
 		this.#batches.clear();
+		this.#messageBatches.clear();
 	}
 
 	releaseBatches(): void {
 		this.#batches.release();
+		this.#messageBatches.release();
 	}
 
 	releaseChat(count?: number): number {
@@ -300,6 +328,7 @@ class FakeProviderServer implements FakeProvider {
 		const path = url.pathname.replace(/\/+$/, '') || '/';
 		const method = req.method ?? 'GET';
 		const isApi = path.startsWith('/v1/');
+		const anthropic = isAnthropicPath(path);
 		const entry: RequestLogEntry | null = isApi ? { seq: this.#log.length + 1, method, path, time: Date.now(), status: null, ...callerOf(req) } : null;
 		if (entry) this.#log.push(entry);
 		try {
@@ -314,20 +343,28 @@ class FakeProviderServer implements FakeProvider {
 				}
 			}
 			if (!route) throw notFound(method, path);
-			if (isApi && !isAuthorized(req)) {
+			if (isApi && !isAuthorized(req, anthropic)) {
 				throw new HttpError(
 					401,
-					apiError('You didn\'t provide an API key. You need to provide your API key in an Authorization header using Bearer auth.', 'invalid_request_error', 'invalid_api_key'),
+					anthropic
+						? apiError('An API key is required: send it in the x-api-key header, or as Authorization: Bearer.', 'authentication_error')
+						: apiError('You didn\'t provide an API key. You need to provide your API key in an Authorization header using Bearer auth.', 'invalid_request_error', 'invalid_api_key'),
 				);
+			}
+			if (anthropic && typeof req.headers['anthropic-version'] !== 'string') {
+				throw new HttpError(400, apiError('anthropic-version: header is required'));
 			}
 			await route.handler({ req, res, params, query: url.searchParams, entry });
 		} catch (error) {
 			if (res.headersSent) {
 				res.destroy();
-			} else if (error instanceof HttpError) {
-				sendError(res, error.status, error.error, error.headers);
 			} else {
-				sendError(res, 500, apiError(error instanceof Error ? error.message : String(error), 'server_error'));
+				const status = error instanceof HttpError ? error.status : 500;
+				const body = error instanceof HttpError ? error.error : apiError(error instanceof Error ? error.message : String(error), 'server_error');
+				const headers = error instanceof HttpError ? error.headers : {};
+				// Anthropic routes answer every error, whatever raised it, in Anthropic's shape.
+				if (anthropic) sendJson(res, status, anthropicErrorBody(status, body.message), headers);
+				else sendError(res, status, body, headers);
 			}
 		}
 		if (entry && res.headersSent) entry.status = res.statusCode;
@@ -335,21 +372,42 @@ class FakeProviderServer implements FakeProvider {
 
 	async #chat({ req, res, entry }: RouteContext): Promise<void> {
 		const parsed = parseChatRequest(await readJson(req));
-		if (entry && parsed.ok) {
-			Object.assign(entry, { task: parsed.request.task, route: parsed.request.route, schemaName: parsed.request.schemaName });
-			const instructions = parsed.request.context?.['editor_instructions'];
-			if (typeof instructions === 'string') entry.instructions = instructions;
-			const qualityIssues = parsed.request.context?.['quality_issues'];
-			if (Array.isArray(qualityIssues)) entry.qualityIssues = qualityIssues.map(String);
-			const facts = parsed.request.context?.['facts'];
-			if (typeof facts === 'object' && facts !== null && !Array.isArray(facts)) entry.facts = facts as Record<string, unknown>;
-		}
+		if (entry && parsed.ok) logPrompt(entry, parsed.request);
+		if (!(await this.#chatTransportFaults(res))) return;
+		if (!parsed.ok) throw new HttpError(parsed.status, parsed.error);
+		const config = this.#config;
+		if (config.latencyMs > 0 && !(await wait(res, config.latencyMs))) return;
+		const outcome = answerChat(parsed.request, this.#chatState());
+		if (!outcome.ok) throw new HttpError(outcome.status, outcome.error);
+		if (entry) entry.usage = { prompt_tokens: outcome.body.usage.prompt_tokens, completion_tokens: outcome.body.usage.completion_tokens };
+		sendJson(res, 200, outcome.body, { 'x-request-id': newId('req_'), 'openai-processing-ms': String(config.latencyMs) });
+	}
+
+	/** `POST /v1/messages`: the same faults and answers as chat completions, in Anthropic's shape. */
+	async #message({ req, res, entry }: RouteContext): Promise<void> {
+		const parsed = parseMessagesRequest(await readJson(req));
+		if (entry && parsed.ok) logPrompt(entry, parsed.request);
+		if (!(await this.#chatTransportFaults(res))) return;
+		if (!parsed.ok) throw new HttpError(parsed.status, parsed.error);
+		const config = this.#config;
+		if (config.latencyMs > 0 && !(await wait(res, config.latencyMs))) return;
+		const outcome = answerMessage(parsed.request, this.#chatState());
+		if (!outcome.ok) throw new HttpError(outcome.status, outcome.error);
+		if (entry) entry.usage = usageForLog(outcome.message);
+		sendJson(res, 200, outcome.message, { 'request-id': newId('req_') });
+	}
+
+	/**
+	 * The faults of a model call that come before any answer: a hang, a hold, a 429, a 5xx. False when the client
+	 * went away meanwhile (nothing is left to send); throws the 429 or 5xx.
+	 */
+	async #chatTransportFaults(res: ServerResponse): Promise<boolean> {
 		const config = this.#config;
 		if (config.hangChat) {
 			await new Promise((resolve) => res.on('close', resolve));
-			return;
+			return false;
 		}
-		if (config.holdChat && !(await this.#holdChat(res))) return;
+		if (config.holdChat && !(await this.#holdChat(res))) return false;
 		if (config.rateLimit && config.rateLimit.count > 0) {
 			config.rateLimit.count--;
 			throw new HttpError(429, apiError('Rate limit reached for requests. Please try again later.', 'requests', 'rate_limit_exceeded'), {
@@ -361,12 +419,7 @@ class FakeProviderServer implements FakeProvider {
 			config.serverErrors.count--;
 			throw new HttpError(config.serverErrors.status, apiError('The server had an error while processing your request. Sorry about that!', 'server_error'));
 		}
-		if (!parsed.ok) throw new HttpError(parsed.status, parsed.error);
-		if (config.latencyMs > 0 && !(await wait(res, config.latencyMs))) return;
-		const outcome = answerChat(parsed.request, this.#chatState());
-		if (!outcome.ok) throw new HttpError(outcome.status, outcome.error);
-		if (entry) entry.usage = { prompt_tokens: outcome.body.usage.prompt_tokens, completion_tokens: outcome.body.usage.completion_tokens };
-		sendJson(res, 200, outcome.body, { 'x-request-id': newId('req_'), 'openai-processing-ms': String(config.latencyMs) });
+		return true;
 	}
 
 	/** Waits for `releaseChat()`; false when the client went away meanwhile. */
@@ -420,8 +473,13 @@ class FakeProviderServer implements FakeProvider {
 
 	async #fileContent({ res, params, entry }: RouteContext): Promise<void> {
 		const { chunks } = this.#file(params[0], entry);
+		await this.#download(res, chunks, 'application/octet-stream');
+	}
+
+	/** Sends a download, cut after `holdFileAfterLines` lines until `releaseFiles()` when that knob is set. */
+	async #download(res: ServerResponse, chunks: readonly Buffer[], contentType: string): Promise<void> {
 		const holdAfter = this.#config.holdFileAfterLines;
-		if (holdAfter === null) return sendChunks(res, chunks, 'application/octet-stream');
+		if (holdAfter === null) return sendChunks(res, chunks, contentType);
 		// The first lines go out at once; the rest waits, with the connection open, for releaseFiles().
 		const content = Buffer.concat(chunks);
 		let cut = 0;
@@ -429,7 +487,7 @@ class FakeProviderServer implements FakeProvider {
 			const newline = content.indexOf(0x0a, cut);
 			cut = newline === -1 ? content.length : newline + 1;
 		}
-		res.writeHead(200, { 'content-type': 'application/octet-stream', 'content-length': content.length });
+		res.writeHead(200, { 'content-type': contentType, 'content-length': content.length });
 		res.write(content.subarray(0, cut));
 		if (await holdUntilReleased(this.#heldFiles, res)) res.end(content.subarray(cut));
 	}
@@ -476,6 +534,62 @@ class FakeProviderServer implements FakeProvider {
 		sendJson(res, 200, result.batch);
 	}
 
+	async #createMessageBatch({ req, res, entry }: RouteContext): Promise<void> {
+		const body = await readJson(req, MAX_BATCH_BODY_BYTES);
+		if (this.#config.holdBatchCreates && !(await holdUntilReleased(this.#heldCreates, res))) return;
+		const refusal = this.#config.refuseBatchCreates;
+		if (refusal !== null) throw new HttpError(refusal, apiError(messageBatchCreateRefusal(refusal)));
+		const result = this.#messageBatches.create(body);
+		if (!result.ok) throw new HttpError(result.status, result.error);
+		if (entry) {
+			Object.assign(entry, {
+				batchId: result.batch.id,
+				customIds: (result.lines ?? []).map((line) => line.customId),
+				routes: (result.lines ?? []).map((line) => line.request?.route ?? null),
+			});
+		}
+		sendJson(res, 200, result.batch);
+	}
+
+	#listMessageBatches({ res, query }: RouteContext): void {
+		const rawLimit = query.get('limit');
+		const limit = rawLimit === null ? 20 : Number(rawLimit);
+		if (!Number.isInteger(limit) || limit < 1 || limit > 1000) throw new HttpError(400, apiError(`limit: Input should be an integer from 1 to 1000, got ${rawLimit}`));
+		const afterId = query.get('after_id');
+		const beforeId = query.get('before_id');
+		if (afterId !== null && beforeId !== null) throw new HttpError(400, apiError('Give at most one of after_id and before_id.'));
+		const { data, has_more } = this.#messageBatches.list(limit, afterId, beforeId);
+		sendJson(res, 200, { data, has_more, first_id: data[0]?.id ?? null, last_id: data.at(-1)?.id ?? null });
+	}
+
+	async #retrieveMessageBatch({ res, params, entry }: RouteContext): Promise<void> {
+		if (entry && params[0]) entry.batchId = params[0];
+		const result = await this.#messageBatches.retrieve(params[0] ?? '');
+		if (!result.ok) throw new HttpError(result.status, result.error);
+		sendJson(res, 200, result.batch);
+	}
+
+	async #cancelMessageBatch({ res, params, entry }: RouteContext): Promise<void> {
+		if (entry && params[0]) entry.batchId = params[0];
+		const result = await this.#messageBatches.cancel(params[0] ?? '');
+		if (!result.ok) throw new HttpError(result.status, result.error);
+		sendJson(res, 200, result.batch);
+	}
+
+	async #deleteMessageBatch({ res, params, entry }: RouteContext): Promise<void> {
+		if (entry && params[0]) entry.batchId = params[0];
+		const result = await this.#messageBatches.delete(params[0] ?? '');
+		if (!result.ok) throw new HttpError(result.status, result.error);
+		sendJson(res, 200, result.deleted);
+	}
+
+	async #messageBatchResults({ res, params, entry }: RouteContext): Promise<void> {
+		if (entry && params[0]) entry.batchId = params[0];
+		const result = this.#messageBatches.results(params[0] ?? '');
+		if (!result.ok) throw new HttpError(result.status, result.error);
+		await this.#download(res, result.chunks, 'application/binary');
+	}
+
 	async #adminConfigure({ req, res }: RouteContext): Promise<void> {
 		const patch = await readJson(req);
 		if (typeof patch === 'object' && patch !== null && 'responders' in patch) {
@@ -491,7 +605,25 @@ class FakeProviderServer implements FakeProvider {
 	}
 }
 
-/** Starts a fake OpenAI-compatible provider on loopback and resolves once it listens. */
+/** Records what a model call's prompt context says: its task and route, and the page inputs tests look for. */
+function logPrompt(entry: RequestLogEntry, request: ChatRequest): void {
+	Object.assign(entry, { task: request.task, route: request.route, schemaName: request.schemaName });
+	const instructions = request.context?.['editor_instructions'];
+	if (typeof instructions === 'string') entry.instructions = instructions;
+	const qualityIssues = request.context?.['quality_issues'];
+	if (Array.isArray(qualityIssues)) entry.qualityIssues = qualityIssues.map(String);
+	const facts = request.context?.['facts'];
+	if (typeof facts === 'object' && facts !== null && !Array.isArray(facts)) entry.facts = facts as Record<string, unknown>;
+}
+
+/** The message Anthropic sends with a refused batch create of this status. */
+function messageBatchCreateRefusal(status: number): string {
+	if (status === 401) return 'invalid x-api-key';
+	if (status === 403) return 'Your API key does not have permission to use the Message Batches API.';
+	if (status < 500) return 'The model is not supported by the Message Batches API.';
+	return 'Internal server error';
+}
+
 /** The error body the real service sends with a refused batch create of this status. */
 function batchCreateRefusal(status: number) {
 	if (status === 401) return apiError('Incorrect API key provided: sk-revo*****oked. You can find your API key at https://platform.openai.com/account/api-keys.', 'invalid_request_error', 'invalid_api_key');
@@ -500,6 +632,7 @@ function batchCreateRefusal(status: number) {
 	return apiError('The server had an error while processing your request. Sorry about that!', 'server_error');
 }
 
+/** Starts a fake OpenAI- and Anthropic-compatible provider on loopback and resolves once it listens. */
 export async function startFakeProvider(options: FakeProviderOptions = {}): Promise<FakeProvider> {
 	const { port = 0, host = '127.0.0.1' } = options;
 	if (!Number.isInteger(port) || port < 0 || port > 65535) {
