@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { PROVIDER_KINDS } from '../shared/provider-kinds.ts';
 import { doc, named } from './contract-registry.ts';
 import { message, success } from './envelope.ts';
 import { codePointLength, count, Identifier, idParam, objectError, positiveInteger, rule, Timestamp } from './field-rules.ts';
@@ -81,7 +82,18 @@ const Usage = named('Usage', z.strictObject({ prompt_tokens: count(), completion
 
 const Generation = named(
 	'Generation',
-	z.strictObject({ ...generationFields, date_updated: Timestamp, date_completed: dateCompleted, ...troubleFields, usage: Usage }),
+	z.strictObject({
+		...generationFields,
+		date_updated: Timestamp,
+		date_completed: dateCompleted,
+		...troubleFields,
+		provider: doc(z.enum(PROVIDER_KINDS).nullable(), {
+			description: 'The AI provider the job runs with, fixed when it was accepted; null for a job accepted before jobs recorded it.',
+			examples: ['openai'],
+		}),
+		model: doc(z.string().min(1).nullable(), { description: 'The model the job runs with, fixed when it was accepted.', examples: ['gpt-5.4-mini'] }),
+		usage: Usage,
+	}),
 	{ description: 'A generation job (interface 2.2), with what it cost at the provider so far.' },
 );
 

@@ -20,6 +20,7 @@ import {
 import type { RouteContract } from './route-contract.ts';
 import { fetchSitemapRoute } from './sitemap.ts';
 import { createWebsiteRoute } from './websites.ts';
+import { providersRoute } from './providers.ts';
 
 /** Every route under /pseo-endpoints, in the order the document lists them. */
 export const ROUTES: readonly RouteContract[] = [
@@ -27,6 +28,7 @@ export const ROUTES: readonly RouteContract[] = [
 	openApiRoute,
 	metricsRoute,
 	createWebsiteRoute,
+	providersRoute,
 	onDemandGenerationRoute,
 	bulkGenerationRoute,
 	listGenerationsRoute,

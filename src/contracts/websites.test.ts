@@ -12,9 +12,12 @@ describe('POST /pseo contract', () => {
 			website_url: 'https://bakery.example/shop',
 			master_prompt: 'Warm tone.',
 			website_software: 'wordpress',
+			provider: null,
+			model: null,
 		});
 		expect(parse({ ...valid, website_software: null }).website_software).toBe('wordpress');
 		expect(parse({ ...valid, website_software: ' shopify ' }).website_software).toBe('shopify');
+		expect(parse({ ...valid, provider: 'anthropic', model: ' claude-haiku-4-5 ' })).toMatchObject({ provider: 'anthropic', model: 'claude-haiku-4-5' });
 	});
 
 	it.each([
@@ -30,6 +33,11 @@ describe('POST /pseo contract', () => {
 		[{ ...valid, master_prompt: ['x'] }, '"master_prompt" must be a string.'],
 		[{ ...valid, website_software: 1 }, '"website_software" must be a string.'],
 		[{ ...valid, website_software: ' ' }, '"website_software" must not be empty.'],
+		[{ ...valid, provider: 'claude' }, '"provider" must be one of openai, anthropic, google, openai_compatible.'],
+		[{ ...valid, provider: 1 }, '"provider" must be one of openai, anthropic, google, openai_compatible.'],
+		[{ ...valid, model: ' ' }, '"model" must not be empty.'],
+		[{ ...valid, model: 5 }, '"model" must be a string.'],
+		[{ ...valid, model: 'm'.repeat(201) }, '"model" must be at most 200 characters.'],
 		[{ ...valid, website_software: 'x'.repeat(101) }, '"website_software" must be at most 100 characters.'],
 		[[valid], 'The request body must be a JSON object.'],
 	])('4.3 refuses %j: %s', (body, reason) => {

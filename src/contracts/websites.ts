@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { PROVIDER_KINDS } from '../shared/provider-kinds.ts';
 import type { NewWebsite } from '../websites/create-website.ts';
 import { doc, named } from './contract-registry.ts';
 import { message, success } from './envelope.ts';
@@ -7,6 +8,7 @@ import { defineRoute } from './route-contract.ts';
 
 const MAX_URL_LENGTH = 2048;
 const MAX_SOFTWARE_LENGTH = 100;
+const MAX_MODEL_LENGTH = 200;
 
 const parseUrl = (value: string): URL | null => URL.parse(value.trim());
 
@@ -44,6 +46,23 @@ const NewWebsiteBody = named(
 					).nullish(),
 					{ default: 'wordpress', description: 'CMS or platform identifier.', examples: ['wordpress'] },
 				),
+				provider: doc(z.enum(PROVIDER_KINDS, { error: rule(`must be one of ${PROVIDER_KINDS.join(', ')}.`) }).nullish(), {
+					description: "The AI provider of the website's plans and pages; omitted or null, the instance's default (Settings → AI, or PSEO_PROVIDER).",
+					examples: ['anthropic'],
+				}),
+				model: doc(
+					doc(
+						z
+							.string({ error: rule('must be a string.') })
+							.refine((value) => value.trim().length > 0, { error: rule('must not be empty.'), abort: true })
+							.refine((value) => value.trim().length <= MAX_MODEL_LENGTH, { error: rule(`must be at most ${MAX_MODEL_LENGTH} characters.`) }),
+						{ minLength: 1, maxLength: MAX_MODEL_LENGTH },
+					).nullish(),
+					{
+						description: "The model, one Settings → AI allows for the provider (checked when a job or plan starts); omitted or null, the provider's default.",
+						examples: ['claude-haiku-4-5'],
+					},
+				),
 			},
 			{ error: objectError('The request body must be a JSON object.') },
 		)
@@ -52,6 +71,8 @@ const NewWebsiteBody = named(
 				website_url: body.website_url,
 				master_prompt: body.master_prompt,
 				website_software: body.website_software?.trim() ?? 'wordpress',
+				provider: body.provider ?? null,
+				model: body.model?.trim() ?? null,
 			}),
 		),
 	{ description: 'Interface 4.3. Unknown fields are refused with 400.' },

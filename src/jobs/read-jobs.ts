@@ -16,7 +16,9 @@ import { readWebsite } from '../websites/website-store.ts';
  */
 const INTERFACE_FIELDS = ['id', 'pseo_id', 'status', 'requested_count', 'created_count', 'failed_count', 'failed_routes', 'date_created', 'date_completed'];
 const LIST_FIELDS = [...INTERFACE_FIELDS, ...TROUBLE_FIELDS];
-const RECORD_FIELDS = [...INTERFACE_FIELDS.slice(0, 8), 'date_updated', 'date_completed', ...TROUBLE_FIELDS];
+/** The provider and model a job runs with; null for a job accepted before jobs recorded them. */
+const PROVIDER_FIELDS = ['provider', 'model'];
+const RECORD_FIELDS = [...INTERFACE_FIELDS.slice(0, 8), 'date_updated', 'date_completed', ...TROUBLE_FIELDS, ...PROVIDER_FIELDS];
 const stored = (fields: string[]) => fields.filter((field) => field !== 'failed_routes');
 const USAGE_FIELDS = ['usage_prompt_tokens', 'usage_completion_tokens', 'usage_requests'];
 
@@ -34,7 +36,7 @@ function toRecord(row: Record<string, unknown>, fields: string[], failed: Failed
 		if (field === 'failed_routes') record[field] = failed;
 		else if (TROUBLE_FIELDS.includes(field)) record[field] = troubleValue(field, value);
 		else if (field.startsWith('date_')) record[field] = isoFromDb(value);
-		else if (field === 'status') record[field] = value;
+		else if (field === 'status' || PROVIDER_FIELDS.includes(field)) record[field] = value ?? null;
 		else record[field] = value === null || value === undefined ? value : Number(value);
 	}
 	return record;

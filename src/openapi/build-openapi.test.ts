@@ -128,7 +128,11 @@ describe('buildOpenApi', () => {
 		const { attention: _attention, ...withoutAttention } = job;
 		expect(valid('GenerationSummary', withoutAttention)).toBe(false);
 		const usage = { prompt_tokens: 1200, completion_tokens: 800, requests: 2 };
-		expect(valid('Generation', { ...job, date_updated: timestamp, usage })).toBe(true);
+		const ran = { provider: 'anthropic', model: 'claude-haiku-4-5' };
+		expect(valid('Generation', { ...job, date_updated: timestamp, ...ran, usage })).toBe(true);
+		expect(valid('Generation', { ...job, date_updated: timestamp, provider: null, model: null, usage })).toBe(true);
+		expect(valid('Generation', { ...job, date_updated: timestamp, ...ran, provider: 'mistral', usage })).toBe(false);
+		expect(valid('Generation', { ...job, date_updated: timestamp, usage })).toBe(false);
 		expect(valid('Generation', { ...job, date_updated: timestamp })).toBe(false);
 		expect(valid('Generation', { ...job, date_updated: timestamp, usage: { ...usage, requests: -1 } })).toBe(false);
 		expect(valid('GenerationSummary', { ...job, date_updated: timestamp })).toBe(false);

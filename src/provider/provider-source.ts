@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { PseoConfig } from '../config/config.ts';
 import type { Logger } from '../shared/logger.ts';
-import { DEFAULT_MODELS, isProviderKind, PROVIDER_NAMES, type ProviderKind } from '../shared/provider-kinds.ts';
+import { DEFAULT_MODELS, isProviderKind, PROVIDER_KINDS, PROVIDER_NAMES, type ProviderKind } from '../shared/provider-kinds.ts';
 import type { AiSettings } from './ai-settings.ts';
 import { createAnthropicProvider } from './anthropic/anthropic-provider.ts';
 import type { GenerationProvider } from './generation-provider.ts';
@@ -41,9 +41,33 @@ export interface ProviderSource {
 	/** `environment` when the environment configures a provider, else `directus-settings`. */
 	readonly origin: ProviderOrigin;
 	choose(wish?: ProviderWish): Promise<ProviderPlan>;
+	/** Every provider, whether it can run and with which models: what a website may name. No key is in it. */
+	catalog(): Promise<ProviderCatalog>;
 	current(wish?: ProviderWish): Promise<ProviderChoice>;
 	/** Forgets what was read of the settings (`settings.update`). */
 	invalidate(): void;
+}
+
+/** One provider as the catalog describes it. */
+export interface CatalogEntry {
+	provider: ProviderKind;
+	name: string;
+	/** Whether this version can call it (Google cannot yet). */
+	supported: boolean;
+	/** Whether it has a key (or, for an OpenAI-compatible server, a base URL), and where from; null when it has none. */
+	origin: ProviderOrigin | null;
+	/** The models a website may name; null when any may be named (a provider configured in the environment). */
+	models: string[] | null;
+	/** The model that runs when a website names none. */
+	default_model: string;
+	/** How its bulk jobs run: through its batch API, or page by page. */
+	bulk: 'batch' | 'page_by_page';
+}
+
+export interface ProviderCatalog {
+	/** The provider and model of websites that name none. */
+	default: { provider: ProviderKind; model: string };
+	providers: CatalogEntry[];
 }
 
 /** How long what was read of Settings → AI is used: a change saved on another instance is seen this late at most. */
@@ -150,8 +174,29 @@ export function createProviderSource(config: PseoConfig, logger: Logger, readSet
 		return client;
 	};
 
+	const bulkOf = (kind: ProviderKind): CatalogEntry['bulk'] => (config.bulkMode === 'batch' && (kind === 'openai' || kind === 'openai_compatible') ? 'batch' : 'page_by_page');
+
 	return {
 		origin: Object.keys(fromEnvironment).length > 0 ? 'environment' : 'directus-settings',
+		async catalog() {
+			const fallback = await plan();
+			const ai = await settings();
+			const providers: CatalogEntry[] = [];
+			for (const kind of PROVIDER_KINDS) {
+				const chosen = kind === fallback.kind ? fallback : await plan({ provider: kind });
+				const allowed = chosen.origin === 'directus-settings' ? (ai?.allowedModels[kind] ?? null) : null;
+				providers.push({
+					provider: kind,
+					name: kind === 'openai_compatible' && ai?.compatible?.name ? ai.compatible.name : PROVIDER_NAMES[kind],
+					supported: kind !== 'google',
+					origin: chosen.origin,
+					models: allowed,
+					default_model: chosen.model,
+					bulk: bulkOf(kind),
+				});
+			}
+			return { default: { provider: fallback.kind, model: fallback.model }, providers };
+		},
 		async choose(wish) {
 			const { credentials: _credentials, ...chosen } = await plan(wish);
 			return chosen;

@@ -11,6 +11,7 @@ import { registerMainJson } from './routes/main-json.ts';
 import { registerPlanImport } from './routes/plan-import.ts';
 import { registerSitemap } from './routes/sitemap.ts';
 import { registerBalance } from './routes/balance.ts';
+import { registerProviders } from './routes/providers.ts';
 import { registerOpenApi } from './routes/openapi.ts';
 import { registerMetrics } from './routes/metrics.ts';
 import { registerPublishing } from './routes/publishing.ts';
@@ -30,6 +31,7 @@ export default defineEndpoint({
 		registerPlanImport(router, ctx);
 		registerSitemap(router, ctx);
 		registerBalance(router, ctx);
+		registerProviders(router, ctx);
 		registerPublishing(router, ctx);
 		registerOpenApi(router);
 		registerMetrics(router, ctx);

@@ -1,12 +1,16 @@
 import type { Accountability, SchemaOverview } from '@directus/types';
 import type { ServiceContext } from '../shared/services.ts';
 import { WEBSITES } from './website-store.ts';
+import type { ProviderKind } from '../shared/provider-kinds.ts';
 
 /** A website to register, as POST /pseo gives it once validated. */
 export interface NewWebsite {
 	website_url: string;
 	master_prompt: string;
 	website_software: string;
+	/** The provider and model the website names; null for the instance's defaults. */
+	provider: ProviderKind | null;
+	model: string | null;
 }
 
 export interface WebsiteRecord {

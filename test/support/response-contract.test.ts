@@ -18,6 +18,8 @@ const job = {
 	date_completed: null,
 	last_error: null,
 	attention: false,
+	provider: 'openai',
+	model: 'gpt-5.4-mini',
 	usage: { prompt_tokens: 0, completion_tokens: 0, requests: 0 },
 };
 

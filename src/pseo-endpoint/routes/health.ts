@@ -22,6 +22,7 @@ export const ENDPOINTS = [
 	'POST /plan/import',
 	'GET /fetch-sitemap?pseo_id=X',
 	'GET /balance',
+	'GET /providers',
 	'PUT /pseo/:id/publishing',
 	'GET /pseo/:id/publishing',
 	'DELETE /pseo/:id/publishing',

@@ -1,0 +1,200 @@
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { startFakeProvider, type FakeProvider } from './support/fake-provider/server.ts';
+import { adminItems, balanceOf, call, createUser, eventually, expectEnvelope, ledgerOf, seedPlan, planPages, waitForJob, type ApiResponse, type TestUser } from './support/api.ts';
+import { startDirectus, type DirectusInstance } from './support/directus.ts';
+import { expectLedgerBalances, jobRow, postedRoutes } from './support/job-checks.ts';
+import { LEGS, legAvailable } from './support/legs.ts';
+
+const ON_DEMAND = '/pseo-endpoints/trigger/on-demand-generation';
+const BULK = '/pseo-endpoints/trigger/bulk-generation';
+const PLAN = '/pseo-endpoints/generate/main-json';
+const PROVIDERS = '/pseo-endpoints/providers';
+const DESCRIPTION =
+	'A family bakery in Lyon that bakes sourdough bread, viennoiseries and celebration cakes to order, delivers to offices across the city every morning, and teaches weekend baking classes.';
+/** Keys as an admin would enter them in Settings → AI; none may show anywhere but at the provider. */
+const ANTHROPIC_KEY = 'sk-ant-settings-first-5c1d9e';
+const ROTATED_KEY = 'sk-ant-settings-second-0a7f3b';
+const ALLOWED = ['claude-haiku-4-5', 'claude-sonnet-4-6'];
+
+let serial = 0;
+
+/*
+ * Anthropic as Directus keeps it: a key and allowed models saved in Settings → AI, with no provider variable in the
+ * environment (ANTHROPIC_BASE_URL only points the Anthropic protocol at the test's provider, as it would at a
+ * gateway). A website names its provider and model; its plans and jobs run with them, jobs record them, a model
+ * the settings do not allow is refused before any charge, and bulk jobs run page by page.
+ */
+describe.each(LEGS)('Anthropic from Settings → AI on %s', (leg) => {
+	describe.skipIf(!legAvailable(leg))(`${leg}`, () => {
+		let fake: FakeProvider;
+		let directus: DirectusInstance;
+		/** Every answer of our routes in this suite, scanned for keys at the end. */
+		const answers: ApiResponse[] = [];
+		const send = async (...args: Parameters<typeof call>) => {
+			const res = await call(...args);
+			answers.push(res);
+			return res;
+		};
+
+		beforeAll(async () => {
+			fake = await startFakeProvider();
+			directus = await startDirectus({
+				leg,
+				env: {
+					OPENAI_API_KEY: '',
+					OPENAI_BASE_URL: fake.url,
+					ANTHROPIC_BASE_URL: fake.url.replace(/\/v1$/, ''),
+					PSEO_PROVIDER_BACKOFF_MS: '20',
+					PSEO_PLAN_PAGES: '6',
+					PSEO_CONCURRENCY: '2',
+					LOG_LEVEL: 'info',
+				},
+			});
+		});
+		afterEach((context) => {
+			if (context.task.result?.state === 'fail') console.error(directus.output().slice(-6000));
+			fake.reset();
+		});
+		afterAll(async () => {
+			await directus?.dispose();
+			await fake?.close();
+		});
+
+		const saveSettings = async (body: Record<string, unknown>) => {
+			const res = await call(directus, 'PATCH', '/settings', { token: directus.adminToken, body });
+			expect(res.status, JSON.stringify(res.body)).toBe(200);
+		};
+		/** A website naming `provider` and `model`, with a plan of `pages` pages of routes unique in the run. */
+		const claudeSite = async (user: TestUser, pages: number, model: string | null = 'claude-sonnet-4-6') => {
+			const created = await send(directus, 'POST', '/pseo-endpoints/pseo', {
+				token: user.token,
+				body: { website_url: 'https://claude.example', master_prompt: 'Warm tone.', provider: 'anthropic', model },
+			});
+			expect(created.status, JSON.stringify(created.body)).toBe(201);
+			const pseoId = created.body.data.id as number;
+			const plan = planPages(pages, `/a${process.pid}-${++serial}-page`);
+			await seedPlan(directus, user, pseoId, plan);
+			return { pseoId, routes: plan.map((page) => page.route) };
+		};
+		const messageCalls = () => fake.requests.filter((entry) => entry.method === 'POST' && entry.path === '/v1/messages');
+
+		it('GET /providers says what a website may name, with no key in it', async () => {
+			const user = await createUser(directus, { balance: 0 });
+			const before = await send(directus, 'GET', PROVIDERS, { token: user.token });
+			expect(before.status).toBe(200);
+			const anthropic = () => before.body.data.providers.find((entry: { provider: string }) => entry.provider === 'anthropic');
+			expect(anthropic()).toMatchObject({ provider: 'anthropic', name: 'Anthropic', supported: true, origin: null, default_model: 'claude-haiku-4-5', bulk: 'page_by_page' });
+			expect(before.body.data.default).toEqual({ provider: 'openai', model: 'gpt-5.4-mini' });
+
+			await saveSettings({ ai_anthropic_api_key: ANTHROPIC_KEY, ai_anthropic_allowed_models: ALLOWED });
+			const after = await send(directus, 'GET', PROVIDERS, { token: user.token });
+			expect(after.body.data.default).toEqual({ provider: 'anthropic', model: 'claude-haiku-4-5' });
+			expect(after.body.data.providers.map((entry: { provider: string }) => entry.provider)).toEqual(['openai', 'anthropic', 'google', 'openai_compatible']);
+			expect(after.body.data.providers[1]).toEqual({
+				provider: 'anthropic',
+				name: 'Anthropic',
+				supported: true,
+				origin: 'directus-settings',
+				models: ALLOWED,
+				default_model: 'claude-haiku-4-5',
+				bulk: 'page_by_page',
+			});
+			expect(after.body.data.providers[2]).toMatchObject({ provider: 'google', supported: false, origin: null });
+			expectEnvelope(await call(directus, 'GET', PROVIDERS, {}), 401);
+		});
+
+		it("a website's plan, on-demand page and bulk job run on Claude with its model, and the job records them", async () => {
+			await saveSettings({ ai_anthropic_api_key: ANTHROPIC_KEY, ai_anthropic_allowed_models: ALLOWED });
+			const user = await createUser(directus, { balance: 500 });
+			const { pseoId, routes } = await claudeSite(user, 4);
+
+			const plan = await send(directus, 'POST', PLAN, { token: user.token, body: { pseo_id: pseoId, language_code: 'en-GB', description: DESCRIPTION } });
+			expect(plan.status, JSON.stringify(plan.body)).toBe(200);
+			expect(plan.body.data.total_pages).toBe(6);
+			expect(messageCalls().length).toBeGreaterThan(0);
+			expect(fake.countChat()).toBe(messageCalls().length); // no chat completion went to OpenAI's protocol
+
+			// The plan replaced the seeded one: the jobs run its pages.
+			const one = await send(directus, 'POST', ON_DEMAND, { token: user.token, body: { pseo_id: pseoId, post_count: 1 } });
+			expect(one.status, JSON.stringify(one.body)).toBe(202);
+			const done = await waitForJob(directus, user, one.body.generation_id as number);
+			expect(done).toMatchObject({ status: 'completed', created_count: 1, provider: 'anthropic', model: 'claude-sonnet-4-6' });
+			expect(done['usage'].requests).toBeGreaterThanOrEqual(1);
+			expect(done['usage'].prompt_tokens).toBeGreaterThan(0);
+
+			const bulk = await send(directus, 'POST', BULK, { token: user.token, body: { pseo_id: pseoId, post_count: 3 } });
+			expect(bulk.status, JSON.stringify(bulk.body)).toBe(202);
+			const ended = await waitForJob(directus, user, bulk.body.generation_id as number);
+			expect(ended).toMatchObject({ status: 'completed', created_count: 3, failed_count: 0, provider: 'anthropic', model: 'claude-sonnet-4-6' });
+			// Page by page through the Messages API: no batch of either protocol.
+			expect(fake.countBatchesCreated()).toBe(0);
+			expect(messageCalls().every((entry) => entry.apiKey === ANTHROPIC_KEY)).toBe(true);
+			expect((await postedRoutes(directus, pseoId)).length).toBe(4);
+			expect(routes.length).toBe(4);
+			// Charged 20 for the plan, 10 for the page and 3 × 5 for the bulk pages; nothing refunded.
+			expect(await balanceOf(directus, user.id)).toBe(500 - 20 - 10 - 15);
+			await expectLedgerBalances(directus, user);
+		});
+
+		it('a model Settings → AI does not allow is refused before anything is charged', async () => {
+			await saveSettings({ ai_anthropic_api_key: ANTHROPIC_KEY, ai_anthropic_allowed_models: ALLOWED });
+			const user = await createUser(directus, { balance: 100 });
+			const { pseoId } = await claudeSite(user, 2, 'claude-opus-4-7');
+			await eventually(async () => (await ledgerOf(directus, user.id)).length === 1, 10_000, 'the initial grant');
+			const jobsBefore = (await adminItems(directus, 'pseo_generations', `filter[pseo_id][_eq]=${pseoId}`)).length;
+			for (const [path, body] of [
+				[ON_DEMAND, { pseo_id: pseoId, post_count: 1 }],
+				[BULK, { pseo_id: pseoId, post_count: 2 }],
+				[PLAN, { pseo_id: pseoId, language_code: 'en-GB', description: DESCRIPTION }],
+			] as const) {
+				const refused = await send(directus, 'POST', path, { token: user.token, body });
+				const envelope = expectEnvelope(refused, 400);
+				expect(envelope.error).toContain('The model "claude-opus-4-7" is not allowed for Anthropic in Settings → AI; allowed: claude-haiku-4-5, claude-sonnet-4-6.');
+			}
+			expect(await balanceOf(directus, user.id)).toBe(100);
+			expect(await ledgerOf(directus, user.id)).toHaveLength(1);
+			expect(await adminItems(directus, 'pseo_generations', `filter[pseo_id][_eq]=${pseoId}`)).toHaveLength(jobsBefore);
+			expect(fake.requests).toHaveLength(0);
+
+			// The owner picks an allowed model through the items API: the job runs with it.
+			const edit = await call(directus, 'PATCH', `/items/pseo/${pseoId}`, { token: user.token, body: { model: 'claude-haiku-4-5' } });
+			expect(edit.status, JSON.stringify(edit.body)).toBe(200);
+			const job = await send(directus, 'POST', ON_DEMAND, { token: user.token, body: { pseo_id: pseoId, post_count: 1 } });
+			expect(job.status).toBe(202);
+			expect(await waitForJob(directus, user, job.body.generation_id as number)).toMatchObject({ status: 'completed', model: 'claude-haiku-4-5' });
+			// A provider the field does not know is refused by Directus's validation.
+			expect((await call(directus, 'PATCH', `/items/pseo/${pseoId}`, { token: user.token, body: { provider: 'mistral' } })).status).toBe(400);
+		});
+
+		it('a page Claude keeps failing is failed and refunded; the others are stored', async () => {
+			await saveSettings({ ai_anthropic_api_key: ANTHROPIC_KEY, ai_anthropic_allowed_models: ALLOWED });
+			const user = await createUser(directus, { balance: 100 });
+			const { pseoId, routes } = await claudeSite(user, 3);
+			fake.configure({ failRoutes: { [routes[1]!]: 'malformed' } });
+			const bulk = await send(directus, 'POST', BULK, { token: user.token, body: { pseo_id: pseoId, post_count: 3 } });
+			const ended = await waitForJob(directus, user, bulk.body.generation_id as number);
+			expect(ended).toMatchObject({ status: 'failed', created_count: 2, failed_count: 1 });
+			expect(ended['failed_routes']).toEqual([{ route: routes[1], error: expect.stringMatching(/malformed/i) }]);
+			// Each attempt was billed by the provider and counted.
+			expect(ended['usage'].requests).toBe(fake.countChat());
+			expect(await balanceOf(directus, user.id)).toBe(100 - 15 + 5);
+			await expectLedgerBalances(directus, user);
+		});
+
+		it('a new Anthropic key takes effect on the next call without a restart, and no key shows in answers, rows or the log', async () => {
+			await saveSettings({ ai_anthropic_api_key: ROTATED_KEY, ai_anthropic_allowed_models: ALLOWED });
+			const user = await createUser(directus, { balance: 100 });
+			const { pseoId } = await claudeSite(user, 2);
+			const job = await send(directus, 'POST', ON_DEMAND, { token: user.token, body: { pseo_id: pseoId, post_count: 1 } });
+			expect((await waitForJob(directus, user, job.body.generation_id as number))['status']).toBe('completed');
+			expect([...new Set(messageCalls().map((entry) => entry.apiKey))]).toEqual([ROTATED_KEY]);
+
+			const jobs = await adminItems(directus, 'pseo_generations', 'fields=*');
+			const websites = await adminItems(directus, 'pseo', 'fields=*');
+			const seen = JSON.stringify([answers.map((res) => res.body), jobs, websites]) + directus.output();
+			for (const secret of [ANTHROPIC_KEY, ROTATED_KEY]) expect(seen).not.toContain(secret);
+			expect(directus.output()).toContain('AI provider configured from Settings → AI');
+			expect((await jobRow(directus, job.body.generation_id as number)).provider).toBe('anthropic');
+		});
+	});
+});
