@@ -14,7 +14,7 @@ type ProviderChoice = GenerationProvider | { unavailable: string };
 type ProviderOrigin = 'environment' | 'directus-settings';
 
 /** What a website asks for: its `provider` and `model`, each null for the instance's default. */
-export interface ProviderWish {
+interface ProviderWish {
 	provider?: string | null;
 	model?: string | null;
 }
@@ -49,7 +49,7 @@ export interface ProviderSource {
 }
 
 /** One provider as the catalog describes it. */
-export interface CatalogEntry {
+interface CatalogEntry {
 	provider: ProviderKind;
 	name: string;
 	/** Whether this version can call it (Google cannot yet). */
@@ -64,7 +64,7 @@ export interface CatalogEntry {
 	bulk: 'batch' | 'page_by_page';
 }
 
-export interface ProviderCatalog {
+interface ProviderCatalog {
 	/** The provider and model of websites that name none. */
 	default: { provider: ProviderKind; model: string };
 	providers: CatalogEntry[];

@@ -96,7 +96,7 @@ export function createAnthropicProvider(options: AnthropicProviderOptions): Json
 }
 
 /** A message's `usage` in the shape every provider reports (input tokens as prompt, output as completion). */
-export function readMessageUsage(usage: unknown): ReportedUsage | null {
+function readMessageUsage(usage: unknown): ReportedUsage | null {
 	if (typeof usage !== 'object' || usage === null) return null;
 	const { input_tokens: input, output_tokens: output } = usage as Record<string, unknown>;
 	const count = (value: unknown) => (typeof value === 'number' && Number.isSafeInteger(value) && value >= 0 ? value : 0);
@@ -107,7 +107,7 @@ export function readMessageUsage(usage: unknown): ReportedUsage | null {
  * The JSON object of a message: its text, parsed. A refusal, an answer cut off at `max_tokens`, and text that is not
  * a JSON object are failures, retried like any transient fault.
  */
-export function readMessageContent(message: unknown, secrets: readonly string[] = []): Attempt<Record<string, unknown>> {
+function readMessageContent(message: unknown, secrets: readonly string[] = []): Attempt<Record<string, unknown>> {
 	const record = (typeof message === 'object' && message !== null ? message : {}) as { stop_reason?: unknown; content?: unknown };
 	if (record.stop_reason === 'refusal') {
 		return { ok: false, failure: { reason: 'refusal', retryable: true, detail: redact(textOf(record.content) || 'the model declined to answer', secrets) } };
