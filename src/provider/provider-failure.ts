@@ -73,7 +73,8 @@ export function classifyError(error: unknown, secrets: readonly (string | undefi
 	return { reason: 'connection', retryable: true };
 }
 
-function statusFailure(status: number, detail: string | undefined): ProviderFailure {
+/** The failure an HTTP error status means, whichever SDK saw it. */
+export function statusFailure(status: number, detail: string | undefined): ProviderFailure {
 	const withDetail = (failure: ProviderFailure): ProviderFailure => (detail ? { ...failure, detail } : failure);
 	if (status === 429) return withDetail({ reason: 'rate_limited', retryable: true, status });
 	if (status === 408) return withDetail({ reason: 'timeout', retryable: true, status });

@@ -1,6 +1,7 @@
 /** The request log's entry type and the counting helpers tests use for exactly-once checks. */
+import { GENERATE_CONTENT_PATH } from './google-generate.ts';
 
-/** One request to the `/v1` API, in arrival order. */
+/** One request to the `/v1` API (or the Gemini API's `/v1beta`), in arrival order. */
 export interface RequestLogEntry {
 	/** 1-based arrival number. */
 	seq: number;
@@ -10,14 +11,14 @@ export interface RequestLogEntry {
 	/** Arrival time, ms since the epoch. */
 	time: number;
 	/**
-	 * The key the request carried (OpenAI's `Authorization: Bearer <key>`, or Anthropic's `x-api-key`), and any `x-*`
-	 * headers besides the SDKs' own.
+	 * The key the request carried (OpenAI's `Authorization: Bearer <key>`, Anthropic's `x-api-key`, or Google's
+	 * `x-goog-api-key`), and any `x-*` headers besides the SDKs' own.
 	 */
 	apiKey?: string | null;
 	extraHeaders?: Record<string, string>;
 	/** Status sent, or null while the answer is pending (or never came, as with `hangChat`). */
 	status: number | null;
-	/** Chat completions and Anthropic messages: the `task` and `route` of the prompt context, and the json_schema name (OpenAI only). */
+	/** Chat completions, Anthropic messages and Gemini generateContent: the `task` and `route` of the prompt context, and the json_schema name (OpenAI only). */
 	task?: string | null;
 	route?: string | null;
 	schemaName?: string | null;
@@ -39,14 +40,18 @@ export interface RequestLogEntry {
 	usage?: { prompt_tokens: number; completion_tokens: number };
 }
 
-/** The model calls of both protocols: OpenAI chat completions and Anthropic messages. */
+/** The model calls of every protocol: OpenAI chat completions, Anthropic messages, and Gemini's generateContent. */
 const CHAT_PATHS = new Set(['/v1/chat/completions', '/v1/messages']);
+
+function isChatPath(path: string): boolean {
+	return CHAT_PATHS.has(path) || GENERATE_CONTENT_PATH.test(path);
+}
 /** Batch creates of both protocols. */
 const BATCHES_PATHS = new Set(['/v1/batches', '/v1/messages/batches']);
 
 /** Model calls received (every attempt, whatever its answer), optionally only for one route. */
 export function countChat(entries: readonly RequestLogEntry[], route?: string): number {
-	return entries.filter((entry) => entry.method === 'POST' && CHAT_PATHS.has(entry.path) && (route === undefined || entry.route === route)).length;
+	return entries.filter((entry) => entry.method === 'POST' && isChatPath(entry.path) && (route === undefined || entry.route === route)).length;
 }
 
 /** Batches created successfully (`POST /v1/batches` or `POST /v1/messages/batches` answered 200). */

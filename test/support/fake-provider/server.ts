@@ -2,7 +2,8 @@
  * An OpenAI-compatible HTTP server for tests and benchmarks: chat completions that honour json_schema, files,
  * batches with a status progression, fault injection, a request log, and admin routes under `/_fake/` so another
  * process can drive it. It speaks the Anthropic protocol too, under `/v1/messages`: messages and message batches
- * answered by the same responders and faults (anthropic-messages.ts, anthropic-batches.ts).
+ * answered by the same responders and faults (anthropic-messages.ts, anthropic-batches.ts), and the Gemini API's
+ * `generateContent` under `/v1beta/models` (google-generate.ts).
  */
 import { createServer } from 'node:http';
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
@@ -15,6 +16,7 @@ import type { ChatRequest, ChatState } from './chat.ts';
 import { configToJson, defaultConfig, mergeConfig } from './config.ts';
 import type { FakeConfig, FakeConfigPatch } from './config.ts';
 import { FileStore } from './files.ts';
+import { answerGenerateContent, GENERATE_CONTENT_PATH, generateUsageForLog, googleErrorBody, isGooglePath, MISSING_KEY_MESSAGE, parseGenerateContentRequest } from './google-generate.ts';
 import { HttpError, readBody, readJson, sendChunks, sendError, sendJson } from './http.ts';
 import { countBatchedRoute, countBatchesCreated, countChat } from './request-log.ts';
 import type { RequestLogEntry } from './request-log.ts';
@@ -30,9 +32,12 @@ export interface FakeProviderOptions {
 }
 
 export interface FakeProvider {
-	/** Base URL for the OpenAI SDK's `baseURL`, ending in `/v1`; the Anthropic SDK takes it without the `/v1`. */
+	/**
+	 * Base URL for the OpenAI SDK's `baseURL`, ending in `/v1`; the Anthropic SDK takes it without the `/v1`, and so
+	 * does the Gemini SDK's `httpOptions.baseUrl` (it adds `/v1beta` itself).
+	 */
 	readonly url: string;
-	/** The live request log of the `/v1` API, oldest first (cleared in place by `reset`). */
+	/** The live request log of the `/v1` and `/v1beta` APIs, oldest first (cleared in place by `reset`). */
 	readonly requests: RequestLogEntry[];
 	/** The current knobs. */
 	readonly config: Readonly<FakeConfig>;
@@ -58,7 +63,7 @@ export interface FakeProvider {
 	/** Batch creates waiting for `releaseBatchCreates()`. */
 	heldBatchCreates(): number;
 	close(): Promise<void>;
-	/** Chat-completion and Anthropic message requests received, optionally for one route. */
+	/** Chat-completion, Anthropic message and Gemini generateContent requests received, optionally for one route. */
 	countChat(route?: string): number;
 	/** Batches created successfully, of either protocol. */
 	countBatchesCreated(): number;
@@ -88,16 +93,30 @@ function notFound(method: string, path: string): HttpError {
 	return new HttpError(404, apiError(`Invalid URL (${method} ${path})`));
 }
 
+/** Headers the SDKs send themselves, or that carry the key (recorded as `apiKey`): not worth logging as extra. */
+const SDK_HEADERS = new Set(['x-api-key', 'x-goog-api-key', 'x-goog-api-client', 'x-server-timeout']);
+
+/** The Gemini API's key: the `x-goog-api-key` header, or the `key` query parameter; null when neither is set. */
+function googleKeyOf(req: IncomingMessage, query: URLSearchParams): string | null {
+	const header = req.headers['x-goog-api-key'];
+	if (typeof header === 'string' && header.trim() !== '') return header;
+	const param = query.get('key');
+	return param !== null && param.trim() !== '' ? param : null;
+}
+
 /**
- * Who called: the key (OpenAI's `Authorization: Bearer`, or Anthropic's `x-api-key`), and the `x-*` headers that
- * the SDKs do not send themselves (`x-stainless-*`; `x-api-key` is the key, already recorded).
+ * Who called: the key (OpenAI's `Authorization: Bearer`, Anthropic's `x-api-key`, or Google's `x-goog-api-key`),
+ * and the `x-*` headers that the SDKs do not send themselves (`x-stainless-*`, {@link SDK_HEADERS}).
  */
-function callerOf(req: IncomingMessage): Pick<RequestLogEntry, 'apiKey' | 'extraHeaders'> {
+function callerOf(req: IncomingMessage, query: URLSearchParams): Pick<RequestLogEntry, 'apiKey' | 'extraHeaders'> {
 	const anthropicKey = req.headers['x-api-key'];
-	const key = /^Bearer\s+(\S+)/i.exec(req.headers.authorization ?? '')?.[1] ?? (typeof anthropicKey === 'string' && anthropicKey !== '' ? anthropicKey : null);
+	const key =
+		/^Bearer\s+(\S+)/i.exec(req.headers.authorization ?? '')?.[1] ??
+		(typeof anthropicKey === 'string' && anthropicKey !== '' ? anthropicKey : null) ??
+		googleKeyOf(req, query);
 	const extraHeaders: Record<string, string> = {};
 	for (const [name, value] of Object.entries(req.headers)) {
-		if (name.startsWith('x-') && !name.startsWith('x-stainless-') && name !== 'x-api-key' && typeof value === 'string') extraHeaders[name] = value;
+		if (name.startsWith('x-') && !name.startsWith('x-stainless-') && !SDK_HEADERS.has(name) && typeof value === 'string') extraHeaders[name] = value;
 	}
 	return { apiKey: key, extraHeaders };
 }
@@ -203,6 +222,7 @@ class FakeProviderServer implements FakeProvider {
 			{ method: 'DELETE', pattern: new RegExp(`^/v1/messages/batches/${ID}$`), handler: (c) => this.#deleteMessageBatch(c) },
 			{ method: 'POST', pattern: new RegExp(`^/v1/messages/batches/${ID}/cancel$`), handler: (c) => this.#cancelMessageBatch(c) },
 			{ method: 'GET', pattern: new RegExp(`^/v1/messages/batches/${ID}/results$`), handler: (c) => this.#messageBatchResults(c) },
+			{ method: 'POST', pattern: GENERATE_CONTENT_PATH, handler: (c) => this.#generateContent(c) },
 			{ method: 'GET', pattern: /^\/_fake\/requests$/, handler: ({ res }) => sendJson(res, 200, this.#log) },
 			{ method: 'GET', pattern: /^\/_fake\/config$/, handler: ({ res }) => sendJson(res, 200, configToJson(this.#config)) },
 			{ method: 'POST', pattern: /^\/_fake\/config$/, handler: (c) => this.#adminConfigure(c) },
@@ -327,9 +347,10 @@ class FakeProviderServer implements FakeProvider {
 		const url = new URL(req.url ?? '/', 'http://localhost');
 		const path = url.pathname.replace(/\/+$/, '') || '/';
 		const method = req.method ?? 'GET';
-		const isApi = path.startsWith('/v1/');
+		const google = isGooglePath(path);
+		const isApi = path.startsWith('/v1/') || google;
 		const anthropic = isAnthropicPath(path);
-		const entry: RequestLogEntry | null = isApi ? { seq: this.#log.length + 1, method, path, time: Date.now(), status: null, ...callerOf(req) } : null;
+		const entry: RequestLogEntry | null = isApi ? { seq: this.#log.length + 1, method, path, time: Date.now(), status: null, ...callerOf(req, url.searchParams) } : null;
 		if (entry) this.#log.push(entry);
 		try {
 			let route: Route | undefined;
@@ -343,7 +364,9 @@ class FakeProviderServer implements FakeProvider {
 				}
 			}
 			if (!route) throw notFound(method, path);
-			if (isApi && !isAuthorized(req, anthropic)) {
+			// Without a key the Gemini API answers 403: it takes the caller for an unregistered one, not a bad key.
+			if (google && googleKeyOf(req, url.searchParams) === null) throw new HttpError(403, apiError(MISSING_KEY_MESSAGE));
+			if (isApi && !google && !isAuthorized(req, anthropic)) {
 				throw new HttpError(
 					401,
 					anthropic
@@ -362,8 +385,9 @@ class FakeProviderServer implements FakeProvider {
 				const status = error instanceof HttpError ? error.status : 500;
 				const body = error instanceof HttpError ? error.error : apiError(error instanceof Error ? error.message : String(error), 'server_error');
 				const headers = error instanceof HttpError ? error.headers : {};
-				// Anthropic routes answer every error, whatever raised it, in Anthropic's shape.
+				// Anthropic and Gemini routes answer every error, whatever raised it, in their own shape.
 				if (anthropic) sendJson(res, status, anthropicErrorBody(status, body.message), headers);
+				else if (google) sendJson(res, status, googleErrorBody(status, body.message, retryAfterOf(headers)), headers);
 				else sendError(res, status, body, headers);
 			}
 		}
@@ -395,6 +419,20 @@ class FakeProviderServer implements FakeProvider {
 		if (!outcome.ok) throw new HttpError(outcome.status, outcome.error);
 		if (entry) entry.usage = usageForLog(outcome.message);
 		sendJson(res, 200, outcome.message, { 'request-id': newId('req_') });
+	}
+
+	/** `POST /v1beta/models/{model}:generateContent`: the same faults and answers as chat completions, in Gemini's shape. */
+	async #generateContent({ req, res, params, entry }: RouteContext): Promise<void> {
+		const parsed = parseGenerateContentRequest(params[0] ?? '', await readJson(req));
+		if (entry && parsed.ok) logPrompt(entry, parsed.request);
+		if (!(await this.#chatTransportFaults(res))) return;
+		if (!parsed.ok) throw new HttpError(parsed.status, parsed.error);
+		const config = this.#config;
+		if (config.latencyMs > 0 && !(await wait(res, config.latencyMs))) return;
+		const outcome = answerGenerateContent(parsed.request, this.#chatState());
+		if (!outcome.ok) throw new HttpError(outcome.status, outcome.error);
+		if (entry) entry.usage = generateUsageForLog(outcome.response);
+		sendJson(res, 200, outcome.response);
 	}
 
 	/**
@@ -616,6 +654,12 @@ function logPrompt(entry: RequestLogEntry, request: ChatRequest): void {
 	if (typeof facts === 'object' && facts !== null && !Array.isArray(facts)) entry.facts = facts as Record<string, unknown>;
 }
 
+/** The wait a `retry-after` header of an error asks for, in seconds; null when there is none. */
+function retryAfterOf(headers: Record<string, string>): number | null {
+	const value = Number(headers['retry-after']);
+	return headers['retry-after'] !== undefined && Number.isFinite(value) ? value : null;
+}
+
 /** The message Anthropic sends with a refused batch create of this status. */
 function messageBatchCreateRefusal(status: number): string {
 	if (status === 401) return 'invalid x-api-key';
@@ -632,7 +676,7 @@ function batchCreateRefusal(status: number) {
 	return apiError('The server had an error while processing your request. Sorry about that!', 'server_error');
 }
 
-/** Starts a fake OpenAI- and Anthropic-compatible provider on loopback and resolves once it listens. */
+/** Starts a fake OpenAI-, Anthropic- and Gemini-compatible provider on loopback and resolves once it listens. */
 export async function startFakeProvider(options: FakeProviderOptions = {}): Promise<FakeProvider> {
 	const { port = 0, host = '127.0.0.1' } = options;
 	if (!Number.isInteger(port) || port < 0 || port > 65535) {

@@ -1,0 +1,165 @@
+import { GoogleGenAI } from '@google/genai';
+import type { Logger } from '../../shared/logger.ts';
+import { assertBackoff, DEFAULT_BACKOFF, defaultSleep, type BackoffOptions, type Sleep } from '../backoff.ts';
+import { checkRequest, positiveInteger } from '../call-checks.ts';
+import { redact, type ProviderFailure } from '../provider-failure.ts';
+import { createRetrier, type Attempt } from '../retry-policy.ts';
+import type { JsonCompletionRequest, JsonProvider, ReportedUsage } from '../types.ts';
+import { classifyGoogleError } from './google-failure.ts';
+
+export interface GoogleProviderOptions {
+	/** The Gemini API key (Google AI Studio), sent as `x-goog-api-key`. */
+	apiKey: string;
+	/**
+	 * The API's root, without a version: the SDK adds `/v1beta/models/...` itself. Default: the SDK's
+	 * (`GOOGLE_GEMINI_BASE_URL`, else the Gemini API).
+	 */
+	baseURL?: string;
+	/** The Gemini model of every request, such as `gemini-2.5-flash`. */
+	model: string;
+	/** Time limit of one HTTP attempt, in milliseconds. Default 120000. */
+	timeoutMs?: number;
+	/** Attempts per call, the first included. Default 4. */
+	maxAttempts?: number;
+	backoff?: BackoffOptions;
+	/** Ceiling for a wait the provider asks for (a `RetryInfo` delay). Default 60000. */
+	maxRetryAfterMs?: number;
+	/** Output tokens one answer may use. Default 16000: a long page with its FAQ stays well within it. */
+	maxTokens?: number;
+	/** Headers sent with every request. Default none. */
+	headers?: Record<string, string>;
+	logger: Logger;
+	sleep?: Sleep;
+}
+
+/** The API version the requests go to: the one that takes `responseJsonSchema`. */
+const API_VERSION = 'v1beta';
+
+/** Finish reasons of a candidate the model withheld, in whole or in part, for policy reasons. */
+const REFUSALS = new Set(['SAFETY', 'RECITATION', 'PROHIBITED_CONTENT', 'BLOCKLIST', 'SPII']);
+
+/**
+ * Gemini through the official SDK's `generateContent`, with the SDK's own retries off (no `retryOptions`, so it
+ * makes one fetch per call) so that the shared policy (retry-policy.ts) is the only one. The request's schema goes
+ * as `responseJsonSchema`, which the API takes as JSON Schema, `additionalProperties: false` and `required`
+ * included; `responseSchema` would be rewritten by the SDK into Google's OpenAPI subset, which drops
+ * `additionalProperties`. The system messages become the `systemInstruction`, and the assistant turns the `model`
+ * turns of the conversation.
+ *
+ * Bulk jobs of this provider are written page by page: it has no batch API here yet.
+ */
+export function createGoogleProvider(options: GoogleProviderOptions): JsonProvider {
+	const { apiKey, baseURL, model, logger } = options;
+	if (typeof apiKey !== 'string' || apiKey.trim() === '') throw new TypeError('Expected `apiKey` to be a non-empty string');
+	if (typeof model !== 'string' || model.trim() === '') throw new TypeError(`Expected \`model\` to be a non-empty string, got \`${String(model)}\``);
+	const backoff = options.backoff ?? DEFAULT_BACKOFF;
+	assertBackoff(backoff);
+	const maxTokens = positiveInteger('maxTokens', options.maxTokens, 16_000);
+	const maxRetryAfterMs = positiveInteger('maxRetryAfterMs', options.maxRetryAfterMs, 60_000, 0);
+	const client = new GoogleGenAI({
+		apiKey,
+		// Pinned, so that no GOOGLE_GENAI_USE_VERTEXAI or GOOGLE_GENAI_API_VERSION of the environment reroutes the calls.
+		vertexai: false,
+		apiVersion: API_VERSION,
+		httpOptions: {
+			...(baseURL !== undefined ? { baseUrl: baseURL } : {}),
+			...(options.headers ? { headers: options.headers } : {}),
+			timeout: positiveInteger('timeoutMs', options.timeoutMs, 120_000),
+		},
+	});
+	const secrets = [apiKey, ...Object.values(options.headers ?? {})];
+	const withRetries = createRetrier({
+		maxAttempts: positiveInteger('maxAttempts', options.maxAttempts, 4),
+		backoff,
+		maxRetryAfterMs,
+		sleep: options.sleep ?? defaultSleep,
+		logger,
+		secrets,
+	});
+
+	return {
+		async completeJson<T = unknown>(request: JsonCompletionRequest): Promise<T> {
+			checkRequest(request);
+			const system = request.messages.filter((message) => message.role === 'system').map((message) => message.content).join('\n\n');
+			const contents = request.messages.flatMap(({ role, content }) => (role === 'system' ? [] : [{ role: role === 'assistant' ? 'model' : 'user', parts: [{ text: content }] }]));
+			const config = {
+				...(system !== '' ? { systemInstruction: system } : {}),
+				responseMimeType: 'application/json',
+				responseJsonSchema: request.schema,
+				maxOutputTokens: maxTokens,
+				...(request.signal ? { abortSignal: request.signal } : {}),
+			};
+			return withRetries<T>({ op: 'chat', signal: request.signal, logContext: request.logContext }, async () => {
+				let response: unknown;
+				try {
+					// A fresh config each attempt: the SDK may rewrite the one it is given.
+					response = await client.models.generateContent({ model, contents, config: { ...config } });
+				} catch (error) {
+					// Classified here rather than by the policy: this SDK's errors are not shaped like the others'.
+					return { ok: false, failure: classifyGoogleError(error, secrets, request.signal?.aborted === true, maxRetryAfterMs) };
+				}
+				const usage = readGeminiUsage((response as { usageMetadata?: unknown }).usageMetadata);
+				if (usage) request.onUsage?.(usage);
+				const content = readGeminiContent(response, secrets);
+				if (!content.ok) return content;
+				const problem = request.validate?.(content.value) ?? null;
+				if (problem !== null) return { ok: false, failure: { reason: 'invalid_output', retryable: true, detail: redact(problem, secrets) } };
+				return { ok: true, value: content.value as T };
+			});
+		},
+	};
+}
+
+/**
+ * A response's `usageMetadata` in the shape every provider reports: the prompt's tokens as prompt, and as
+ * completion the answer's tokens together with the model's thinking, which Google bills as output too.
+ */
+export function readGeminiUsage(usage: unknown): ReportedUsage | null {
+	if (typeof usage !== 'object' || usage === null) return null;
+	const { promptTokenCount: prompt, candidatesTokenCount: candidates, thoughtsTokenCount: thoughts } = usage as Record<string, unknown>;
+	const count = (value: unknown) => (typeof value === 'number' && Number.isSafeInteger(value) && value >= 0 ? value : 0);
+	return { prompt_tokens: count(prompt), completion_tokens: count(candidates) + count(thoughts) };
+}
+
+/**
+ * The JSON object of a response: its first candidate's text, parsed. A prompt or answer withheld for policy reasons,
+ * an answer cut off at `maxOutputTokens`, and text that is not a JSON object are failures, retried like any
+ * transient fault.
+ */
+export function readGeminiContent(response: unknown, secrets: readonly string[] = []): Attempt<Record<string, unknown>> {
+	const record = (typeof response === 'object' && response !== null ? response : {}) as { candidates?: unknown; promptFeedback?: { blockReason?: unknown } };
+	const candidate = Array.isArray(record.candidates) ? (record.candidates[0] as { finishReason?: unknown; content?: { parts?: unknown } } | undefined) : undefined;
+	if (!candidate) {
+		const blocked = record.promptFeedback?.blockReason;
+		if (typeof blocked === 'string') return { ok: false, failure: { reason: 'refusal', retryable: true, detail: redact(`the prompt was blocked (${blocked})`, secrets) } };
+		return malformed('the response has no candidate');
+	}
+	const finish = candidate.finishReason;
+	if (typeof finish === 'string' && REFUSALS.has(finish)) {
+		return { ok: false, failure: { reason: 'refusal', retryable: true, detail: `the model withheld its answer (${finish})` } };
+	}
+	if (finish === 'MAX_TOKENS') return { ok: false, failure: { reason: 'truncated', retryable: true } };
+	const text = textOf(candidate.content?.parts);
+	if (text.trim() === '') return malformed('the answer has no text');
+	let value: unknown;
+	try {
+		value = JSON.parse(text);
+	} catch {
+		return malformed();
+	}
+	if (typeof value !== 'object' || value === null || Array.isArray(value)) return malformed('the text is not a JSON object');
+	return { ok: true, value: value as Record<string, unknown> };
+}
+
+/** The text parts of an answer, without the model's thoughts (sent only when asked for, but never the answer). */
+function textOf(parts: unknown): string {
+	if (!Array.isArray(parts)) return '';
+	return parts
+		.filter((part): part is { text: string } => typeof part?.text === 'string' && part.thought !== true)
+		.map((part) => part.text)
+		.join('');
+}
+
+function malformed(detail?: string): { ok: false; failure: ProviderFailure } {
+	return { ok: false, failure: { reason: 'malformed_output', retryable: true, ...(detail ? { detail } : {}) } };
+}
