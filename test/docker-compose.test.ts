@@ -57,14 +57,14 @@ function variablesRead(): string[] {
 	readConfig(recorder);
 	// The extension's own settings; Directus's own ones the configuration also reads (WEBSOCKETS_*) are Directus's to
 	// document and default.
-	return [...seen].filter((name) => /^(?:PSEO|OPENAI|ANTHROPIC)_/.test(name)).sort();
+	return [...seen].filter((name) => /^(?:PSEO|OPENAI|ANTHROPIC|GEMINI|GOOGLE)_/.test(name)).sort();
 }
 
 /** Variable names written in the configuration modules' source. */
 function variablesInSource(): string[] {
 	const names = new Set<string>();
 	for (const file of ['src/config/config.ts', 'src/config/sitemap-env.ts']) {
-		for (const match of read(file).matchAll(/\b(?:PSEO|OPENAI|ANTHROPIC)_[A-Z0-9_]*[A-Z0-9]\b/g)) names.add(match[0]);
+		for (const match of read(file).matchAll(/\b(?:PSEO|OPENAI|ANTHROPIC|GEMINI|GOOGLE)_[A-Z0-9_]*[A-Z0-9]\b/g)) names.add(match[0]);
 	}
 	return [...names].sort();
 }

@@ -15,6 +15,7 @@ const DESCRIPTION =
 const ANTHROPIC_KEY = 'sk-ant-settings-first-5c1d9e';
 const ROTATED_KEY = 'sk-ant-settings-second-0a7f3b';
 const ALLOWED = ['claude-haiku-4-5', 'claude-sonnet-4-6'];
+const GOOGLE_KEY = 'AIza-settings-google-4e8b2c';
 
 let serial = 0;
 
@@ -44,6 +45,7 @@ describe.each(LEGS)('Anthropic from Settings → AI on %s', (leg) => {
 					OPENAI_API_KEY: '',
 					OPENAI_BASE_URL: fake.url,
 					ANTHROPIC_BASE_URL: fake.url.replace(/\/v1$/, ''),
+					GOOGLE_GEMINI_BASE_URL: fake.url.replace(/\/v1$/, ''),
 					PSEO_PROVIDER_BACKOFF_MS: '20',
 					PSEO_PLAN_PAGES: '6',
 					PSEO_CONCURRENCY: '2',
@@ -65,10 +67,10 @@ describe.each(LEGS)('Anthropic from Settings → AI on %s', (leg) => {
 			expect(res.status, JSON.stringify(res.body)).toBe(200);
 		};
 		/** A website naming `provider` and `model`, with a plan of `pages` pages of routes unique in the run. */
-		const claudeSite = async (user: TestUser, pages: number, model: string | null = 'claude-sonnet-4-6') => {
+		const claudeSite = async (user: TestUser, pages: number, model: string | null = 'claude-sonnet-4-6', provider = 'anthropic') => {
 			const created = await send(directus, 'POST', '/pseo-endpoints/pseo', {
 				token: user.token,
-				body: { website_url: 'https://claude.example', master_prompt: 'Warm tone.', provider: 'anthropic', model },
+				body: { website_url: 'https://claude.example', master_prompt: 'Warm tone.', provider, model },
 			});
 			expect(created.status, JSON.stringify(created.body)).toBe(201);
 			const pseoId = created.body.data.id as number;
@@ -83,7 +85,7 @@ describe.each(LEGS)('Anthropic from Settings → AI on %s', (leg) => {
 			const before = await send(directus, 'GET', PROVIDERS, { token: user.token });
 			expect(before.status).toBe(200);
 			const anthropic = () => before.body.data.providers.find((entry: { provider: string }) => entry.provider === 'anthropic');
-			expect(anthropic()).toMatchObject({ provider: 'anthropic', name: 'Anthropic', supported: true, origin: null, default_model: 'claude-haiku-4-5', bulk: 'page_by_page' });
+			expect(anthropic()).toMatchObject({ provider: 'anthropic', name: 'Anthropic', origin: null, default_model: 'claude-haiku-4-5', bulk: 'page_by_page' });
 			expect(before.body.data.default).toEqual({ provider: 'openai', model: 'gpt-5.4-mini' });
 
 			await saveSettings({ ai_anthropic_api_key: ANTHROPIC_KEY, ai_anthropic_allowed_models: ALLOWED });
@@ -93,13 +95,12 @@ describe.each(LEGS)('Anthropic from Settings → AI on %s', (leg) => {
 			expect(after.body.data.providers[1]).toEqual({
 				provider: 'anthropic',
 				name: 'Anthropic',
-				supported: true,
 				origin: 'directus-settings',
 				models: ALLOWED,
 				default_model: 'claude-haiku-4-5',
 				bulk: 'page_by_page',
 			});
-			expect(after.body.data.providers[2]).toMatchObject({ provider: 'google', supported: false, origin: null });
+			expect(after.body.data.providers[2]).toMatchObject({ provider: 'google', origin: null, default_model: 'gemini-2.5-flash' });
 			expectEnvelope(await call(directus, 'GET', PROVIDERS, {}), 401);
 		});
 
@@ -179,6 +180,27 @@ describe.each(LEGS)('Anthropic from Settings → AI on %s', (leg) => {
 			expect(ended['usage'].requests).toBe(fake.countChat());
 			expect(await balanceOf(directus, user.id)).toBe(100 - 15 + 5);
 			await expectLedgerBalances(directus, user);
+		});
+
+		it("a website naming Google runs its plan, page and bulk job on Gemini with Settings → AI's key", async () => {
+			await saveSettings({ ai_google_api_key: GOOGLE_KEY, ai_google_allowed_models: ['gemini-2.5-flash', 'gemini-2.5-pro'] });
+			const user = await createUser(directus, { balance: 200 });
+			const { pseoId } = await claudeSite(user, 3, null, 'google');
+			const plan = await send(directus, 'POST', PLAN, { token: user.token, body: { pseo_id: pseoId, language_code: 'en-GB', description: DESCRIPTION } });
+			expect(plan.status, JSON.stringify(plan.body)).toBe(200);
+			const one = await send(directus, 'POST', ON_DEMAND, { token: user.token, body: { pseo_id: pseoId, post_count: 1 } });
+			expect(await waitForJob(directus, user, one.body.generation_id as number)).toMatchObject({ status: 'completed', provider: 'google', model: 'gemini-2.5-flash' });
+			const bulk = await send(directus, 'POST', BULK, { token: user.token, body: { pseo_id: pseoId, post_count: 2 } });
+			const ended = await waitForJob(directus, user, bulk.body.generation_id as number);
+			expect(ended).toMatchObject({ status: 'completed', created_count: 2, provider: 'google', model: 'gemini-2.5-flash' });
+			expect(ended['usage'].prompt_tokens).toBeGreaterThan(0);
+			const gemini = fake.requests.filter((entry) => entry.method === 'POST' && entry.path === '/v1beta/models/gemini-2.5-flash:generateContent');
+			expect(gemini.length).toBe(fake.countChat());
+			expect(gemini.every((entry) => entry.apiKey === GOOGLE_KEY)).toBe(true);
+			expect(fake.countBatchesCreated()).toBe(0);
+			expect(await balanceOf(directus, user.id)).toBe(200 - 20 - 10 - 10);
+			const seen = JSON.stringify([answers.map((res) => res.body), await adminItems(directus, 'pseo_generations', 'fields=*')]) + directus.output();
+			expect(seen).not.toContain(GOOGLE_KEY);
 		});
 
 		it('a new Anthropic key takes effect on the next call without a restart, and no key shows in answers, rows or the log', async () => {

@@ -13,6 +13,8 @@ describe('readConfig', () => {
 			provider: null,
 			anthropicApiKey: undefined,
 			anthropicBaseUrl: undefined,
+			geminiApiKey: undefined,
+			geminiBaseUrl: undefined,
 			bulkMode: 'batch',
 			concurrency: 4,
 			batchPollIntervalMs: 30_000,
@@ -86,6 +88,8 @@ describe('readConfig', () => {
 		['PSEO_PROVIDER', 'claude'],
 		['ANTHROPIC_API_KEY', { key: 1 }],
 		['ANTHROPIC_BASE_URL', 'not a url'],
+		['GEMINI_API_KEY', { key: 1 }],
+		['GOOGLE_GEMINI_BASE_URL', 'not a url'],
 		['PSEO_BULK_MODE', 'sometimes'],
 		['PSEO_CONCURRENCY', '0'],
 		['PSEO_CONCURRENCY', 'four'],
@@ -145,7 +149,7 @@ describe('readConfig', () => {
 	it('the list above and the table of docs/configuration.md name the same variables', async () => {
 		const { readFileSync } = await import('node:fs');
 		const reference = readFileSync(new URL('../../docs/configuration.md', import.meta.url), 'utf8');
-		const documented = new Set([...reference.matchAll(/^\| `((?:PSEO|OPENAI|ANTHROPIC)_[A-Z_]+)` \|/gm)].map((match) => match[1]));
+		const documented = new Set([...reference.matchAll(/^\| `((?:PSEO|OPENAI|ANTHROPIC|GEMINI|GOOGLE)_[A-Z_]+)` \|/gm)].map((match) => match[1]));
 		expect(documented.size).toBeGreaterThan(20);
 		expect([...documented].filter((name) => !BAD.some(([bad]) => bad === name))).toEqual([]);
 		// And the other way: every variable the extension reads is documented there.

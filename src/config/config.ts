@@ -18,9 +18,14 @@ export interface PseoConfig {
 	anthropicApiKey: string | undefined;
 	/** `ANTHROPIC_BASE_URL`. Default: the SDK's (the Anthropic API). */
 	anthropicBaseUrl: string | undefined;
+	/** `GEMINI_API_KEY`: the Google Gemini key, which wins over Settings → AI's. */
+	geminiApiKey: string | undefined;
+	/** `GOOGLE_GEMINI_BASE_URL`, the Gemini API's root without a version. Default: the SDK's (the Gemini API). */
+	geminiBaseUrl: string | undefined;
 	/**
 	 * `PSEO_PROVIDER`: the provider of websites that name none. Unset: OpenAI when `OPENAI_API_KEY` is set, then
-	 * Anthropic when `ANTHROPIC_API_KEY` is, else the first provider Settings → AI has a key for.
+	 * Anthropic when `ANTHROPIC_API_KEY` is, then Google when `GEMINI_API_KEY` is, else the first provider Settings →
+	 * AI has a key for.
 	 */
 	provider: ProviderKind | null;
 	/** `PSEO_MODEL`: the model of websites that name none, with the default provider; unset, that provider's default model. */
@@ -111,6 +116,8 @@ export function readConfig(env: Env): PseoConfig {
 		openaiBaseUrl: optionalUrl(env, 'OPENAI_BASE_URL'),
 		anthropicApiKey: optionalString(env, 'ANTHROPIC_API_KEY'),
 		anthropicBaseUrl: optionalUrl(env, 'ANTHROPIC_BASE_URL'),
+		geminiApiKey: optionalString(env, 'GEMINI_API_KEY'),
+		geminiBaseUrl: optionalUrl(env, 'GOOGLE_GEMINI_BASE_URL'),
 		provider: raw(env, 'PSEO_PROVIDER') === undefined ? null : oneOf(env, 'PSEO_PROVIDER', PROVIDER_KINDS, 'openai'),
 		model: optionalString(env, 'PSEO_MODEL') ?? null,
 		bulkMode: oneOf(env, 'PSEO_BULK_MODE', ['batch', 'concurrent'] as const, 'batch'),

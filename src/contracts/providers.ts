@@ -11,7 +11,6 @@ const CatalogEntry = named(
 	z.strictObject({
 		provider: Provider,
 		name: doc(z.string().min(1), { description: 'How the provider is named to people (an OpenAI-compatible server by its name in Settings → AI).', examples: ['Anthropic'] }),
-		supported: doc(z.boolean(), { description: 'Whether this version can call the provider.' }),
 		origin: doc(z.enum(['environment', 'directus-settings']).nullable(), {
 			description: 'Where its key comes from: the environment, or Settings → AI; null when it is not configured, and a website that names it fails its jobs and plans (refunded).',
 		}),

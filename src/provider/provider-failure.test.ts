@@ -35,6 +35,7 @@ describe('classifyError', () => {
 describe('redact', () => {
 	it('masks keys, bearer tokens and given secrets, flattens and truncates', () => {
 		expect(redact('key sk-proj-AbC123xyz789 used', [])).toBe('key [redacted] used');
+		expect(redact('API key AIzaSyA1b2C3d4E5f6G7h8I9j0KlMnOpQrStUv not valid', [])).toBe('API key [redacted] not valid');
 		expect(redact('Authorization: Bearer abc.def', [])).toBe('Authorization: Bearer [redacted]');
 		expect(redact('token my-own-secret here', ['my-own-secret'])).toBe('token [redacted] here');
 		expect(redact('a\n\n  b')).toBe('a b');

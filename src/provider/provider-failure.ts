@@ -26,6 +26,8 @@ export function redact(text: string, secrets: readonly (string | undefined)[] = 
 	}
 	out = out
 		.replace(/\b(sk|rk|sess)-[A-Za-z0-9_*.-]{6,}/g, '[redacted]')
+		// Google API keys.
+		.replace(/\bAIza[0-9A-Za-z_-]{20,}/g, '[redacted]')
 		.replace(/\bBearer\s+\S+/gi, 'Bearer [redacted]')
 		.replace(/\s+/g, ' ')
 		.trim();

@@ -86,7 +86,7 @@ describe('provider source', () => {
 		const claude = await source.current({ provider: 'anthropic', model: 'claude-sonnet-4-6' });
 		expect('unavailable' in claude).toBe(false);
 		expect(await source.current({ provider: 'anthropic', model: 'claude-sonnet-4-6' })).toBe(claude);
-		expect(await source.current({ provider: 'google' })).toEqual({ unavailable: expect.stringMatching(/^Google is not supported/) });
+		expect(await source.current({ provider: 'google' })).toEqual({ unavailable: expect.stringMatching(/^Google is not configured: add its key in Settings → AI/) });
 	});
 
 	it('takes PSEO_PROVIDER and PSEO_MODEL as the default, and lets the environment\'s key run any model', async () => {

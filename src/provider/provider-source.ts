@@ -6,6 +6,7 @@ import type { AiSettings } from './ai-settings.ts';
 import { createAnthropicProvider } from './anthropic/anthropic-provider.ts';
 import type { GenerationProvider } from './generation-provider.ts';
 import { createOpenAiProvider } from './openai/openai-provider.ts';
+import { createGoogleProvider } from './google/google-provider.ts';
 
 /** The provider a call runs with, or why there is none. */
 type ProviderChoice = GenerationProvider | { unavailable: string };
@@ -52,8 +53,6 @@ export interface ProviderSource {
 interface CatalogEntry {
 	provider: ProviderKind;
 	name: string;
-	/** Whether this version can call it (Google cannot yet). */
-	supported: boolean;
 	/** Whether it has a key (or, for an OpenAI-compatible server, a base URL), and where from; null when it has none. */
 	origin: ProviderOrigin | null;
 	/** The models a website may name; null when any may be named (a provider configured in the environment). */
@@ -90,6 +89,7 @@ export function createProviderSource(config: PseoConfig, logger: Logger, readSet
 	const fromEnvironment: Partial<Record<ProviderKind, Credentials>> = {};
 	if (config.openaiApiKey) fromEnvironment.openai = { origin: 'environment', apiKey: config.openaiApiKey, baseURL: config.openaiBaseUrl };
 	if (config.anthropicApiKey) fromEnvironment.anthropic = { origin: 'environment', apiKey: config.anthropicApiKey, baseURL: config.anthropicBaseUrl };
+	if (config.geminiApiKey) fromEnvironment.google = { origin: 'environment', apiKey: config.geminiApiKey, baseURL: config.geminiBaseUrl };
 
 	let read: { at: number; settings: Promise<AiSettings | null> } | null = null;
 	const settings = (): Promise<AiSettings | null> => {
@@ -114,7 +114,7 @@ export function createProviderSource(config: PseoConfig, logger: Logger, readSet
 				// Servers such as Ollama or LM Studio take no key; the SDK needs one, so a placeholder goes in its header.
 				return ai?.compatible ? { origin: 'directus-settings', apiKey: ai.compatible.apiKey ?? 'none', baseURL: ai.compatible.baseUrl, headers: ai.compatible.headers } : null;
 			case 'google':
-				return null;
+				return ai?.googleApiKey ? { origin: 'directus-settings', apiKey: ai.googleApiKey, baseURL: config.geminiBaseUrl } : null;
 		}
 	};
 
@@ -123,8 +123,9 @@ export function createProviderSource(config: PseoConfig, logger: Logger, readSet
 		if (config.provider) return config.provider;
 		if (fromEnvironment.openai) return 'openai';
 		if (fromEnvironment.anthropic) return 'anthropic';
+		if (fromEnvironment.google) return 'google';
 		const ai = await settings();
-		return (['openai', 'anthropic', 'openai_compatible'] as const).find((kind) => credentialsFrom(kind, ai) !== null) ?? 'openai';
+		return (['openai', 'anthropic', 'google', 'openai_compatible'] as const).find((kind) => credentialsFrom(kind, ai) !== null) ?? 'openai';
 	};
 
 	const plan = async (wish: ProviderWish = {}): Promise<ProviderPlan & { credentials: Credentials | null }> => {
@@ -164,7 +165,7 @@ export function createProviderSource(config: PseoConfig, logger: Logger, readSet
 				backoff: { baseMs: config.providerBackoffMs, maxMs: Math.max(config.providerBackoffMs, 30_000) },
 				logger,
 			};
-			client = kind === 'anthropic' ? createAnthropicProvider(common) : createOpenAiProvider(common);
+			client = kind === 'anthropic' ? createAnthropicProvider(common) : kind === 'google' ? createGoogleProvider(common) : createOpenAiProvider(common);
 			clients.set(fingerprint, client);
 			logger.info(
 				{ provider: kind, model, origin: credentials.origin, baseURL: credentials.baseURL ?? 'the vendor API' },
@@ -188,7 +189,6 @@ export function createProviderSource(config: PseoConfig, logger: Logger, readSet
 				providers.push({
 					provider: kind,
 					name: kind === 'openai_compatible' && ai?.compatible?.name ? ai.compatible.name : PROVIDER_NAMES[kind],
-					supported: kind !== 'google',
 					origin: chosen.origin,
 					models: allowed,
 					default_model: chosen.model,
@@ -204,7 +204,6 @@ export function createProviderSource(config: PseoConfig, logger: Logger, readSet
 		async current(wish) {
 			const { kind, model, credentials, refused } = await plan(wish);
 			if (refused) return { unavailable: `${refused} The tokens were refunded.` };
-			if (kind === 'google') return { unavailable: `${PROVIDER_NAMES.google} is not supported by this version of pseo-automation yet. The tokens were refunded.` };
 			if (!credentials) {
 				return { unavailable: wish?.provider && isProviderKind(wish.provider) && kind !== 'openai' ? `${PROVIDER_NAMES[kind]} is not configured: add its key in Settings → AI. The tokens were refunded.` : NOT_CONFIGURED };
 			}
