@@ -11,6 +11,8 @@ interface JobRow {
 	id: number;
 	pseo_id: number;
 	mode: 'on_demand' | 'bulk';
+	/** The provider the job ran with. */
+	provider: string | null;
 	status: string;
 	attempts: number;
 	failed_routes: { route: string; error: string }[] | null;
@@ -38,7 +40,7 @@ async function jobs(database: string): Promise<JobRow[]> {
 	return query<JobRow>(
 		database,
 		// A job's routes and failures are rows of pseo_generation_routes, gathered here into the job's arrays.
-		`SELECT g.id, g.pseo_id, g.mode, g.status, g.attempts,
+		`SELECT g.id, g.pseo_id, g.mode, g.provider, g.status, g.attempts,
 		        (SELECT json_agg(json_build_object('route', r.route, 'error', r.error) ORDER BY r.position)
 		           FROM pseo_generation_routes r WHERE r.generation_id = g.id AND r.state = 'failed') AS failed_routes,
 		        (SELECT json_agg(json_build_object('route', r.route) ORDER BY r.position)
@@ -48,6 +50,13 @@ async function jobs(database: string): Promise<JobRow[]> {
 		 FROM pseo_generations g ORDER BY g.id`,
 	);
 }
+
+/** The providers without a batch API here: their bulk jobs are written page by page, as on-demand jobs are. */
+const PAGE_BY_PAGE_PROVIDERS = new Set(['anthropic', 'google']);
+/** The paths of a page's call, per protocol: OpenAI's chat completions, Anthropic's messages, Gemini's generateContent. */
+const isModelCall = (path: string) => path === '/v1/chat/completions' || path === '/v1/messages' || /^\/v1beta\/models\/[^/]+:generateContent$/.test(path);
+/** Jobs that hold their lease from start to end, writing page by page. */
+const pageByPage = (row: JobRow) => row.mode === 'on_demand' || PAGE_BY_PAGE_PROVIDERS.has(row.provider ?? '');
 
 /** Every 202 names a job that exists and ended (completed or failed). */
 function checkAccepted(record: ChaosRecord, rows: JobRow[]): Violation[] {
@@ -95,12 +104,12 @@ function checkFailures(record: ChaosRecord, rows: JobRow[]): Violation[] {
 function checkChatCalls(record: ChaosRecord, rows: JobRow[], requests: readonly RequestLogEntry[], leaseLost: ReadonlyMap<number, number>): Violation[] {
 	const chatRoutes = new Map<string, number>();
 	for (const row of rows) {
-		if (row.mode !== 'on_demand' || !record.uniqueRouteSites.has(Number(row.pseo_id))) continue;
+		if (!pageByPage(row) || !record.uniqueRouteSites.has(Number(row.pseo_id))) continue;
 		for (const page of row.routes ?? []) chatRoutes.set(page.route, Number(row.id));
 	}
 	const answered = new Map<string, number[]>();
 	for (const entry of requests) {
-		if (entry.path !== '/v1/chat/completions' || entry.status !== 200 || entry.task !== 'page' || !entry.route) continue;
+		if (!isModelCall(entry.path) || entry.status !== 200 || entry.task !== 'page' || !entry.route) continue;
 		if (!chatRoutes.has(entry.route) || record.failingRoutes.has(entry.route)) continue;
 		answered.set(entry.route, [...(answered.get(entry.route) ?? []), entry.time]);
 	}
@@ -126,7 +135,7 @@ function checkChatCalls(record: ChaosRecord, rows: JobRow[], requests: readonly 
 function checkClaims(record: ChaosRecord, rows: JobRow[], leaseLost: ReadonlyMap<number, number>): Violation[] {
 	const violations: Violation[] = [];
 	for (const row of rows) {
-		if (row.mode !== 'on_demand') continue;
+		if (!pageByPage(row)) continue;
 		const start = Number(row.created_ms) - 1000;
 		const end = (row.completed_ms === null ? Date.now() : Number(row.completed_ms)) + 1000;
 		const takeovers = record.killTimes.filter((time) => time >= start && time <= end).length + (leaseLost.get(Number(row.id)) ?? 0);

@@ -175,6 +175,9 @@ export async function runChaos(options: ChaosOptions): Promise<Violation[]> {
 			database,
 			env: {
 				OPENAI_BASE_URL: fake.url,
+				// A second provider for a third of the websites: Claude, page by page through Anthropic's protocol.
+				ANTHROPIC_API_KEY: 'sk-ant-chaos',
+				ANTHROPIC_BASE_URL: fake.url.replace(/\/v1$/, ''),
 				PSEO_PROVIDER_BACKOFF_MS: '50',
 				PSEO_CONCURRENCY: '3',
 				PSEO_LEASE_MS: String(LEASE_MS),
@@ -221,7 +224,7 @@ async function drive(
 	const failing: Record<string, 'error'> = {};
 	for (const [u, user] of users.entries()) {
 		for (let w = 0; w < 3; w++) {
-			const { id } = await createWebsite(admin, user);
+			const { id } = await createWebsite(admin, user, w === 2 ? { provider: 'anthropic' } : {});
 			const pages = planPages(SEEDED_PAGES, `/u${u}w${w}-page`);
 			await seedPlan(admin, user, id, pages);
 			sites.push({ user, pseoId: id, forPlans: false });

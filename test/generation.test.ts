@@ -243,8 +243,10 @@ describe.each(INTERFACE_LEGS)('generation engine on %s', (leg) => {
 			expect(list.body.data[0].date_created).toMatch(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/);
 			const one = await call(directus, 'GET', `/pseo-endpoints/generations/${ids[0]}`, { token: user.token });
 			expect(Object.keys(one.body.data).sort()).toEqual(
-				['id', 'pseo_id', 'status', 'requested_count', 'created_count', 'failed_count', 'failed_routes', 'date_created', 'date_updated', 'date_completed', 'last_error', 'attention', 'usage'].sort(),
+				['id', 'pseo_id', 'status', 'requested_count', 'created_count', 'failed_count', 'failed_routes', 'date_created', 'date_updated', 'date_completed', 'last_error', 'attention', 'provider', 'model', 'usage'].sort(),
 			);
+			// The provider and model it was accepted with: the environment's OpenAI key, and the instance's model.
+			expect(one.body.data).toMatchObject({ provider: 'openai', model: expect.stringMatching(/\S/) });
 			const stranger = await createUser(directus);
 			expectEnvelope(await call(directus, 'GET', `/pseo-endpoints/generations/${ids[0]}`, { token: stranger.token }), 403);
 			expectEnvelope(await call(directus, 'GET', `/pseo-endpoints/generations?pseo_id=${pseoId}`, { token: stranger.token }), 403);

@@ -36,6 +36,7 @@ const SWEEP_MS = 200;
 const POLL_MS = 400;
 const PAGE_RATE = 10;
 const BATCH_RATE = 5;
+const CLAUDE_KEY = 'sk-ant-cluster-5b2e81';
 
 const missing = clusterMissing('multi-instance suite');
 
@@ -54,6 +55,9 @@ describe.skipIf(missing.length > 0)('several instances on one PostgreSQL databas
 			database,
 			env: {
 				OPENAI_BASE_URL: fake.url,
+				// A second provider, for the websites that name it: Claude, through Anthropic's protocol.
+				ANTHROPIC_API_KEY: CLAUDE_KEY,
+				ANTHROPIC_BASE_URL: fake.url.replace(/\/v1$/, ''),
 				PSEO_PROVIDER_BACKOFF_MS: '50',
 				PSEO_CONCURRENCY: '3',
 				PSEO_LEASE_MS: String(LEASE_MS),
@@ -238,6 +242,37 @@ describe.skipIf(missing.length > 0)('several instances on one PostgreSQL databas
 		const workers = instances.map((instance) => cluster.workerOf(instance));
 		expect([...owners].every((owner) => workers.includes(owner))).toBe(true);
 		expect(owners.size).toBeGreaterThanOrEqual(2);
+	});
+
+	it('5 websites on Claude run exactly once between the instances too: one Messages API call per page, bulk jobs page by page', async () => {
+		const user = await createUser(reader, { balance: 10_000 });
+		const sites: { pseoId: number; routes: string[] }[] = [];
+		for (let i = 0; i < 3; i++) sites.push(await plannedSite(reader, user, 6, { provider: 'anthropic', model: 'claude-haiku-4-5' }));
+		let next = 0;
+		const ids: number[] = [];
+		await Promise.all(
+			sites.map(async (site) => {
+				for (const [path, count] of [[ON_DEMAND, 1], [BULK, 4]] as const) {
+					const res = await call(instances[next++ % INSTANCES]!, 'POST', path, { token: user.token, body: { pseo_id: site.pseoId, post_count: count } });
+					expect(res.status, JSON.stringify(res.body)).toBe(202);
+					ids.push(res.body.generation_id);
+					const job = await waitForJob(instances[next % INSTANCES]!, user, res.body.generation_id);
+					expect(job).toMatchObject({ status: 'completed', provider: 'anthropic', model: 'claude-haiku-4-5' });
+				}
+			}),
+		);
+		for (const site of sites) {
+			await expectPostsOnce(reader, site.pseoId, site.routes.slice(0, 5));
+			for (const route of site.routes.slice(0, 5)) expect(fake.countChat(route), route).toBe(1);
+		}
+		const calls = fake.requests.filter((entry) => entry.method === 'POST');
+		expect(calls.length).toBe(15);
+		expect(calls.every((entry) => entry.path === '/v1/messages' && entry.apiKey === CLAUDE_KEY)).toBe(true);
+		expect(fake.countBatchesCreated()).toBe(0);
+		const ledger = await expectLedgerBalances(reader, user);
+		expect(ledger.filter((row) => row.reason === 'charge').map((row) => Number(row.generation_id)).sort((a, b) => a - b)).toEqual([...ids].sort((a, b) => a - b));
+		expect(ledger.filter((row) => row.reason === 'refund')).toEqual([]);
+		expect(await balanceOf(reader, user.id)).toBe(10_000 - 3 * (PAGE_RATE + 4 * BATCH_RATE));
 	});
 
 	it('4.8 concurrent plan requests by one user on different instances give one 200 and the rest 409', async () => {

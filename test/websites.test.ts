@@ -41,6 +41,7 @@ describe.each(CORE_INTERFACE_LEGS)('foundation on %s', (leg) => {
 				'POST /plan/import',
 				'GET /fetch-sitemap?pseo_id=X',
 				'GET /balance',
+				'GET /providers',
 				'PUT /pseo/:id/publishing',
 				'GET /pseo/:id/publishing',
 				'DELETE /pseo/:id/publishing',

@@ -10,9 +10,17 @@ import type { FakeProvider } from './fake-provider/server.ts';
 
 let serial = 0;
 
-/** A website with a plan whose routes are unique in the whole run, so the fake's per-route counts are exact. */
-export async function plannedSite(directus: DirectusInstance, user: TestUser, pages: number): Promise<{ pseoId: number; routes: string[] }> {
-	const { id } = await createWebsite(directus, user);
+/**
+ * A website with a plan whose routes are unique in the whole run, so the fake's per-route counts are exact; `website`
+ * adds fields to its POST /pseo body (its provider and model, say).
+ */
+export async function plannedSite(
+	directus: DirectusInstance,
+	user: TestUser,
+	pages: number,
+	website: Record<string, unknown> = {},
+): Promise<{ pseoId: number; routes: string[] }> {
+	const { id } = await createWebsite(directus, user, website);
 	const plan = planPages(pages, `/s${process.pid}-${++serial}-page`);
 	await seedPlan(directus, user, id, plan);
 	return { pseoId: id, routes: plan.map((page) => page.route) };
