@@ -1,32 +1,12 @@
 import Anthropic, { APIConnectionError, APIConnectionTimeoutError, APIError, APIUserAbortError } from '@anthropic-ai/sdk';
-import type { Logger } from '../../shared/logger.ts';
-import { assertBackoff, DEFAULT_BACKOFF, defaultSleep, type BackoffOptions, type Sleep } from '../backoff.ts';
-import { checkRequest, positiveInteger } from '../call-checks.ts';
+import { checkRequest } from '../call-checks.ts';
+import { checkProviderOptions, type ProviderOptions } from '../provider-options.ts';
 import { redact, type ProviderFailure, type SdkErrorClasses } from '../provider-failure.ts';
 import { createRetrier, type Attempt } from '../retry-policy.ts';
 import type { JsonCompletionRequest, JsonProvider, ReportedUsage } from '../types.ts';
 
-export interface AnthropicProviderOptions {
-	/** The Anthropic key (`ANTHROPIC_API_KEY`, or Settings → AI). */
-	apiKey: string;
-	/** Default: the SDK's (`ANTHROPIC_BASE_URL`, else the Anthropic API). */
-	baseURL?: string;
-	/** The Claude model of every request, such as `claude-haiku-4-5`. */
-	model: string;
-	/** Time limit of one HTTP attempt, in milliseconds. Default 120000. */
-	timeoutMs?: number;
-	/** Attempts per call, the first included. Default 4. */
-	maxAttempts?: number;
-	backoff?: BackoffOptions;
-	/** Ceiling for a wait the provider asks for with `retry-after`. Default 60000. */
-	maxRetryAfterMs?: number;
-	/** Output tokens one answer may use. Default 16000: a long page with its FAQ stays well within it. */
-	maxTokens?: number;
-	/** Headers sent with every request. Default none. */
-	headers?: Record<string, string>;
-	logger: Logger;
-	sleep?: Sleep;
-}
+/** The Anthropic provider's options: a key from `ANTHROPIC_API_KEY` or Settings → AI, and `ANTHROPIC_BASE_URL`. */
+export type AnthropicProviderOptions = ProviderOptions;
 
 const ANTHROPIC_ERRORS: SdkErrorClasses = {
 	APIUserAbortError,
@@ -44,31 +24,17 @@ const ANTHROPIC_ERRORS: SdkErrorClasses = {
  * Bulk jobs of this provider are written page by page: it has no batch API here yet.
  */
 export function createAnthropicProvider(options: AnthropicProviderOptions): JsonProvider {
-	const { apiKey, baseURL, model, logger } = options;
-	if (typeof apiKey !== 'string' || apiKey.trim() === '') throw new TypeError('Expected `apiKey` to be a non-empty string');
-	if (typeof model !== 'string' || model.trim() === '') throw new TypeError(`Expected \`model\` to be a non-empty string, got \`${String(model)}\``);
-	const backoff = options.backoff ?? DEFAULT_BACKOFF;
-	assertBackoff(backoff);
-	const maxTokens = positiveInteger('maxTokens', options.maxTokens, 16_000);
+	const { apiKey, baseURL, model, headers, timeoutMs, maxTokens, secrets, retry } = checkProviderOptions(options);
 	const client = new Anthropic({
 		apiKey,
 		...(baseURL !== undefined ? { baseURL } : {}),
-		...(options.headers ? { defaultHeaders: options.headers } : {}),
-		timeout: positiveInteger('timeoutMs', options.timeoutMs, 120_000),
+		...(headers ? { defaultHeaders: headers } : {}),
+		timeout: timeoutMs,
 		maxRetries: 0,
 		// The SDK would otherwise write to the console; our own log lines carry the context.
 		logLevel: 'off',
 	});
-	const secrets = [apiKey, ...Object.values(options.headers ?? {})];
-	const withRetries = createRetrier({
-		maxAttempts: positiveInteger('maxAttempts', options.maxAttempts, 4),
-		backoff,
-		maxRetryAfterMs: positiveInteger('maxRetryAfterMs', options.maxRetryAfterMs, 60_000, 0),
-		sleep: options.sleep ?? defaultSleep,
-		logger,
-		secrets,
-		sdk: ANTHROPIC_ERRORS,
-	});
+	const withRetries = createRetrier({ ...retry, sdk: ANTHROPIC_ERRORS });
 
 	return {
 		async completeJson<T = unknown>(request: JsonCompletionRequest): Promise<T> {

@@ -1,36 +1,17 @@
 import { GoogleGenAI } from '@google/genai';
-import type { Logger } from '../../shared/logger.ts';
-import { assertBackoff, DEFAULT_BACKOFF, defaultSleep, type BackoffOptions, type Sleep } from '../backoff.ts';
-import { checkRequest, positiveInteger } from '../call-checks.ts';
+import { checkRequest } from '../call-checks.ts';
+import { checkProviderOptions, type ProviderOptions } from '../provider-options.ts';
 import { redact, type ProviderFailure } from '../provider-failure.ts';
 import { createRetrier, type Attempt } from '../retry-policy.ts';
 import type { JsonCompletionRequest, JsonProvider, ReportedUsage } from '../types.ts';
 import { classifyGoogleError } from './google-failure.ts';
 
-export interface GoogleProviderOptions {
-	/** The Gemini API key (Google AI Studio), sent as `x-goog-api-key`. */
-	apiKey: string;
-	/**
-	 * The API's root, without a version: the SDK adds `/v1beta/models/...` itself. Default: the SDK's
-	 * (`GOOGLE_GEMINI_BASE_URL`, else the Gemini API).
-	 */
-	baseURL?: string;
-	/** The Gemini model of every request, such as `gemini-2.5-flash`. */
-	model: string;
-	/** Time limit of one HTTP attempt, in milliseconds. Default 120000. */
-	timeoutMs?: number;
-	/** Attempts per call, the first included. Default 4. */
-	maxAttempts?: number;
-	backoff?: BackoffOptions;
-	/** Ceiling for a wait the provider asks for (a `RetryInfo` delay). Default 60000. */
-	maxRetryAfterMs?: number;
-	/** Output tokens one answer may use. Default 16000: a long page with its FAQ stays well within it. */
-	maxTokens?: number;
-	/** Headers sent with every request. Default none. */
-	headers?: Record<string, string>;
-	logger: Logger;
-	sleep?: Sleep;
-}
+/**
+ * The Google provider's options: a Gemini API key (Google AI Studio), from `GEMINI_API_KEY` or Settings → AI, sent as
+ * `x-goog-api-key`; `baseURL` is the API's root without a version (`GOOGLE_GEMINI_BASE_URL`): the SDK adds
+ * `/v1beta/models/...` itself.
+ */
+export type GoogleProviderOptions = ProviderOptions;
 
 /** The API version the requests go to: the one that takes `responseJsonSchema`. */
 const API_VERSION = 'v1beta';
@@ -49,13 +30,7 @@ const REFUSALS = new Set(['SAFETY', 'RECITATION', 'PROHIBITED_CONTENT', 'BLOCKLI
  * Bulk jobs of this provider are written page by page: it has no batch API here yet.
  */
 export function createGoogleProvider(options: GoogleProviderOptions): JsonProvider {
-	const { apiKey, baseURL, model, logger } = options;
-	if (typeof apiKey !== 'string' || apiKey.trim() === '') throw new TypeError('Expected `apiKey` to be a non-empty string');
-	if (typeof model !== 'string' || model.trim() === '') throw new TypeError(`Expected \`model\` to be a non-empty string, got \`${String(model)}\``);
-	const backoff = options.backoff ?? DEFAULT_BACKOFF;
-	assertBackoff(backoff);
-	const maxTokens = positiveInteger('maxTokens', options.maxTokens, 16_000);
-	const maxRetryAfterMs = positiveInteger('maxRetryAfterMs', options.maxRetryAfterMs, 60_000, 0);
+	const { apiKey, baseURL, model, headers, timeoutMs, maxTokens, maxRetryAfterMs, secrets, retry } = checkProviderOptions(options);
 	const client = new GoogleGenAI({
 		apiKey,
 		// Pinned, so that no GOOGLE_GENAI_USE_VERTEXAI or GOOGLE_GENAI_API_VERSION of the environment reroutes the calls.
@@ -63,19 +38,11 @@ export function createGoogleProvider(options: GoogleProviderOptions): JsonProvid
 		apiVersion: API_VERSION,
 		httpOptions: {
 			...(baseURL !== undefined ? { baseUrl: baseURL } : {}),
-			...(options.headers ? { headers: options.headers } : {}),
-			timeout: positiveInteger('timeoutMs', options.timeoutMs, 120_000),
+			...(headers ? { headers } : {}),
+			timeout: timeoutMs,
 		},
 	});
-	const secrets = [apiKey, ...Object.values(options.headers ?? {})];
-	const withRetries = createRetrier({
-		maxAttempts: positiveInteger('maxAttempts', options.maxAttempts, 4),
-		backoff,
-		maxRetryAfterMs,
-		sleep: options.sleep ?? defaultSleep,
-		logger,
-		secrets,
-	});
+	const withRetries = createRetrier(retry);
 
 	return {
 		async completeJson<T = unknown>(request: JsonCompletionRequest): Promise<T> {
