@@ -504,8 +504,8 @@ describe('jobs-tab', () => {
 		};
 		const wrapper = mount(JobsTab, { global: { stubs: { ...global.stubs, 'empty-state': true, 'local-time': true }, provide: { [WORKSPACE as symbol]: workspace } } });
 		await new Promise((resolve) => setTimeout(resolve, 10));
-		expect(wrapper.get('[data-test="job-8"] [data-test="job-ai"]').text()).toBe('Anthropic · claude-sonnet-4-6');
-		expect(wrapper.find('[data-test="job-7"] [data-test="job-ai"]').exists()).toBe(false);
+		expect(wrapper.get('[data-test="job-8"] [data-test="provider-model"]').text()).toBe('Anthropic · claude-sonnet-4-6');
+		expect(wrapper.find('[data-test="job-7"] [data-test="provider-model"]').exists()).toBe(false);
 		expect(reads).toBe(1);
 		wrapper.unmount();
 	});
