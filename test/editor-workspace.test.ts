@@ -4,7 +4,7 @@ import path from 'node:path';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import { startFakeProvider, type FakeProvider } from './support/fake-provider/server.ts';
-import { balanceOf, createUser, PSEO_USER_ROLE, type TestUser } from './support/api.ts';
+import { balanceOf, call, createUser, PSEO_USER_ROLE, type TestUser } from './support/api.ts';
 import { axeViolations, launchBrowser, recordPageTrouble, screenshot, signIn } from './support/browser.ts';
 import { plannedSite } from './support/job-checks.ts';
 import { startDirectus, type DirectusInstance } from './support/directus.ts';
@@ -16,7 +16,8 @@ import { ensureWordPress, startWordPress, type WordPressSite } from './support/w
  * The editors' workspace in a real browser (Debian's Chromium, playwright-core) against a real Directus with the
  * built bundle, the fake provider and a real WordPress: an editor with the pSEO User role does the whole workflow in
  * the app, an admin sees their own ledger, every user's by name, and the usage, and a second editor sees none of
- * the first one's data and, with a short balance, Start disabled with the reason. Every screen is scanned with
+ * the first one's data and, with a short balance, Start disabled with the reason; with Anthropic added in Settings →
+ * AI, an editor picks it and a model for a website, and the job runs with them and says so. Every screen is scanned with
  * axe-core (no violation of any impact in the module's content and its header title, the `label` rule on) and
  * photographed for the README's gallery.
  */
@@ -48,6 +49,8 @@ describe.skipIf(!legAvailable(LEG))('the editors\' workspace in the app', () => 
 			leg: LEG,
 			env: {
 				OPENAI_BASE_URL: fake.url,
+				// The fake speaks Anthropic's Messages API too, for the provider the last test adds in Settings → AI.
+				ANTHROPIC_BASE_URL: fake.url.replace(/\/v1$/, ''),
 				PSEO_ALLOW_PRIVATE_NETWORKS: 'true',
 				PSEO_PLAN_PAGES: '6',
 				PSEO_QUALITY_MIN_WORDS: '0',
@@ -351,5 +354,47 @@ describe.skipIf(!legAvailable(LEG))('the editors\' workspace in the app', () => 
 		expect(await second.locator('[data-test="start-job"] button, button[data-test="start-job"]').first().isDisabled()).toBe(true);
 		await expectAccessible('13-generate-blocked', second);
 		await second.close();
+	});
+
+	it('an editor picks Anthropic and a model for a website, and its job runs with them and says so', async () => {
+		// A second provider, from Settings → AI (the environment has OpenAI's key): saved by the admin, taken away after.
+		const settings = (body: Record<string, unknown>) => call(directus, 'PATCH', '/settings', { token: directus.adminToken, body });
+		expect((await settings({ ai_anthropic_api_key: 'sk-ant-workspace-3b9e1c', ai_anthropic_allowed_models: ['claude-haiku-4-5', 'claude-sonnet-4-6'] })).status).toBe(200);
+		try {
+			const site = await plannedSite(directus, editor, 1);
+			await page.goto(`${directus.url}${MODULE}/${site.pseoId}`);
+			await page.click('[data-test="tab-ai"]');
+			const provider = page.locator('select#pseo-provider');
+			expect(await provider.locator('option').allTextContents()).toEqual([
+				'Default (OpenAI · gpt-5.4-mini)',
+				'OpenAI',
+				'Anthropic',
+				'Google (not configured)',
+				'OpenAI-compatible server (not configured)',
+			]);
+			await provider.selectOption('anthropic');
+			const model = page.locator('select#pseo-model');
+			expect(await model.locator('option').allTextContents()).toEqual(['Default (claude-haiku-4-5)', 'claude-haiku-4-5', 'claude-sonnet-4-6']);
+			await model.selectOption('claude-sonnet-4-6');
+			await press('save-ai');
+			await page.locator('[data-test="ai-message"]').getByText(/Saved/).waitFor({ timeout: UI_TIMEOUT_MS });
+			await expectAccessible('14-ai');
+
+			await page.click('[data-test="tab-generate"]');
+			const run = page.locator('[data-test="ai-run"]');
+			await run.getByText('Anthropic · claude-sonnet-4-6').waitFor();
+			expect(await run.textContent()).toContain('Bulk jobs run page by page.');
+			await page.selectOption('#pseo-mode', 'on_demand');
+			await page.locator('[data-test="cost"]').getByText('10 tokens').waitFor();
+			await press('start-job');
+			const job = page.locator('article[data-test^="job-"]').first();
+			await job.locator('[data-test="provider-model"]').getByText('Anthropic · claude-sonnet-4-6', { exact: true }).waitFor({ timeout: UI_TIMEOUT_MS });
+			await vi.waitFor(async () => expect(await job.getAttribute('data-status')).toBe('completed'), { timeout: UI_TIMEOUT_MS, interval: 200 });
+			const id = Number((await job.getAttribute('data-test'))!.replace('job-', ''));
+			const record = await call(directus, 'GET', `/pseo-endpoints/generations/${id}`, { token: editor.token });
+			expect(record.body.data).toMatchObject({ provider: 'anthropic', model: 'claude-sonnet-4-6', created_count: 1 });
+		} finally {
+			await settings({ ai_anthropic_api_key: null, ai_anthropic_allowed_models: null });
+		}
 	});
 });

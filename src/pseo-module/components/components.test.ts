@@ -23,6 +23,9 @@ import TabBar from './tab-bar.vue';
 import type { LedgerQuery, LedgerRow } from '../lib/ledger.ts';
 import FactsEditor from './facts-editor.vue';
 import FactsTable from './facts-table.vue';
+import JobsTab from './jobs-tab.vue';
+import AiTab from './ai-tab.vue';
+import type { ProviderCatalog } from '../lib/providers.ts';
 
 /*
  * The stateful parts of the module, mounted for real. The app's global components (v-button, v-input…) are the
@@ -50,6 +53,17 @@ const stubs = {
 	'v-progress-linear': defineComponent({ props: { value: Number, indeterminate: Boolean }, setup: (props) => () => h('progress', { value: props.value, max: 100 }) }),
 };
 const global = { stubs };
+
+/** GET /providers of an instance with OpenAI in its environment, Anthropic in Settings → AI, and no Google key. */
+const catalog: ProviderCatalog = {
+	default: { provider: 'openai', model: 'gpt-5.4-mini' },
+	providers: [
+		{ provider: 'openai', name: 'OpenAI', origin: 'environment', models: null, default_model: 'gpt-5.4-mini', bulk: 'batch' },
+		{ provider: 'anthropic', name: 'Anthropic', origin: 'directus-settings', models: ['claude-haiku-4-5', 'claude-sonnet-4-6'], default_model: 'claude-haiku-4-5', bulk: 'page_by_page' },
+		{ provider: 'google', name: 'Google', origin: null, models: null, default_model: 'gemini-2.5-flash', bulk: 'page_by_page' },
+		{ provider: 'openai_compatible', name: 'OpenAI-compatible server', origin: null, models: null, default_model: 'gpt-5.4-mini', bulk: 'batch' },
+	],
+};
 /** Mounts a single-file component; the type checker sees .vue files only through the shim, without their props. */
 const mount = (component: unknown, options: Record<string, unknown>): VueWrapper => (mountComponent as unknown as (c: unknown, o: Record<string, unknown>) => VueWrapper)(component, options);
 
@@ -109,7 +123,17 @@ describe('a failure message', () => {
 
 describe('generate-tab', () => {
 	const rates = { token_per_page: 10, token_per_batch_page: 5, token_per_main_json: 20 };
-	function mountTab(balance: number, facts: { jobs?: unknown[]; openRoutes?: { open: number; total: number }; dailyCap?: { limit: number; left: number } | null; websiteCap?: number | null; spentToday?: number } = {}) {
+	function mountTab(
+		balance: number,
+		facts: {
+			jobs?: unknown[];
+			openRoutes?: { open: number; total: number };
+			dailyCap?: { limit: number; left: number } | null;
+			websiteCap?: number | null;
+			spentToday?: number;
+			ai?: { provider?: string | null; model?: string | null };
+		} = {},
+	) {
 		const triggered: unknown[][] = [];
 		const workspace = {
 			api: {
@@ -119,10 +143,12 @@ describe('generate-tab', () => {
 				spentToday: async () => facts.spentToday ?? 0,
 			},
 			pseoId: ref(3),
-			website: ref({ id: 3, website_url: 'https://example.com', daily_token_cap: facts.websiteCap ?? null }),
+			website: ref({ id: 3, website_url: 'https://example.com', daily_token_cap: facts.websiteCap ?? null, ...facts.ai }),
 			balance: ref(balance),
 			rates: ref(rates),
 			dailyCap: ref(facts.dailyCap ?? null),
+			providers: ref(catalog),
+			isAdmin: ref(false),
 			refreshBalance: async () => {},
 			showTab: () => {},
 			live: () => null,
@@ -173,6 +199,34 @@ describe('generate-tab', () => {
 		await wrapper.get('[data-test="start-job"]').trigger('click');
 		expect(triggered).toEqual([['bulk', 3, 10]]);
 	});
+
+	it('says which provider and model run and how bulk jobs run, and disables Start when the provider cannot run the job', async () => {
+		const standard = mountTab(1000);
+		await settle();
+		expect(standard.wrapper.get('[data-test="ai-run"]').text()).toBe(
+			'Runs with OpenAI · gpt-5.4-mini (the default, change it in the AI tab). Bulk jobs run through the provider\'s batch API.',
+		);
+		const claude = mountTab(1000, { ai: { provider: 'anthropic', model: 'claude-sonnet-4-6' } });
+		await settle();
+		expect(claude.wrapper.get('[data-test="ai-run"]').text()).toBe(
+			'Runs with Anthropic · claude-sonnet-4-6 (this website\'s choice, change it in the AI tab). Bulk jobs run page by page.',
+		);
+		expect(claude.wrapper.find('[data-test="start-blocked"]').exists()).toBe(false);
+
+		const google = mountTab(1000, { ai: { provider: 'google' } });
+		await settle();
+		expect(google.wrapper.get('[data-test="start-job"]').attributes('disabled')).toBeDefined();
+		expect(google.wrapper.get('[data-test="start-blocked"]').text()).toBe(
+			'Google is not configured: choose another provider in the AI tab, or ask an admin to add its key in Settings → AI.',
+		);
+		const refused = mountTab(1000, { ai: { provider: 'anthropic', model: 'claude-opus-4' } });
+		await settle();
+		expect(refused.wrapper.get('[data-test="start-blocked"]').text()).toBe(
+			'Anthropic does not allow the model claude-opus-4 here: choose one of claude-haiku-4-5, claude-sonnet-4-6 in the AI tab.',
+		);
+		await refused.wrapper.get('[data-test="start-job"]').trigger('click');
+		expect(refused.triggered).toEqual([]);
+	});
 });
 
 describe('cost-preview', () => {
@@ -200,7 +254,56 @@ describe('website-form', () => {
 		await wrapper.get('#pseo-master-prompt').setValue('Friendly, precise pages for homeowners.');
 		expect(wrapper.find('[data-test="problem-website_url"]').exists()).toBe(false);
 		await wrapper.get('button').trigger('click');
-		expect(wrapper.emitted('submit')).toEqual([[{ website_url: 'https://example.com', master_prompt: 'Friendly, precise pages for homeowners.', website_software: 'wordpress' }]]);
+		expect(wrapper.emitted('submit')).toEqual([
+			[{ website_url: 'https://example.com', master_prompt: 'Friendly, precise pages for homeowners.', website_software: 'wordpress', provider: '', model: '' }],
+		]);
+	});
+
+	it('picks a provider and one of the models it allows, says when a provider is not configured, and shows an admin where to fix it', async () => {
+		const wrapper = mount(WebsiteForm, { props: { catalog, isAdmin: false }, global });
+		const provider = wrapper.get('select#pseo-provider');
+		expect(provider.findAll('option').map((option) => option.text())).toEqual([
+			'Default (OpenAI · gpt-5.4-mini)',
+			'OpenAI',
+			'Anthropic',
+			'Google (not configured)',
+			'OpenAI-compatible server (not configured)',
+		]);
+		// The default provider takes any model: a text field, blank for its default.
+		expect(wrapper.get('#pseo-model').element.tagName).toBe('INPUT');
+		await provider.setValue('anthropic');
+		const model = wrapper.get('select#pseo-model');
+		expect(model.findAll('option').map((option) => option.text())).toEqual(['Default (claude-haiku-4-5)', 'claude-haiku-4-5', 'claude-sonnet-4-6']);
+		await model.setValue('claude-sonnet-4-6');
+		expect(wrapper.find('[data-test="provider-unconfigured"]').exists()).toBe(false);
+
+		await wrapper.get('#pseo-website-url').setValue('https://example.com');
+		await wrapper.get('#pseo-master-prompt').setValue('Friendly pages.');
+		await wrapper.get('[data-test="create-website"]').trigger('click');
+		expect(wrapper.emitted('submit')).toEqual([
+			[{ website_url: 'https://example.com', master_prompt: 'Friendly pages.', website_software: 'wordpress', provider: 'anthropic', model: 'claude-sonnet-4-6' }],
+		]);
+
+		// Another provider starts from its own default model.
+		await provider.setValue('google');
+		expect((wrapper.get('#pseo-model').element as unknown as { value: string }).value).toBe('');
+		expect(wrapper.get('[data-test="provider-unconfigured"]').text()).toBe(
+			'Google is not configured here: jobs and plans of this website would fail, and be refunded. Ask an admin to add its key in Settings → AI.',
+		);
+		expect(wrapper.find('[data-test="ai-settings"]').exists()).toBe(false);
+		await wrapper.setProps({ isAdmin: true });
+		expect(wrapper.get('[data-test="ai-settings"]').attributes('href')).toBe('/settings/ai');
+		expect(wrapper.get('[data-test="provider-unconfigured"]').text()).toContain('Add its key in Settings → AI.');
+	});
+
+	it('refuses a model of more than 200 characters before sending', async () => {
+		const wrapper = mount(WebsiteForm, { props: { catalog }, global });
+		await wrapper.get('#pseo-website-url').setValue('https://example.com');
+		await wrapper.get('#pseo-master-prompt').setValue('Friendly pages.');
+		await wrapper.get('#pseo-model').setValue('m'.repeat(201));
+		await wrapper.get('[data-test="create-website"]').trigger('click');
+		expect(wrapper.emitted('submit')).toBeUndefined();
+		expect(wrapper.get('[data-test="problem-model"]').text()).toBe('At most 200 characters.');
 	});
 
 	it('binds every label to its field, the master prompt\'s text area included, so that a screen reader names it', () => {
@@ -382,6 +485,56 @@ describe('posts-tab', () => {
 		// Nothing selected: only "Publish selected" waits, and says why.
 		expect(again.get('[data-test="publish-selected"]').attributes('disabled')).toBeDefined();
 		expect(again.get('#publish-selected-blocked').text()).toBe('Select the posts to publish in the table.');
+	});
+});
+
+describe('jobs-tab', () => {
+	it('shows each job\'s provider and model, and nothing extra for a job without them', async () => {
+		const job = (id: number) => ({ id, pseo_id: 3, status: 'completed', requested_count: 1, created_count: 1, failed_count: 0, failed_routes: [], date_created: '2026-01-31T09:30:00.000Z', date_completed: '2026-01-31T09:31:00.000Z', last_error: null, attention: false });
+		let reads = 0;
+		const workspace = {
+			api: {
+				jobs: async () => [job(8), job(7)],
+				jobsAi: async () => (reads++, [{ id: 8, provider: 'anthropic', model: 'claude-sonnet-4-6' }, { id: 7, provider: null, model: null }]),
+			},
+			pseoId: ref(3),
+			providers: ref(catalog),
+			refreshBalance: async () => {},
+			live: () => null,
+		};
+		const wrapper = mount(JobsTab, { global: { stubs: { ...global.stubs, 'empty-state': true, 'local-time': true }, provide: { [WORKSPACE as symbol]: workspace } } });
+		await new Promise((resolve) => setTimeout(resolve, 10));
+		expect(wrapper.get('[data-test="job-8"] [data-test="provider-model"]').text()).toBe('Anthropic · claude-sonnet-4-6');
+		expect(wrapper.find('[data-test="job-7"] [data-test="provider-model"]').exists()).toBe(false);
+		expect(reads).toBe(1);
+		wrapper.unmount();
+	});
+});
+
+describe('ai-tab', () => {
+	it('shows the website\'s provider and model, and saves a new choice on the website', async () => {
+		const saved: unknown[][] = [];
+		const workspace = {
+			api: { saveAi: async (...args: unknown[]) => (saved.push(args), {}) },
+			pseoId: ref(3),
+			website: ref({ id: 3, website_url: 'https://example.com', provider: 'anthropic', model: 'claude-haiku-4-5' }),
+			providers: ref(catalog),
+			isAdmin: ref(false),
+		};
+		const wrapper = mount(AiTab, { global: { stubs, provide: { [WORKSPACE as symbol]: workspace } } });
+		expect((wrapper.get('select#pseo-provider').element as unknown as { value: string }).value).toBe('anthropic');
+		expect((wrapper.get('select#pseo-model').element as unknown as { value: string }).value).toBe('claude-haiku-4-5');
+		await wrapper.get('select#pseo-model').setValue('claude-sonnet-4-6');
+		await wrapper.get('[data-test="save-ai"]').trigger('click');
+		await new Promise((resolve) => setTimeout(resolve, 0));
+		expect(saved).toEqual([[3, { provider: 'anthropic', model: 'claude-sonnet-4-6' }]]);
+		expect(workspace.website.value).toMatchObject({ provider: 'anthropic', model: 'claude-sonnet-4-6' });
+		expect(wrapper.get('[data-test="ai-message"]').text()).toContain('Saved');
+		// Back to the default: both blank, saved as null.
+		await wrapper.get('select#pseo-provider').setValue('');
+		await wrapper.get('[data-test="save-ai"]').trigger('click');
+		await new Promise((resolve) => setTimeout(resolve, 0));
+		expect(saved.at(-1)).toEqual([3, { provider: null, model: null }]);
 	});
 });
 

@@ -1,4 +1,5 @@
 import type { Formats } from './formats.ts';
+import type { AiRun } from './providers.ts';
 
 /*
  * Why an action cannot succeed, known before the click, in a sentence that says what to do instead. Each is what
@@ -24,12 +25,31 @@ export interface StartFacts {
 	openRoutes: { open: number; total: number } | null;
 	userCap: CapToday | null;
 	websiteCap: CapToday | null;
+	/** The provider and model the job would run with (lib/providers.ts). */
+	ai: AiRun | null;
+}
+
+/**
+ * Why the website's provider and model cannot run a job: a provider without a key fails every page (refunded), and
+ * a model Settings → AI does not allow is refused before the charge.
+ */
+function aiBlocker(ai: AiRun | null): string | null {
+	if (!ai) return null;
+	if (!ai.configured) {
+		return ai.defaultProvider
+			? `No AI provider is configured (the default is ${ai.name}): choose a configured one in the AI tab, or ask an admin to add a key in Settings → AI.`
+			: `${ai.name} is not configured: choose another provider in the AI tab, or ask an admin to add its key in Settings → AI.`;
+	}
+	if (ai.allowed && !ai.allowed.includes(ai.model)) return `${ai.name} does not allow the model ${ai.model} here: choose one of ${ai.allowed.join(', ')} in the AI tab.`;
+	return null;
 }
 
 /** Why starting a job of `facts.pages` pages cannot succeed, or null when nothing known stops it. */
 export function startBlocker(facts: StartFacts, formats: Pick<Formats, 'number'>): string | null {
 	const n = formats.number;
 	if (facts.pages < 1) return 'Choose at least one page.';
+	const ai = aiBlocker(facts.ai);
+	if (ai) return ai;
 	if (facts.activeJobId !== null) return `Job ${facts.activeJobId} is still running on this website: wait for it to end, or cancel it in the Jobs tab.`;
 	if (facts.openRoutes && facts.openRoutes.total === 0) return 'This website has no plan yet: generate or import one in the Plan tab.';
 	if (facts.openRoutes && facts.openRoutes.open < facts.pages) {

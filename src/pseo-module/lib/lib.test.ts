@@ -3,9 +3,10 @@ import { explainFailure, isMissingRoute } from './api-errors.ts';
 import { generationCost } from './cost.ts';
 import { startPoller } from './poller.ts';
 import { progressOf } from './progress.ts';
-import { descriptionLength, websiteProblems } from './website-rules.ts';
+import { aiProblems, descriptionLength, websiteProblems } from './website-rules.ts';
 import { appLocale, formatsFor } from './formats.ts';
-import { spendBlocker } from './blockers.ts';
+import { spendBlocker, startBlocker } from './blockers.ts';
+import { aiRun, modelItems, providerItems, providerName, type ProviderCatalog } from './providers.ts';
 import { usageByWebsite } from './usage.ts';
 import { ledgerParams, noteParts, notedUserIds, pageCount, personName } from './ledger.ts';
 
@@ -37,11 +38,24 @@ describe('explainFailure', () => {
 
 describe('website form rules', () => {
 	it('match POST /pseo: an http(s) address without credentials, a prompt, a software name', () => {
-		expect(websiteProblems({ website_url: 'https://example.com', master_prompt: 'Write well.', website_software: 'wordpress' })).toEqual({});
-		expect(Object.keys(websiteProblems({ website_url: '', master_prompt: ' ', website_software: '' })).sort()).toEqual(['master_prompt', 'website_software', 'website_url']);
-		expect(websiteProblems({ website_url: 'ftp://example.com', master_prompt: 'x', website_software: 'wp' }).website_url).toMatch(/http/);
-		expect(websiteProblems({ website_url: 'https://u:p@example.com', master_prompt: 'x', website_software: 'wp' }).website_url).toMatch(/password/);
-		expect(websiteProblems({ website_url: 'example.com', master_prompt: 'x', website_software: 'wp' }).website_url).toMatch(/absolute/);
+		expect(websiteProblems({ website_url: 'https://example.com', master_prompt: 'Write well.', website_software: 'wordpress', provider: '', model: '' })).toEqual({});
+		expect(Object.keys(websiteProblems({ website_url: '', master_prompt: ' ', website_software: '', provider: '', model: '' })).sort()).toEqual(['master_prompt', 'website_software', 'website_url']);
+		expect(websiteProblems({ website_url: 'ftp://example.com', master_prompt: 'x', website_software: 'wp', provider: '', model: '' }).website_url).toMatch(/http/);
+		expect(websiteProblems({ website_url: 'https://u:p@example.com', master_prompt: 'x', website_software: 'wp', provider: '', model: '' }).website_url).toMatch(/password/);
+		expect(websiteProblems({ website_url: 'example.com', master_prompt: 'x', website_software: 'wp', provider: '', model: '' }).website_url).toMatch(/absolute/);
+	});
+
+	it('take a provider of the list and a model of at most 200 characters, one the provider allows when it lists them', () => {
+		const site = { website_url: 'https://example.com', master_prompt: 'Write well.', website_software: 'wordpress' };
+		expect(websiteProblems({ ...site, provider: 'anthropic', model: 'claude-sonnet-4-6' })).toEqual({});
+		expect(websiteProblems({ ...site, provider: 'mistral', model: '' })).toEqual({ provider: 'Choose a provider from the list.' });
+		expect(websiteProblems({ ...site, provider: '', model: 'm'.repeat(201) })).toEqual({ model: 'At most 200 characters.' });
+		expect(aiProblems({ provider: 'openai', model: `  ${'m'.repeat(200)}  ` })).toEqual({});
+		expect(aiProblems({ provider: 'anthropic', model: 'claude-opus-4' }, ['claude-haiku-4-5', 'claude-sonnet-4-6'])).toEqual({
+			model: 'Not allowed for this provider: choose one of claude-haiku-4-5, claude-sonnet-4-6.',
+		});
+		// Blank is the provider's default, whatever it allows.
+		expect(aiProblems({ provider: 'anthropic', model: '' }, ['claude-haiku-4-5'])).toEqual({});
 	});
 
 	it('counts a plan description in code points after trimming, as the server does', () => {
@@ -214,6 +228,77 @@ describe('spendBlocker', () => {
 		expect(spendBlocker('A plan', { ...none, balance: 5 }, n)).toBe('A plan needs 15 more tokens: ask an admin to add tokens to your balance.');
 		expect(spendBlocker('A plan', { ...none, userCap: { limit: 1000, left: 10 } }, n)).toBe('Your daily limit of 1,000 tokens leaves 10 for today: try again after midnight UTC.');
 		expect(spendBlocker('A plan', { ...none, userCap: { limit: 1000, left: 20 } }, n)).toBeNull();
+	});
+});
+
+describe('providers', () => {
+	const catalog: ProviderCatalog = {
+		default: { provider: 'openai', model: 'gpt-5.4-mini' },
+		providers: [
+			{ provider: 'openai', name: 'OpenAI', origin: 'environment', models: null, default_model: 'gpt-5.4-mini', bulk: 'batch' },
+			{ provider: 'anthropic', name: 'Anthropic', origin: 'directus-settings', models: ['claude-haiku-4-5', 'claude-sonnet-4-6'], default_model: 'claude-haiku-4-5', bulk: 'page_by_page' },
+			{ provider: 'google', name: 'Google', origin: null, models: null, default_model: 'gemini-2.5-flash', bulk: 'page_by_page' },
+			{ provider: 'openai_compatible', name: 'Ollama', origin: null, models: null, default_model: 'gpt-5.4-mini', bulk: 'batch' },
+		],
+	};
+
+	it('offers the default by what it runs, every provider by name, and says which are not configured', () => {
+		expect(providerItems(catalog)).toEqual([
+			{ text: 'Default (OpenAI · gpt-5.4-mini)', value: '' },
+			{ text: 'OpenAI', value: 'openai' },
+			{ text: 'Anthropic', value: 'anthropic' },
+			{ text: 'Google (not configured)', value: 'google' },
+			{ text: 'Ollama (not configured)', value: 'openai_compatible' },
+		]);
+		// Without the catalog, every provider by its kind's name: the server still checks what is saved.
+		expect(providerItems(null).map((item) => item.text)).toEqual(['Default', 'OpenAI', 'Anthropic', 'Google', 'OpenAI-compatible server']);
+		expect(providerName('openai_compatible', catalog)).toBe('Ollama');
+		expect(providerName('anthropic', null)).toBe('Anthropic');
+	});
+
+	it('lists the models a provider allows with its default first, and none (free text) when any may be named', () => {
+		const anthropic = catalog.providers[1]!;
+		expect(modelItems(anthropic, '')).toEqual([
+			{ text: 'Default (claude-haiku-4-5)', value: '' },
+			{ text: 'claude-haiku-4-5', value: 'claude-haiku-4-5' },
+			{ text: 'claude-sonnet-4-6', value: 'claude-sonnet-4-6' },
+		]);
+		// A saved model the list no longer allows stays visible, marked.
+		expect(modelItems(anthropic, 'claude-opus-4')?.at(-1)).toEqual({ text: 'claude-opus-4 (not allowed)', value: 'claude-opus-4' });
+		expect(modelItems(catalog.providers[0]!, '')).toBeNull();
+		expect(modelItems(null, '')).toBeNull();
+	});
+
+	it('tells what a website runs with: its own provider and model, or the defaults', () => {
+		expect(aiRun(catalog, { provider: null, model: null })).toEqual({
+			name: 'OpenAI',
+			model: 'gpt-5.4-mini',
+			chosen: false,
+			defaultProvider: true,
+			configured: true,
+			allowed: null,
+			bulk: 'batch',
+		});
+		expect(aiRun(catalog, { provider: 'anthropic', model: null })).toMatchObject({ name: 'Anthropic', model: 'claude-haiku-4-5', chosen: true, bulk: 'page_by_page' });
+		expect(aiRun(catalog, { provider: 'anthropic', model: ' claude-sonnet-4-6 ' })).toMatchObject({ model: 'claude-sonnet-4-6', allowed: ['claude-haiku-4-5', 'claude-sonnet-4-6'] });
+		expect(aiRun(catalog, { provider: 'google' })).toMatchObject({ name: 'Google', configured: false });
+		expect(aiRun(null, { provider: 'anthropic' })).toBeNull();
+	});
+
+	it('stops Start when the provider is not configured or does not allow the model, before the balance', () => {
+		const n = formatsFor('en-US').number;
+		const facts = { pages: 1, cost: 10, balance: 0, activeJobId: null, openRoutes: { open: 5, total: 5 }, userCap: null, websiteCap: null };
+		expect(startBlocker({ ...facts, ai: aiRun(catalog, { provider: 'google' }) }, { number: n })).toBe(
+			'Google is not configured: choose another provider in the AI tab, or ask an admin to add its key in Settings → AI.',
+		);
+		expect(startBlocker({ ...facts, ai: aiRun(catalog, { provider: 'anthropic', model: 'claude-opus-4' }) }, { number: n })).toBe(
+			'Anthropic does not allow the model claude-opus-4 here: choose one of claude-haiku-4-5, claude-sonnet-4-6 in the AI tab.',
+		);
+		const nothing = { ...catalog, default: { provider: 'google' as const, model: 'gemini-2.5-flash' } };
+		expect(startBlocker({ ...facts, ai: aiRun(nothing, {}) }, { number: n })).toMatch(/^No AI provider is configured \(the default is Google\)/);
+		// A runnable choice, or an unknown catalog, leaves the other reasons.
+		expect(startBlocker({ ...facts, ai: aiRun(catalog, { provider: 'anthropic', model: 'claude-sonnet-4-6' }) }, { number: n })).toMatch(/^Start needs 10 more tokens/);
+		expect(startBlocker({ ...facts, ai: null }, { number: n })).toMatch(/^Start needs 10 more tokens/);
 	});
 });
 

@@ -1,6 +1,8 @@
 import type { CapToday } from './blockers.ts';
 import type { Facts } from '../../shared/facts.ts';
 import type { Rates } from './cost.ts';
+import type { ProviderCatalog } from './providers.ts';
+import type { ProviderKind } from '../../shared/provider-kinds.ts';
 import { ledgerParams, type LedgerQuery, type LedgerRow, type Person } from './ledger.ts';
 
 /*
@@ -26,6 +28,16 @@ export interface Website {
 	post_counts_total: number;
 	/** The most tokens the website may spend per UTC day; null for no cap. */
 	daily_token_cap?: number | null;
+	/** The AI provider and model of its jobs and plans; null for the default (GET /providers). */
+	provider?: ProviderKind | null;
+	model?: string | null;
+}
+
+/** The provider and model a job was accepted with; null for a job accepted before jobs recorded them. */
+export interface JobAi {
+	id: number;
+	provider: ProviderKind | null;
+	model: string | null;
 }
 
 export interface Job {
@@ -42,6 +54,8 @@ export interface Job {
 	last_error: { code: string; message: string; at: string; attempts: number } | null;
 	/** True while its steps keep failing. */
 	attention: boolean;
+	provider?: ProviderKind | null;
+	model?: string | null;
 }
 
 export interface Publication {
@@ -109,9 +123,21 @@ export function pseoApi(http: Http) {
 		websites: async () =>
 			(await http.get<{ data: Website[] }>('/items/pseo', { params: { fields: ['id', 'website_url', 'website_software', 'post_counts_total'], sort: ['-id'], limit: 100 } })).data.data,
 		website: async (id: number) => (await http.get<{ data: Website & { master_prompt: string } }>(`/items/pseo/${id}`)).data.data,
-		createWebsite: async (body: { website_url: string; master_prompt: string; website_software: string }) =>
+		createWebsite: async (body: { website_url: string; master_prompt: string; website_software: string; provider?: ProviderKind | null; model?: string | null }) =>
 			(await http.post<{ data: Website }>(`${BASE}/pseo`, body)).data.data,
+		/** The website's provider and model, through the items API (the owner may; null for the default). */
+		saveAi: async (pseoId: number, body: { provider: ProviderKind | null; model: string | null }) =>
+			(await http.patch(`/items/pseo/${pseoId}`, body)).data,
+		/** The AI providers and models a website may name, and the default of those that name none. */
+		providers: async () => (await http.get<{ data: ProviderCatalog }>(`${BASE}/providers`)).data.data,
 		jobs: async (pseoId: number) => (await http.get<{ data: Job[] }>(`${BASE}/generations`, { params: { pseo_id: pseoId } })).data.data,
+		/**
+		 * The provider and model of the website's 50 newest jobs, which GET /generations leaves out: through the items
+		 * API, which the extension narrows to the caller's own jobs.
+		 */
+		jobsAi: async (pseoId: number) =>
+			(await http.get<{ data: JobAi[] }>('/items/pseo_generations', { params: { fields: ['id', 'provider', 'model'], filter: { pseo_id: { _eq: pseoId } }, sort: ['-id'], limit: 50 } })).data
+				.data,
 		job: async (id: number) => (await http.get<{ data: Job }>(`${BASE}/generations/${id}`)).data.data,
 		trigger: async (mode: 'on_demand' | 'bulk', pseoId: number, postCount: number) =>
 			(await http.post<{ generation_id: number }>(`${BASE}/trigger/${mode === 'bulk' ? 'bulk-generation' : 'on-demand-generation'}`, { pseo_id: pseoId, post_count: postCount })).data,

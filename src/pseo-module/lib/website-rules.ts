@@ -1,9 +1,12 @@
+import { isProviderKind } from '../../shared/provider-kinds.ts';
+import type { AiChoice } from './providers.ts';
+
 /*
  * The rules of the website form, the same as POST /pseo's (its contract, src/contracts/websites.ts), so an editor sees a
  * problem before sending and the server never has to refuse a form the app let through.
  */
 
-export interface WebsiteDraft {
+export interface WebsiteDraft extends AiChoice {
 	website_url: string;
 	master_prompt: string;
 	website_software: string;
@@ -11,8 +14,24 @@ export interface WebsiteDraft {
 
 export type WebsiteProblems = Partial<Record<keyof WebsiteDraft, string>>;
 
-export function websiteProblems(draft: WebsiteDraft): WebsiteProblems {
-	const problems: WebsiteProblems = {};
+/** The longest model name POST /pseo takes. */
+const MODEL_MAX = 200;
+
+/**
+ * The provider and model of a website: blank, or a provider of the list and a model of at most 200 characters, one
+ * of `allowed` when the provider lists its models (the server refuses any other when a job starts).
+ */
+export function aiProblems(choice: AiChoice, allowed: string[] | null = null): Pick<WebsiteProblems, 'provider' | 'model'> {
+	const problems: Pick<WebsiteProblems, 'provider' | 'model'> = {};
+	if (choice.provider !== '' && !isProviderKind(choice.provider)) problems.provider = 'Choose a provider from the list.';
+	const model = choice.model.trim();
+	if (model.length > MODEL_MAX) problems.model = `At most ${MODEL_MAX} characters.`;
+	else if (model && allowed && !allowed.includes(model)) problems.model = `Not allowed for this provider: choose one of ${allowed.join(', ')}.`;
+	return problems;
+}
+
+export function websiteProblems(draft: WebsiteDraft, allowed: string[] | null = null): WebsiteProblems {
+	const problems: WebsiteProblems = aiProblems(draft, allowed);
 	const url = draft.website_url.trim();
 	if (url === '') problems.website_url = 'Enter the website\'s address.';
 	else if (url.length > 2048) problems.website_url = 'At most 2,048 characters.';
