@@ -69,6 +69,7 @@ const SCENARIO = [
 	'getHealth',
 	'getOpenApiDocument',
 	'getBalance',
+	'listProviders',
 	'createWebsite:bakery',
 	'fetchSitemap:website',
 	'generateContentPlan:bakery',
