@@ -125,9 +125,11 @@ export class GenerationRuntime {
 		if (this.#stopping || this.#settlingStrays || now < this.#nextStraySweep) return;
 		this.#nextStraySweep = now + config.batchPollIntervalMs;
 		this.#settlingStrays = true;
-		providers
-			.current()
-			.then((provider) => ('unavailable' in provider || !hasBatchApi(provider) ? 0 : settleStrayParts(database, provider, logger)))
+		const providerOf = async (job: { provider: string | null; model: string | null }) => {
+			const provider = await providers.current(job);
+			return 'unavailable' in provider || !hasBatchApi(provider) ? null : provider;
+		};
+		settleStrayParts(database, providerOf, logger)
 			.catch((error: unknown) => logger.warn({ err: error }, 'pseo: the batches of ended jobs could not be looked up; the next sweep tries again'))
 			.finally(() => {
 				this.#settlingStrays = false;

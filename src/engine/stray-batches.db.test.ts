@@ -47,11 +47,11 @@ describeOnVendors('stray batches', (database) => {
 		await provider.retrieveBatch(batch.id); // validating → in_progress, where it is held
 
 		// Running: nothing to settle.
-		expect(await settleStrayParts(knex, provider, silentLogger)).toBe(0);
+		expect(await settleStrayParts(knex, async () => provider, silentLogger)).toBe(0);
 		await runCancel((await readJobHead(knex, id))!, { database: knex, logger: silentLogger, worker: 'w', provider, batchMode: true });
 		expect((await provider.retrieveBatch(batch.id)).status).toBe('cancelled');
 
-		expect(await settleStrayParts(knex, provider, silentLogger)).toBe(1);
+		expect(await settleStrayParts(knex, async () => provider, silentLogger)).toBe(1);
 		const stopped = await provider.retrieveBatch(batch.id);
 		expect(stopped.requestCounts.completed).toBe(2);
 		const job = (await knex(JOBS).where('id', id).first('usage_requests', 'usage_prompt_tokens', 'created_count', 'status')) as Record<string, unknown>;
@@ -60,7 +60,7 @@ describeOnVendors('stray batches', (database) => {
 		expect((await readParts(knex, id)).map((part) => part.status)).toEqual(['ingested']);
 		expect(await files()).toEqual([]);
 		// Settled once: the next sweep finds nothing, and the usage stays.
-		expect(await settleStrayParts(knex, provider, silentLogger)).toBe(0);
+		expect(await settleStrayParts(knex, async () => provider, silentLogger)).toBe(0);
 		expect(Number(((await knex(JOBS).where('id', id).first('usage_requests')) as Record<string, unknown>)['usage_requests'])).toBe(2);
 	});
 
@@ -71,7 +71,7 @@ describeOnVendors('stray batches', (database) => {
 		const id = await insertPendingJob(knex, { userId, pseoId: await insertWebsite(knex, userId), routes: ['/x'] });
 		await knex(PARTS).insert({ generation_id: id, part: 0, route_start: 0, route_end: 1, batch_id: 'batch_gone', input_file_id: null, status: 'running', resubmit_of: null });
 		await knex(JOBS).where('id', id).update({ status: 'failed', active_pseo_id: null });
-		expect(await settleStrayParts(knex, provider, silentLogger)).toBe(1);
+		expect(await settleStrayParts(knex, async () => provider, silentLogger)).toBe(1);
 		expect((await readParts(knex, id)).map((part) => part.status)).toEqual(['ingested']);
 	});
 

@@ -43,21 +43,26 @@ interface StrayPart {
 	input_file_id: string | null;
 }
 
+/** The batch provider a job ran with, from its recorded provider and model; null when it can no longer be reached. */
+export type JobBatchProvider = (job: { provider: string | null; model: string | null }) => Promise<BatchCapableProvider | null>;
+
 /**
  * Settles the parts still `running` of jobs that have ended: each whose batch has stopped gets its billed lines
  * added to the job's usage and is marked `ingested` in one transaction (a conditional update, so that two instances
- * count it once), and then its files are deleted. A batch still running is asked to stop again. Returns how many
- * parts were settled.
+ * count it once), and then its files are deleted. A batch still running is asked to stop again. Each part is
+ * settled at the provider its job ran with. Returns how many parts were settled.
  */
-export async function settleStrayParts(knex: Knex, provider: BatchCapableProvider, logger: Logger): Promise<number> {
+export async function settleStrayParts(knex: Knex, providerOf: JobBatchProvider, logger: Logger): Promise<number> {
 	const rows = (await knex(`${PARTS} as p`)
 		.join(`${JOBS} as g`, 'g.id', 'p.generation_id')
 		.where('p.status', 'running')
 		.whereIn('g.status', ['completed', 'failed'])
 		.orderBy([{ column: 'p.generation_id' }, { column: 'p.part' }])
 		.limit(PARTS_PER_SWEEP)
-		.select('p.generation_id', 'p.part', 'p.route_start', 'p.route_end', 'p.batch_id', 'p.input_file_id')) as Record<string, unknown>[];
+		.select('p.generation_id', 'p.part', 'p.route_start', 'p.route_end', 'p.batch_id', 'p.input_file_id', 'g.provider', 'g.model')) as Record<string, unknown>[];
 	let settled = 0;
+	// Jobs of one sweep mostly share a provider: each distinct one is resolved once.
+	const providers = new Map<string, Promise<BatchCapableProvider | null>>();
 	for (const row of rows) {
 		const part: StrayPart = {
 			generation_id: Number(row['generation_id']),
@@ -67,7 +72,15 @@ export async function settleStrayParts(knex: Knex, provider: BatchCapableProvide
 			batch_id: String(row['batch_id']),
 			input_file_id: (row['input_file_id'] as string | null) ?? null,
 		};
+		const job = { provider: (row['provider'] as string | null) ?? null, model: (row['model'] as string | null) ?? null };
+		const key = JSON.stringify(job);
+		if (!providers.has(key)) providers.set(key, providerOf(job));
 		try {
+			const provider = await providers.get(key)!;
+			if (!provider) {
+				logger.debug({ jobId: part.generation_id, part: part.part, provider: job.provider }, 'pseo batch of an ended job: its provider is not configured; left for a later sweep');
+				continue;
+			}
 			if (await settlePart(knex, provider, part, logger)) settled++;
 		} catch (error) {
 			logger.warn({ err: error, jobId: part.generation_id, part: part.part, batchId: part.batch_id }, 'pseo batch of an ended job could not be settled; the next sweep tries again');

@@ -4,7 +4,7 @@ import type { PseoConfig } from '../config/config.ts';
 import { runCancel } from '../engine/end-job.ts';
 import { LeaseLostError, markCancelled, readJobHead, renewLease } from '../engine/job-store.ts';
 import { ConflictError } from '../errors/index.ts';
-import type { GenerationProvider } from '../provider/generation-provider.ts';
+import type { ProviderSource } from '../provider/provider-source.ts';
 import { faultPoint } from '../shared/fault-injection.ts';
 import type { Logger } from '../shared/logger.ts';
 import type { ServiceContext } from '../shared/services.ts';
@@ -15,7 +15,8 @@ export interface CancelJobDeps {
 	database: Knex;
 	logger: Logger;
 	config: PseoConfig;
-	provider: GenerationProvider | { unavailable: string };
+	/** The providers: a job's batches are cancelled at the provider it runs with. */
+	providers: Pick<ProviderSource, 'current'>;
 }
 
 /**
@@ -38,7 +39,10 @@ export async function cancelJob(deps: CancelJobDeps, userId: string, jobId: numb
 	}, Math.max(100, Math.floor(config.leaseMs / 3)));
 	try {
 		const job = await readJobHead(database, jobId);
-		if (job) await runCancel(job, { database, logger, worker: owner, provider: deps.provider, batchMode: config.bulkMode === 'batch' });
+		if (job) {
+			const provider = await deps.providers.current({ provider: job.provider, model: job.model });
+			await runCancel(job, { database, logger, worker: owner, provider, batchMode: config.bulkMode === 'batch' });
+		}
 	} catch (error) {
 		// A second cancel took the job over meanwhile, and finishes it.
 		if (!(error instanceof LeaseLostError)) throw error;

@@ -38,8 +38,8 @@ export function registerGenerations(router: Router, context: ServiceContext, not
 		const { id } = parseRequest(cancelGenerationRoute, req).params;
 		return {
 			run: async () => {
-				const provider = await providerSourceFor(config, context.logger, context).current();
-				await cancelJob({ context, database: context.database, logger: context.logger, config, provider }, accountability.user, id);
+				const providers = providerSourceFor(config, context.logger, context);
+				await cancelJob({ context, database: context.database, logger: context.logger, config, providers }, accountability.user, id);
 				return getGeneration(context, accountability, await requestSchema(req, context), id);
 			},
 			answer: (data: Record<string, unknown>) => ({ status: 200, payload: { message: `Generation ${id} was cancelled; every page it had not created is refunded.`, data } }),
