@@ -30,10 +30,10 @@ export interface StartFacts {
 }
 
 /**
- * Why the website's provider and model cannot run a job: a provider without a key fails every page (refunded), and
- * a model Settings → AI does not allow is refused before the charge.
+ * Why the website's provider and model cannot run a job or a plan: a provider without a key fails every page
+ * (refunded), and a model Settings → AI does not allow is refused before the charge.
  */
-function aiBlocker(ai: AiRun | null): string | null {
+export function aiBlocker(ai: AiRun | null): string | null {
 	if (!ai) return null;
 	if (!ai.configured) {
 		return ai.defaultProvider
