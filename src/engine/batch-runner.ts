@@ -36,7 +36,7 @@ export interface BatchSettings {
  * - ends the job when every part is ingested, else comes back after the poll interval (the schedule lives in the
  *   database; Azure's batches may run for days and are simply polled on).
  */
-export async function runBatchStep(job: JobHead, deps: RunnerDeps, settings: BatchSettings): Promise<void> {
+export async function runBatchStep(job: JobHead, deps: RunnerDeps, instanceSettings: BatchSettings): Promise<void> {
 	const { database, worker, logger } = deps;
 	if ('unavailable' in deps.provider) {
 		await failJob(job, { ...deps, batchMode: false }, providerMissing(deps.provider.unavailable, Date.now()));
@@ -44,6 +44,11 @@ export async function runBatchStep(job: JobHead, deps: RunnerDeps, settings: Bat
 	}
 	// The runtime sends a bulk job here only when its provider has a batch API.
 	const provider = deps.provider as BatchCapableProvider;
+	// A provider may take less in one batch than the instance is set to send (Anthropic: 100,000 requests, 256 MB).
+	const limits = provider.limits;
+	const settings = limits
+		? { ...instanceSettings, maxRequests: Math.min(instanceSettings.maxRequests, limits.maxRequests), maxBytes: Math.min(instanceSettings.maxBytes, limits.maxBytes) }
+		: instanceSettings;
 	const parts = await readParts(database, job.id);
 	if (parts.length === 0 && job.batch_id) {
 		// A job submitted before jobs had parts: its one batch runs every route.

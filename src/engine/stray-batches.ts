@@ -4,6 +4,7 @@ import { ProviderCallError } from '../provider/provider-call-error.ts';
 import type { Logger } from '../shared/logger.ts';
 import { batchParts } from '../metrics/metrics.ts';
 import { discardFile } from './batch-files.ts';
+import { routesByCustomId, withRoute } from './batch-ingest.ts';
 import { JOB_ROUTES } from './job-route-store.ts';
 import { JOBS, usageIncrement, type PageUsage } from './job-store.ts';
 import { BATCH_PART_KEY, PARTS } from './part-store.ts';
@@ -126,16 +127,16 @@ async function settlePart(knex: Knex, provider: BatchCapableProvider, part: Stra
  * page, so never counted. A line of a route that has a post was counted when its page was stored.
  */
 async function billedLines(knex: Knex, provider: BatchCapableProvider, part: StrayPart, outputFileId: string): Promise<PageUsage> {
-	const failed = new Set(
-		((await knex(JOB_ROUTES)
-			.where({ generation_id: part.generation_id, state: 'failed' })
-			.andWhere('position', '>=', part.route_start)
-			.andWhere('position', '<', part.route_end)
-			.select('route')) as { route: string }[]).map((row) => row.route),
-	);
+	const rows = ((await knex(JOB_ROUTES)
+		.where({ generation_id: part.generation_id, state: 'failed' })
+		.andWhere('position', '>=', part.route_start)
+		.andWhere('position', '<', part.route_end)
+		.select('route', 'position')) as { route: string; position: number | string }[]).map((row) => ({ route: row.route, position: Number(row.position) }));
+	const failed = new Set(rows.map((row) => row.route));
+	const routeOf = routesByCustomId(provider, rows);
 	const total: PageUsage = { prompt_tokens: 0, completion_tokens: 0, requests: 0 };
 	for await (const line of provider.streamFileLines(outputFileId)) {
-		const result = provider.parseBatchLine(line);
+		const result = withRoute(provider.parseBatchLine(line), routeOf);
 		if (!result.usage || result.customId === null || !failed.has(result.customId)) continue;
 		failed.delete(result.customId);
 		total.prompt_tokens += result.usage.prompt_tokens;
