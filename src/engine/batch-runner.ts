@@ -13,6 +13,7 @@ import type { JobHead } from './job-types.ts';
 import type { RunnerDeps } from './page-runner.ts';
 import { readParts, savePart, setPartStatus, type JobPart } from './part-store.ts';
 import { discardPartFiles } from './batch-files.ts';
+import { stopTwins } from './stray-batches.ts';
 import { createStatisticsSchedule, refreshStatistics, type StatisticsSchedule } from '../shared/table-statistics.ts';
 
 /** How bulk jobs use the provider's Batch API (operating contract section 2). */
@@ -86,6 +87,12 @@ export async function runBatchStep(job: JobHead, deps: RunnerDeps, instanceSetti
 		batchParts.inc({ state: part.status });
 		logger.info({ jobId: job.id, part: part.part, batchId: batch.id, batchStatus: batch.status, unanswered, ...timing }, 'pseo batch part ingested');
 		if (!deps.signal.aborted) await discardPartFiles(provider, batch, job.id, logger);
+		// A twin a lost create left running could not be found when the part was stored; ended by now, it can.
+		if (!deps.signal.aborted && provider.twinsFoundOnceEnded) {
+			await stopTwins(provider, job.id, `${job.id}:${part.part}`, batch.id, logger).catch((error: unknown) =>
+				logger.warn({ err: error, jobId: job.id, part: part.part, batchId: batch.id }, 'pseo batch part ingested; its twins could not be looked up at the provider'),
+			);
+		}
 	}
 
 	// Parts are numbered in the order they are submitted, resubmissions of expired parts first. A part's batch may

@@ -197,6 +197,7 @@ export function createAnthropicBatches(options: AnthropicBatchesOptions): BatchP
 	}
 
 	return {
+		twinsFoundOnceEnded: true,
 		limits: { maxRequests: MAX_REQUESTS, maxBytes: MAX_BYTES },
 
 		customIdFor(route: string, position: number): string {
