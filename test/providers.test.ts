@@ -179,8 +179,11 @@ describe.each(LEGS)('Anthropic from Settings → AI on %s', (leg) => {
 			const ended = await waitForJob(directus, user, bulk.body.generation_id as number);
 			expect(ended).toMatchObject({ status: 'failed', created_count: 2, failed_count: 1 });
 			expect(ended['failed_routes']).toEqual([{ route: routes[1], error: expect.stringMatching(/malformed/i) }]);
-			// Each attempt was billed by the provider and counted.
-			expect(ended['usage'].requests).toBe(fake.countChat());
+			// Each of the batch's three lines, and each attempt of the failing page's retry through chat, was billed by
+			// the provider and counted.
+			expect(fake.countChat(routes[1]!)).toBeGreaterThan(0);
+			expect(fake.countChat()).toBe(fake.countChat(routes[1]!));
+			expect(ended['usage'].requests).toBe(3 + fake.countChat());
 			expect(await balanceOf(directus, user.id)).toBe(100 - 15 + 5);
 			await expectLedgerBalances(directus, user);
 		});
