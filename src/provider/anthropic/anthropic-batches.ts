@@ -61,7 +61,8 @@ export interface AnthropicBatchesOptions {
  * The limit of a provider without metadata: a lookup by metadata can only match a batch that has ended (its first
  * result carries the tag) or that this instance created. A create whose answer was lost while its batch still runs
  * is therefore not adopted: the part is submitted again, and the earlier batch runs beside it as a twin, found and
- * deleted once it has ended and a lookup meets it. Its cost is the price of that rare loss.
+ * deleted once it has ended and a lookup meets it (batch-runner.ts looks again once the part is ingested). A cancel
+ * cannot stop such a batch either. Its cost is the price of that rare loss.
  */
 export function createAnthropicBatches(options: AnthropicBatchesOptions): BatchProvider {
 	const { client, withRetries, model, maxTokens, secrets, logger } = options;
