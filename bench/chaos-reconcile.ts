@@ -52,7 +52,7 @@ async function jobs(database: string): Promise<JobRow[]> {
 }
 
 /** The providers without a batch API here: their bulk jobs are written page by page, as on-demand jobs are. */
-const PAGE_BY_PAGE_PROVIDERS = new Set(['anthropic', 'google']);
+const PAGE_BY_PAGE_PROVIDERS = new Set(['google']);
 /** The paths of a page's call, per protocol: OpenAI's chat completions, Anthropic's messages, Gemini's generateContent. */
 const isModelCall = (path: string) => path === '/v1/chat/completions' || path === '/v1/messages' || /^\/v1beta\/models\/[^/]+:generateContent$/.test(path);
 /** Jobs that hold their lease from start to end, writing page by page. */

@@ -383,7 +383,7 @@ describe.skipIf(!legAvailable(LEG))('the editors\' workspace in the app', () => 
 			await page.click('[data-test="tab-generate"]');
 			const run = page.locator('[data-test="ai-run"]');
 			await run.getByText('Anthropic · claude-sonnet-4-6').waitFor();
-			expect(await run.textContent()).toContain('Bulk jobs run page by page.');
+			expect(await run.textContent()).toContain("Bulk jobs run through the provider's batch API.");
 			await page.selectOption('#pseo-mode', 'on_demand');
 			await page.locator('[data-test="cost"]').getByText('10 tokens').waitFor();
 			await press('start-job');

@@ -244,7 +244,7 @@ describe.skipIf(missing.length > 0)('several instances on one PostgreSQL databas
 		expect(owners.size).toBeGreaterThanOrEqual(2);
 	});
 
-	it('5 websites on Claude run exactly once between the instances too: one Messages API call per page, bulk jobs page by page', async () => {
+	it('5 websites on Claude run exactly once between the instances too: one Messages API call per page, one message batch per part of a bulk job', async () => {
 		const user = await createUser(reader, { balance: 10_000 });
 		const sites: { pseoId: number; routes: string[] }[] = [];
 		for (let i = 0; i < 3; i++) sites.push(await plannedSite(reader, user, 6, { provider: 'anthropic', model: 'claude-haiku-4-5' }));
@@ -263,12 +263,15 @@ describe.skipIf(missing.length > 0)('several instances on one PostgreSQL databas
 		);
 		for (const site of sites) {
 			await expectPostsOnce(reader, site.pseoId, site.routes.slice(0, 5));
-			for (const route of site.routes.slice(0, 5)) expect(fake.countChat(route), route).toBe(1);
+			// Each page asked once: the on-demand one through the Messages API, the bulk ones in a message batch.
+			for (const route of site.routes.slice(0, 5)) expect(fake.countChat(route) + fake.countBatchedRoute(route), route).toBe(1);
 		}
-		const calls = fake.requests.filter((entry) => entry.method === 'POST');
-		expect(calls.length).toBe(15);
-		expect(calls.every((entry) => entry.path === '/v1/messages' && entry.apiKey === CLAUDE_KEY)).toBe(true);
-		expect(fake.countBatchesCreated()).toBe(0);
+		const calls = fake.requests.filter((entry) => entry.method === 'POST' && entry.path === '/v1/messages');
+		expect(calls.length).toBe(3);
+		const creates = fake.requests.filter((entry) => entry.method === 'POST' && entry.path === '/v1/messages/batches' && entry.status === 200);
+		expect(creates.length).toBe(3 * partsFor(4));
+		expect(fake.countBatchesCreated()).toBe(3 * partsFor(4));
+		expect(fake.requests.filter((entry) => entry.path.startsWith('/v1/messages')).every((entry) => entry.apiKey === CLAUDE_KEY)).toBe(true);
 		const ledger = await expectLedgerBalances(reader, user);
 		expect(ledger.filter((row) => row.reason === 'charge').map((row) => Number(row.generation_id)).sort((a, b) => a - b)).toEqual([...ids].sort((a, b) => a - b));
 		expect(ledger.filter((row) => row.reason === 'refund')).toEqual([]);

@@ -12,7 +12,8 @@ const KEY = 'sk-ant-environment-9d3e7a';
 
 /*
  * The durability promises with a provider besides OpenAI: Claude, configured in the environment (which also covers
- * that path), writing a bulk job page by page. A kill -9 mid-job loses nothing and charges once; a cancel with
+ * that path), writing a bulk job page by page (PSEO_BULK_MODE=concurrent: the chat path; its Message Batches have
+ * their own suite, anthropic-batches.test.ts). A kill -9 mid-job loses nothing and charges once; a cancel with
  * pages at the provider refunds every page not written and keeps what the provider billed in the job's usage.
  */
 describe.each(LEGS)('durability with Anthropic on %s', (leg) => {
@@ -27,6 +28,7 @@ describe.each(LEGS)('durability with Anthropic on %s', (leg) => {
 			PSEO_MODEL: 'claude-sonnet-4-6',
 			PSEO_PROVIDER_BACKOFF_MS: '20',
 			PSEO_CONCURRENCY: '2',
+			PSEO_BULK_MODE: 'concurrent',
 		});
 
 		beforeAll(async () => {

@@ -23,7 +23,7 @@ let serial = 0;
  * Anthropic as Directus keeps it: a key and allowed models saved in Settings → AI, with no provider variable in the
  * environment (ANTHROPIC_BASE_URL only points the Anthropic protocol at the test's provider, as it would at a
  * gateway). A website names its provider and model; its plans and jobs run with them, jobs record them, a model
- * the settings do not allow is refused before any charge, and bulk jobs run page by page.
+ * the settings do not allow is refused before any charge, and bulk jobs run through the Message Batches API.
  */
 describe.each(LEGS)('Anthropic from Settings → AI on %s', (leg) => {
 	describe.skipIf(!legAvailable(leg))(`${leg}`, () => {
@@ -85,7 +85,7 @@ describe.each(LEGS)('Anthropic from Settings → AI on %s', (leg) => {
 			const before = await send(directus, 'GET', PROVIDERS, { token: user.token });
 			expect(before.status).toBe(200);
 			const anthropic = () => before.body.data.providers.find((entry: { provider: string }) => entry.provider === 'anthropic');
-			expect(anthropic()).toMatchObject({ provider: 'anthropic', name: 'Anthropic', origin: null, default_model: 'claude-haiku-4-5', bulk: 'page_by_page' });
+			expect(anthropic()).toMatchObject({ provider: 'anthropic', name: 'Anthropic', origin: null, default_model: 'claude-haiku-4-5', bulk: 'batch' });
 			expect(before.body.data.default).toEqual({ provider: 'openai', model: 'gpt-5.4-mini' });
 
 			await saveSettings({ ai_anthropic_api_key: ANTHROPIC_KEY, ai_anthropic_allowed_models: ALLOWED });
@@ -98,7 +98,7 @@ describe.each(LEGS)('Anthropic from Settings → AI on %s', (leg) => {
 				origin: 'directus-settings',
 				models: ALLOWED,
 				default_model: 'claude-haiku-4-5',
-				bulk: 'page_by_page',
+				bulk: 'batch',
 			});
 			expect(after.body.data.providers[2]).toMatchObject({ provider: 'google', origin: null, default_model: 'gemini-2.5-flash' });
 			expectEnvelope(await call(directus, 'GET', PROVIDERS, {}), 401);
@@ -127,8 +127,11 @@ describe.each(LEGS)('Anthropic from Settings → AI on %s', (leg) => {
 			expect(bulk.status, JSON.stringify(bulk.body)).toBe(202);
 			const ended = await waitForJob(directus, user, bulk.body.generation_id as number);
 			expect(ended).toMatchObject({ status: 'completed', created_count: 3, failed_count: 0, provider: 'anthropic', model: 'claude-sonnet-4-6' });
-			// Page by page through the Messages API: no batch of either protocol.
-			expect(fake.countBatchesCreated()).toBe(0);
+			// One message batch, at Anthropic's protocol, holding the three pages.
+			expect(fake.countBatchesCreated()).toBe(1);
+			expect(fake.requests.filter((entry) => entry.method === 'POST' && entry.path === '/v1/messages/batches' && entry.status === 200)).toHaveLength(1);
+			// The job's usage counts the three lines the batch billed.
+			expect(ended['usage'].requests).toBe(3);
 			expect(messageCalls().every((entry) => entry.apiKey === ANTHROPIC_KEY)).toBe(true);
 			expect((await postedRoutes(directus, pseoId)).length).toBe(4);
 			expect(routes.length).toBe(4);
@@ -176,8 +179,11 @@ describe.each(LEGS)('Anthropic from Settings → AI on %s', (leg) => {
 			const ended = await waitForJob(directus, user, bulk.body.generation_id as number);
 			expect(ended).toMatchObject({ status: 'failed', created_count: 2, failed_count: 1 });
 			expect(ended['failed_routes']).toEqual([{ route: routes[1], error: expect.stringMatching(/malformed/i) }]);
-			// Each attempt was billed by the provider and counted.
-			expect(ended['usage'].requests).toBe(fake.countChat());
+			// Each of the batch's three lines, and each attempt of the failing page's retry through chat, was billed by
+			// the provider and counted.
+			expect(fake.countChat(routes[1]!)).toBeGreaterThan(0);
+			expect(fake.countChat()).toBe(fake.countChat(routes[1]!));
+			expect(ended['usage'].requests).toBe(3 + fake.countChat());
 			expect(await balanceOf(directus, user.id)).toBe(100 - 15 + 5);
 			await expectLedgerBalances(directus, user);
 		});

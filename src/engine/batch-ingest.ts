@@ -11,7 +11,7 @@ import type { JobPart } from './part-store.ts';
 import { createQualityGate, type QualityGate } from '../quality/quality-gate.ts';
 import type { QualityIssue } from '../quality/page-checks.ts';
 import type { PlanPage } from '../plan/plan-page.ts';
-import type { ReportedUsage } from '../provider/types.ts';
+import type { BatchLineResult, ReportedUsage } from '../provider/types.ts';
 import { assessDrafts, rewriteFailed } from './quality-pass.ts';
 import { refreshStatistics, type StatisticsSchedule, type StatisticsTarget } from '../shared/table-statistics.ts';
 import { POSTS } from '../posts/post-store.ts';
@@ -93,6 +93,8 @@ export async function ingestPart(
 	// The part's own routes only: a job of several parts is never read whole.
 	const slice = await readJobRouteRange(database, job.id, part.route_start, part.route_end);
 	const items = new Map(slice.map(({ position: _position, ...item }) => [item.route, item]));
+	// A provider whose custom ids cannot hold a route names each line by its route's position in the job.
+	const routeOf = routesByCustomId(provider, slice);
 	const settled = await settledAmong(
 		database,
 		job,
@@ -154,7 +156,7 @@ export async function ingestPart(
 			for await (const line of provider.streamFileLines(fileId)) {
 				if (deps.signal.aborted) return result(0);
 				if (++parsed % LINES_PER_TURN === 0) await setImmediate();
-				const outcome = pageFromBatchLine(provider.parseBatchLine(line), context);
+				const outcome = pageFromBatchLine(withRoute(provider.parseBatchLine(line), routeOf), context);
 				if (!outcome || !items.has(outcome.route) || seen.has(outcome.route) || settled.has(outcome.route)) continue;
 				if (outcome.unanswered && resubmit) continue;
 				seen.add(outcome.route);
@@ -263,6 +265,19 @@ function countUsage(outcome: PageOutcome): (reported: ReportedUsage) => void {
 		usage.completion_tokens += reported.completion_tokens;
 		usage.requests++;
 	};
+}
+
+/** The routes of a part by their lines' custom ids, when those are not the routes themselves. */
+export function routesByCustomId(provider: BatchCapableProvider, slice: readonly { route: string; position: number }[]): ReadonlyMap<string, string> | null {
+	const customIdFor = provider.customIdFor?.bind(provider);
+	return customIdFor ? new Map(slice.map(({ route, position }) => [customIdFor(route, position), route])) : null;
+}
+
+/** A result line named by its route; a custom id that names no route of the part names none. */
+export function withRoute(result: BatchLineResult, routeOf: ReadonlyMap<string, string> | null): BatchLineResult {
+	if (routeOf === null || result.customId === null) return result;
+	const route = routeOf.get(result.customId);
+	return route === undefined ? { ...result, ok: false, error: 'Batch line names no route of its part', customId: null } : { ...result, customId: route };
 }
 
 function missingReason(batch: BatchInfo): string {

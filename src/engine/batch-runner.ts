@@ -13,6 +13,7 @@ import type { JobHead } from './job-types.ts';
 import type { RunnerDeps } from './page-runner.ts';
 import { readParts, savePart, setPartStatus, type JobPart } from './part-store.ts';
 import { discardPartFiles } from './batch-files.ts';
+import { stopTwins } from './stray-batches.ts';
 import { createStatisticsSchedule, refreshStatistics, type StatisticsSchedule } from '../shared/table-statistics.ts';
 
 /** How bulk jobs use the provider's Batch API (operating contract section 2). */
@@ -36,7 +37,7 @@ export interface BatchSettings {
  * - ends the job when every part is ingested, else comes back after the poll interval (the schedule lives in the
  *   database; Azure's batches may run for days and are simply polled on).
  */
-export async function runBatchStep(job: JobHead, deps: RunnerDeps, settings: BatchSettings): Promise<void> {
+export async function runBatchStep(job: JobHead, deps: RunnerDeps, instanceSettings: BatchSettings): Promise<void> {
 	const { database, worker, logger } = deps;
 	if ('unavailable' in deps.provider) {
 		await failJob(job, { ...deps, batchMode: false }, providerMissing(deps.provider.unavailable, Date.now()));
@@ -44,6 +45,11 @@ export async function runBatchStep(job: JobHead, deps: RunnerDeps, settings: Bat
 	}
 	// The runtime sends a bulk job here only when its provider has a batch API.
 	const provider = deps.provider as BatchCapableProvider;
+	// A provider may take less in one batch than the instance is set to send (Anthropic: 100,000 requests, 256 MB).
+	const limits = provider.limits;
+	const settings = limits
+		? { ...instanceSettings, maxRequests: Math.min(instanceSettings.maxRequests, limits.maxRequests), maxBytes: Math.min(instanceSettings.maxBytes, limits.maxBytes) }
+		: instanceSettings;
 	const parts = await readParts(database, job.id);
 	if (parts.length === 0 && job.batch_id) {
 		// A job submitted before jobs had parts: its one batch runs every route.
@@ -81,6 +87,12 @@ export async function runBatchStep(job: JobHead, deps: RunnerDeps, settings: Bat
 		batchParts.inc({ state: part.status });
 		logger.info({ jobId: job.id, part: part.part, batchId: batch.id, batchStatus: batch.status, unanswered, ...timing }, 'pseo batch part ingested');
 		if (!deps.signal.aborted) await discardPartFiles(provider, batch, job.id, logger);
+		// A twin a lost create left running could not be found when the part was stored; ended by now, it can.
+		if (!deps.signal.aborted && provider.twinsFoundOnceEnded) {
+			await stopTwins(provider, job.id, `${job.id}:${part.part}`, batch.id, logger).catch((error: unknown) =>
+				logger.warn({ err: error, jobId: job.id, part: part.part, batchId: batch.id }, 'pseo batch part ingested; its twins could not be looked up at the provider'),
+			);
+		}
 	}
 
 	// Parts are numbered in the order they are submitted, resubmissions of expired parts first. A part's batch may

@@ -67,9 +67,9 @@ export async function submitPart(
 
 	const limit = plan.end ?? job.route_count;
 	// The range's unsettled routes, read from the job's rows a page at a time, with the position they end.
-	async function* unsettled(from: number): AsyncGenerator<{ item: PlanPage; end: number } | { item: null; end: number }> {
+	async function* unsettled(from: number): AsyncGenerator<{ item: PlanPage; position: number; end: number } | { item: null; end: number }> {
 		for await (const { routes, settled } of walkJobRoutes(database, job, from, limit)) {
-			for (const { position, ...item } of routes) yield settled.has(item.route) ? { item: null, end: position + 1 } : { item, end: position + 1 };
+			for (const { position, ...item } of routes) yield settled.has(item.route) ? { item: null, end: position + 1 } : { item, position, end: position + 1 };
 		}
 	}
 	// Settled routes at the start of the range are skipped before anything is uploaded; none left, no part.
@@ -89,7 +89,8 @@ export async function submitPart(
 				end = next.end;
 				continue;
 			}
-			const line = provider.buildBatchLine(next.item.route, await buildPageRequest(context, next.item));
+			const customId = provider.customIdFor ? provider.customIdFor(next.item.route, next.position) : next.item.route;
+			const line = provider.buildBatchLine(customId, await buildPageRequest(context, next.item));
 			const size = Buffer.byteLength(line) + 1;
 			if (plan.end === null && count > 0 && (count >= settings.maxRequests || bytes + size > settings.maxBytes)) return;
 			count++;

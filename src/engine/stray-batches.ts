@@ -4,6 +4,7 @@ import { ProviderCallError } from '../provider/provider-call-error.ts';
 import type { Logger } from '../shared/logger.ts';
 import { batchParts } from '../metrics/metrics.ts';
 import { discardFile } from './batch-files.ts';
+import { routesByCustomId, withRoute } from './batch-ingest.ts';
 import { JOB_ROUTES } from './job-route-store.ts';
 import { JOBS, usageIncrement, type PageUsage } from './job-store.ts';
 import { BATCH_PART_KEY, PARTS } from './part-store.ts';
@@ -27,6 +28,12 @@ const PARTS_PER_SWEEP = 20;
 export async function stopTwins(provider: BatchCapableProvider, jobId: number, tag: string, kept: string, logger: Logger): Promise<number> {
 	const twins = (await provider.findBatchesByMetadata(BATCH_PART_KEY, tag)).filter((batch) => batch.id !== kept);
 	for (const twin of twins) {
+		if (provider.twinsFoundOnceEnded && FINAL_BATCH_STATES.has(twin.status)) {
+			// An ended twin cannot be stopped, and its results go with it: deleting them deletes the batch.
+			for (const fileId of new Set([twin.inputFileId, twin.outputFileId, twin.errorFileId])) if (fileId) await deleteLogged(provider, fileId, { jobId, batchId: twin.id }, logger);
+			logger.warn({ jobId, tag, batchId: twin.id, keptBatchId: kept }, 'pseo batch twin of a stored part had ended; deleted at the provider');
+			continue;
+		}
 		await stopAtProvider(provider, twin, { jobId, tag, keptBatchId: kept }, logger);
 		logger.warn({ jobId, tag, batchId: twin.id, keptBatchId: kept }, 'pseo batch twin of a stored part cancelled at the provider');
 		if (twin.inputFileId) await deleteLogged(provider, twin.inputFileId, { jobId, batchId: twin.id }, logger);
@@ -126,16 +133,16 @@ async function settlePart(knex: Knex, provider: BatchCapableProvider, part: Stra
  * page, so never counted. A line of a route that has a post was counted when its page was stored.
  */
 async function billedLines(knex: Knex, provider: BatchCapableProvider, part: StrayPart, outputFileId: string): Promise<PageUsage> {
-	const failed = new Set(
-		((await knex(JOB_ROUTES)
-			.where({ generation_id: part.generation_id, state: 'failed' })
-			.andWhere('position', '>=', part.route_start)
-			.andWhere('position', '<', part.route_end)
-			.select('route')) as { route: string }[]).map((row) => row.route),
-	);
+	const rows = ((await knex(JOB_ROUTES)
+		.where({ generation_id: part.generation_id, state: 'failed' })
+		.andWhere('position', '>=', part.route_start)
+		.andWhere('position', '<', part.route_end)
+		.select('route', 'position')) as { route: string; position: number | string }[]).map((row) => ({ route: row.route, position: Number(row.position) }));
+	const failed = new Set(rows.map((row) => row.route));
+	const routeOf = routesByCustomId(provider, rows);
 	const total: PageUsage = { prompt_tokens: 0, completion_tokens: 0, requests: 0 };
 	for await (const line of provider.streamFileLines(outputFileId)) {
-		const result = provider.parseBatchLine(line);
+		const result = withRoute(provider.parseBatchLine(line), routeOf);
 		if (!result.usage || result.customId === null || !failed.has(result.customId)) continue;
 		failed.delete(result.customId);
 		total.prompt_tokens += result.usage.prompt_tokens;

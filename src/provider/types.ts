@@ -97,8 +97,21 @@ export interface ProviderFile {
 	createdAt: number;
 }
 
-/** Batch API operations (`/v1/files` + `/v1/batches`) of an OpenAI-compatible provider. */
+/** Batch API operations (`/v1/files` + `/v1/batches`) of an OpenAI-compatible provider, or their equivalent. */
 export interface BatchProvider {
+	/**
+	 * The custom id of the job's route at `position` (0-based), for a provider whose ids cannot hold a route (Anthropic
+	 * takes `[a-zA-Z0-9_-]{1,64}`). Without it, a line's custom id is its route.
+	 */
+	customIdFor?(route: string, position: number): string;
+	/**
+	 * True for a provider whose lookups by metadata only find batches that have ended (it keeps no metadata, and the
+	 * tag is read from a batch's results): a twin of a part, which a lost create left running, is then looked for
+	 * again once the part is ingested, and deleted rather than cancelled.
+	 */
+	twinsFoundOnceEnded?: boolean;
+	/** What one batch may hold at most, when the provider is stricter than the instance's PSEO_BATCH_MAX_*. */
+	limits?: { maxRequests: number; maxBytes: number };
 	/** One JSONL line for `/v1/chat/completions` with the same body as a direct {@link JsonProvider.completeJson} call. */
 	buildBatchLine(customId: string, request: JsonCompletionRequest): string;
 	/** Uploads JSONL lines with `purpose: 'batch'`; resolves to the file id. Not retried except on 429. */

@@ -1,14 +1,11 @@
-import { createReadStream, createWriteStream } from 'node:fs';
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import path from 'node:path';
-import { Readable } from 'node:stream';
-import { pipeline } from 'node:stream/promises';
+import { createReadStream } from 'node:fs';
+import { rm } from 'node:fs/promises';
 import OpenAI, { toStreamingFile } from 'openai';
 import { nodeHttpFetch } from './node-http-fetch.ts';
 import type { Logger } from '../../shared/logger.ts';
 import { assertBackoff, DEFAULT_BACKOFF, defaultSleep } from '../backoff.ts';
 import { createRetrier } from '../retry-policy.ts';
+import { spoolLines } from '../batch-spool.ts';
 import { checkId, checkRequest, positiveInteger } from '../call-checks.ts';
 import type { BackoffOptions, Sleep } from '../backoff.ts';
 import { readLines } from '../line-reader.ts';
@@ -289,36 +286,6 @@ export function createOpenAiProvider(options: OpenAiProviderOptions): OpenAiProv
 			logger.warn({ op: 'file_content', fileId, reason: failure.reason }, 'pseo-automation: reading a provider file failed');
 			throw new ProviderCallError(`Reading provider file ${fileId} failed midway`, { reason: failure.reason, retryable: true });
 		}
-	}
-}
-
-/** Writes the lines, checked, to a new temporary file; resolves to its path and size. */
-async function spoolLines(lines: string[] | AsyncIterable<string>): Promise<{ dir: string; path: string; bytes: number }> {
-	const dir = await mkdtemp(path.join(tmpdir(), 'pseo-batch-'));
-	const file = path.join(dir, 'input.jsonl');
-	let bytes = 0;
-	try {
-		await pipeline(
-			Readable.from(jsonlChunks(lines, (size) => (bytes += size))),
-			createWriteStream(file),
-		);
-	} catch (error) {
-		await rm(dir, { recursive: true, force: true });
-		throw error;
-	}
-	return { dir, path: file, bytes };
-}
-
-async function* jsonlChunks(lines: string[] | AsyncIterable<string>, onBytes: (size: number) => void): AsyncGenerator<Buffer> {
-	let index = 0;
-	for await (const line of lines) {
-		if (typeof line !== 'string' || line.includes('\n') || line.includes('\r')) {
-			throw new TypeError(`Expected line ${index} to be a string without line breaks, got \`${String(line).slice(0, 80)}\``);
-		}
-		index++;
-		const chunk = Buffer.from(`${line}\n`, 'utf8');
-		onBytes(chunk.length);
-		yield chunk;
 	}
 }
 

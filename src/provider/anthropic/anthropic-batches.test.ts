@@ -1,0 +1,204 @@
+import { existsSync } from 'node:fs';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { startFakeProvider, type FakeProvider } from '../../../test/support/fake-provider/server.ts';
+import { buildPageMessages } from '../../page/page-prompt.ts';
+import { PAGE_SCHEMA, PAGE_SCHEMA_NAME } from '../../page/page-schema.ts';
+import type { Logger } from '../../shared/logger.ts';
+import type { BatchInfo, JsonCompletionRequest } from '../types.ts';
+import { createAnthropicProvider } from './anthropic-provider.ts';
+import { decodeTag, encodeTag, statusOf } from './anthropic-batches.ts';
+
+/*
+ * The Anthropic provider's Message Batches against the fake over loopback: the engine's metadata travels in the
+ * custom ids and comes back, the batch states map onto the engine's, results of every kind are read, an ended batch
+ * is found by its metadata, and deleting its results deletes it.
+ */
+const API_KEY = 'sk-ant-test-0123456789SECRET';
+
+let fake: FakeProvider;
+const logged: unknown[] = [];
+const logger: Logger = {
+	debug: (...args: unknown[]) => logged.push(args),
+	info: (...args: unknown[]) => logged.push(args),
+	warn: (...args: unknown[]) => logged.push(args),
+	error: (...args: unknown[]) => logged.push(args),
+};
+
+beforeAll(async () => {
+	fake = await startFakeProvider();
+});
+afterEach(() => {
+	fake.reset();
+	logged.length = 0;
+});
+afterAll(async () => {
+	await fake.close();
+});
+
+const provider = () =>
+	createAnthropicProvider({ apiKey: API_KEY, baseURL: fake.url.replace(/\/v1$/, ''), model: 'claude-haiku-4-5', backoff: { baseMs: 1, maxMs: 2 }, logger });
+
+function pageRequest(route: string): JsonCompletionRequest {
+	const messages = buildPageMessages({
+		masterPrompt: 'Warm tone.',
+		websiteUrl: 'https://bakery.example',
+		language: 'en-GB',
+		businessDescription: 'A bakery in Lyon.',
+		item: { route, title: `Page ${route}`, priority: 1 },
+		siblings: [],
+	});
+	return { schemaName: PAGE_SCHEMA_NAME, schema: { ...PAGE_SCHEMA }, messages };
+}
+
+const metadata = (job: number, part: number, resubmitOf: string = 'none') => ({
+	pseo_generation_id: String(job),
+	pseo_generation_part: `${job}:${part}`,
+	pseo_id: '7',
+	route_start: '0',
+	route_end: '3',
+	resubmit_of: resubmitOf,
+});
+
+async function submit(routes: string[], tags = metadata(41, 0)) {
+	const batches = provider();
+	const lines = routes.map((route, position) => batches.buildBatchLine(batches.customIdFor!(route, position), pageRequest(route)));
+	const input = await batches.uploadBatchFile(lines, 'pseo-generation-41-part-0.jsonl');
+	const batch = await batches.createBatch(input, tags);
+	return { batches, input, batch };
+}
+
+async function untilFinal(batches: ReturnType<typeof provider>, id: string): Promise<BatchInfo> {
+	for (let i = 0; i < 10; i++) {
+		const batch = await batches.retrieveBatch(id);
+		if (['completed', 'expired', 'cancelled', 'failed'].includes(batch.status)) return batch;
+	}
+	throw new Error(`batch ${id} did not end`);
+}
+
+async function linesOf(batches: ReturnType<typeof provider>, fileId: string) {
+	const results = [];
+	for await (const line of batches.streamFileLines(fileId)) results.push(batches.parseBatchLine(line));
+	return results;
+}
+
+describe('custom ids', () => {
+	it('carry the metadata in a tag that decodes back, within 64 characters', () => {
+		const tags = { ...metadata(123456789012, 999, '998'), route_start: '9999999', route_end: '10000000' };
+		const tag = encodeTag(tags);
+		const customId = `${tag}p9999999`;
+		expect(customId.length).toBeLessThanOrEqual(64);
+		expect(customId).toMatch(/^[a-zA-Z0-9_-]{1,64}$/);
+		const { pseo_id: _dropped, ...kept } = tags;
+		expect(decodeTag(customId)).toEqual({ metadata: kept, customId: 'p9999999' });
+		expect(decodeTag(`${encodeTag(metadata(5, 0))}p0`)?.metadata['resubmit_of']).toBe('none');
+		expect(decodeTag('p12')).toBeNull();
+		expect(() => encodeTag({ ...tags, pseo_generation_part: '1:2' })).toThrow(TypeError);
+	});
+
+	it('name a line by its position, never by its route', () => {
+		const batches = provider();
+		expect(batches.customIdFor!('/page-1', 4)).toBe('p4');
+		expect(() => batches.buildBatchLine('/page-1', pageRequest('/page-1'))).toThrow(TypeError);
+		expect(batches.limits).toEqual({ maxRequests: 100_000, maxBytes: 256_000_000 });
+	});
+});
+
+describe('statusOf', () => {
+	const counts = { processing: 0, succeeded: 2, errored: 0, canceled: 0, expired: 0 };
+	it('maps the processing states and what an ended batch came to', () => {
+		expect(statusOf({ processing_status: 'in_progress', cancel_initiated_at: null, request_counts: counts })).toBe('in_progress');
+		expect(statusOf({ processing_status: 'canceling', cancel_initiated_at: 'x', request_counts: counts })).toBe('cancelling');
+		expect(statusOf({ processing_status: 'ended', cancel_initiated_at: null, request_counts: counts })).toBe('completed');
+		expect(statusOf({ processing_status: 'ended', cancel_initiated_at: null, request_counts: { ...counts, expired: 1 } })).toBe('expired');
+		expect(statusOf({ processing_status: 'ended', cancel_initiated_at: '2026-01-01T00:00:00Z', request_counts: { ...counts, canceled: 1 } })).toBe('cancelled');
+	});
+});
+
+describe('message batches', () => {
+	it('creates a batch from the spool, removes the spool, and reads every result back by the engine\'s custom id', async () => {
+		fake.configure({ failRoutes: { '/broken': 'error' } });
+		const { batches, input, batch } = await submit(['/a', '/b', '/broken']);
+		expect(input).toMatch(/^spool:/);
+		expect(existsSync(input.slice('spool:'.length))).toBe(false);
+		expect(batch).toMatchObject({ status: 'in_progress', inputFileId: null, outputFileId: null, errorFileId: null, requestCounts: { total: 3, completed: 0, failed: 0 } });
+		expect(batch.metadata).toMatchObject({ pseo_generation_part: '41:0', route_end: '3' });
+		const sent = fake.requests.find((entry) => entry.path === '/v1/messages/batches' && entry.method === 'POST');
+		expect(sent?.customIds).toEqual(['g41_p0_s0_e3_rn__p0', 'g41_p0_s0_e3_rn__p1', 'g41_p0_s0_e3_rn__p2']);
+
+		const ended = await untilFinal(batches, batch.id);
+		expect(ended).toMatchObject({ status: 'completed', outputFileId: `results:${batch.id}`, errorFileId: null, requestCounts: { total: 3, completed: 2, failed: 1 } });
+		const results = await linesOf(batches, ended.outputFileId!);
+		expect(results.map((result) => result.customId).sort()).toEqual(['p0', 'p1', 'p2']);
+		const ok = results.filter((result) => result.ok);
+		expect(ok).toHaveLength(2);
+		expect(ok[0]!.usage?.prompt_tokens).toBeGreaterThan(0);
+		const errored = results.find((result) => !result.ok)!;
+		expect(errored).toMatchObject({ customId: 'p2', ok: false });
+		expect(errored.ok ? '' : errored.error).toMatch(/^Batch request failed/);
+		expect(JSON.stringify(results)).not.toContain(API_KEY);
+	});
+
+	it('maps an expired batch and its expired lines, which are unanswered', async () => {
+		fake.configure({ batchEndState: 'expired', batchPartialFraction: 0.5 });
+		const { batches, batch } = await submit(['/a', '/b', '/c', '/d']);
+		const ended = await untilFinal(batches, batch.id);
+		expect(ended.status).toBe('expired');
+		const results = await linesOf(batches, ended.outputFileId!);
+		expect(results.filter((result) => result.ok)).toHaveLength(2);
+		expect(results.filter((result) => !result.ok)).toEqual([
+			expect.objectContaining({ ok: false, unanswered: true, code: 'batch_expired' }),
+			expect.objectContaining({ ok: false, unanswered: true, code: 'batch_expired' }),
+		]);
+	});
+
+	it('cancels a running batch: cancelling, then cancelled with canceled lines', async () => {
+		fake.configure({ holdBatches: true, batchPartialFraction: 0 });
+		const { batches, batch } = await submit(['/a', '/b']);
+		expect((await batches.cancelBatch(batch.id)).status).toBe('cancelling');
+		const ended = await untilFinal(batches, batch.id);
+		expect(ended.status).toBe('cancelled');
+		const results = (await linesOf(batches, ended.outputFileId!)).sort((a, b) => String(a.customId).localeCompare(String(b.customId)));
+		expect(results).toEqual([
+			expect.objectContaining({ customId: 'p0', ok: false, unanswered: true, code: 'batch_cancelled' }),
+			expect.objectContaining({ customId: 'p1', ok: false, unanswered: true, code: 'batch_cancelled' }),
+		]);
+	});
+
+	it('finds an ended batch by its metadata from a fresh provider, but not a running one; deleting its results deletes it', async () => {
+		fake.configure({ holdBatches: true });
+		const { batch } = await submit(['/a', '/b'], metadata(41, 0));
+		const other = await submit(['/c'], metadata(41, 1, '0'));
+		// A provider that did not create them cannot read the metadata of running batches.
+		const fresh = provider();
+		expect(await fresh.findBatchByMetadata('pseo_generation_part', '41:0')).toBeNull();
+		fake.releaseBatches();
+		await untilFinal(fresh, batch.id);
+		await untilFinal(fresh, other.batch.id);
+		const found = await fresh.findBatchByMetadata('pseo_generation_part', '41:0');
+		expect(found).toMatchObject({ id: batch.id, status: 'completed', metadata: { pseo_generation_id: '41', route_start: '0', route_end: '3', resubmit_of: 'none' } });
+		expect((await fresh.findBatchesByMetadata('pseo_generation_id', '41')).map((info) => info.id)).toEqual([other.batch.id, batch.id]);
+		expect((await fresh.findBatchByMetadata('pseo_generation_part', '41:1'))?.metadata['resubmit_of']).toBe('0');
+		// The tags are remembered: a second lookup reads no results again.
+		const reads = fake.requests.filter((entry) => entry.path.endsWith('/results')).length;
+		await fresh.findBatchesByMetadata('pseo_generation_id', '41');
+		expect(fake.requests.filter((entry) => entry.path.endsWith('/results')).length).toBe(reads);
+
+		await fresh.deleteFile(`results:${batch.id}`);
+		await fresh.deleteFile(`results:${batch.id}`); // already gone
+		expect(await fresh.findBatchByMetadata('pseo_generation_part', '41:0')).toBeNull();
+		await expect(fresh.retrieveBatch(batch.id)).rejects.toMatchObject({ status: 404 });
+	});
+
+	it('a spool no batch will run is removed by deleteFile; nothing is listed as a provider file', async () => {
+		const batches = provider();
+		const input = await batches.uploadBatchFile([batches.buildBatchLine('p0', pageRequest('/a'))], 'pseo-generation-1-part-0.jsonl');
+		expect(existsSync(input.slice('spool:'.length))).toBe(true);
+		await batches.deleteFile(input);
+		expect(existsSync(input.slice('spool:'.length))).toBe(false);
+		const files = [];
+		for await (const file of batches.listBatchFiles()) files.push(file);
+		expect(files).toEqual([]);
+		await expect(batches.deleteFile('file-abc')).rejects.toThrow(TypeError);
+		expect(JSON.stringify(logged)).not.toContain(API_KEY);
+	});
+});

@@ -1,0 +1,387 @@
+import { createReadStream } from 'node:fs';
+import { createInterface } from 'node:readline';
+import type Anthropic from '@anthropic-ai/sdk';
+import type { Logger } from '../../shared/logger.ts';
+import { removeSpool, spoolLines } from '../batch-spool.ts';
+import { checkId, checkRequest } from '../call-checks.ts';
+import { ProviderCallError } from '../provider-call-error.ts';
+import { classifyError, describeFailure, redact, type ProviderFailure } from '../provider-failure.ts';
+import type { RetryContext, Attempt } from '../retry-policy.ts';
+import type { BatchInfo, BatchLineResult, BatchProvider, BatchStatus, JsonCompletionRequest, ProviderFile } from '../types.ts';
+import { messageParams, readMessageContent, readMessageUsage } from './anthropic-message.ts';
+
+/*
+ * Anthropic's Message Batches API behind the engine's batch operations (types.ts `BatchProvider`). It differs from
+ * OpenAI's Batch API in four ways the engine does not see:
+ * - there are no files: the requests go in the create's body. The engine's "upload" spools them to a local file,
+ *   `spool:<path>`, which the create reads and removes;
+ * - a custom id is `[a-zA-Z0-9_-]{1,64}`: a line is named by its route's position (`p<position>`), not its route;
+ * - a batch has no metadata: the create writes what the engine tags it with at the head of every custom id (see
+ *   `encodeTag`), and the lookups by metadata read it back from the first result of a batch;
+ * - the results are one JSONL, readable once the batch has ended, which the engine sees as the batch's output file
+ *   `results:<batch id>`; deleting that file deletes the batch, which Anthropic allows once it has ended.
+ */
+
+/** What one message batch may hold: 100,000 requests, and a body of 256 MB. */
+const MAX_REQUESTS = 100_000;
+/**
+ * The engine counts the bytes of each request as it builds it; the create then adds the tag to every custom id (at
+ * most 50 bytes each, 5 MB for a full batch) and the body's envelope. 256,000,000 leaves those 12 MB below Anthropic's
+ * 256 MiB.
+ */
+const MAX_BYTES = 256_000_000;
+const CUSTOM_ID = /^[a-zA-Z0-9_-]{1,64}$/;
+const SPOOL = 'spool:';
+const RESULTS = 'results:';
+const LIST_PAGE_SIZE = 100;
+/** Batches whose tag is remembered: a step's lookups page through the same recent batches again and again. */
+const REMEMBERED_TAGS = 2000;
+
+/** Metadata keys the engine tags a batch with (batch-submit.ts, part-store.ts), all carried by the tag but `pseo_id`. */
+const JOB_KEY = 'pseo_generation_id';
+const PART_KEY = 'pseo_generation_part';
+const NEW_PART = 'none';
+/** `g<job>_p<part>_s<route start>_e<route end>_r<resubmitted part, or n>__`, then the engine's custom id. */
+const TAGGED = /^g(\d{1,15})_p(\d{1,9})_s(\d{1,12})_e(\d{1,12})_r(\d{1,9}|n)__(.+)$/;
+
+export interface AnthropicBatchesOptions {
+	client: Anthropic;
+	withRetries: <T>(context: RetryContext, attempt: () => Promise<Attempt<T>>) => Promise<T>;
+	model: string;
+	maxTokens: number;
+	secrets: readonly string[];
+	logger: Logger;
+	/** How many recent batches a lookup by metadata looks at, newest first. Default 1000. */
+	maxBatchScan?: number;
+}
+
+/**
+ * The batch operations of the Anthropic provider, on the chat provider's client and retry policy.
+ *
+ * The limit of a provider without metadata: a lookup by metadata can only match a batch that has ended (its first
+ * result carries the tag) or that this instance created. A create whose answer was lost while its batch still runs
+ * is therefore not adopted: the part is submitted again, and the earlier batch runs beside it as a twin, found and
+ * deleted once it has ended and a lookup meets it (batch-runner.ts looks again once the part is ingested). A cancel
+ * cannot stop such a batch either. Its cost is the price of that rare loss.
+ */
+export function createAnthropicBatches(options: AnthropicBatchesOptions): BatchProvider {
+	const { client, withRetries, model, maxTokens, secrets, logger } = options;
+	const maxBatchScan = options.maxBatchScan ?? 1000;
+	const onlyRateLimits = (failure: ProviderFailure) => failure.reason === 'rate_limited';
+	// Tags read back (or written) per batch id, oldest first, so that a lookup downloads a batch's first result once.
+	const tags = new Map<string, Record<string, string>>();
+	const remember = (id: string, metadata: Record<string, string>) => {
+		tags.delete(id);
+		tags.set(id, metadata);
+		while (tags.size > REMEMBERED_TAGS) tags.delete(tags.keys().next().value!);
+	};
+
+	function batchInfo(batch: Anthropic.Messages.MessageBatch): BatchInfo {
+		const counts = batch.request_counts;
+		const ended = batch.processing_status === 'ended';
+		return {
+			id: batch.id,
+			status: statusOf(batch),
+			inputFileId: null,
+			outputFileId: ended ? `${RESULTS}${batch.id}` : null,
+			errorFileId: null,
+			requestCounts: {
+				total: counts.processing + counts.succeeded + counts.errored + counts.canceled + counts.expired,
+				completed: counts.succeeded,
+				failed: counts.errored + counts.canceled + counts.expired,
+			},
+			metadata: { ...(tags.get(batch.id) ?? {}) },
+			errors: [],
+			createdAt: secondsOf(batch.created_at),
+		};
+	}
+
+	/** The tag of an ended batch, read from its first result; null when it has none of ours. */
+	async function tagOf(batch: Anthropic.Messages.MessageBatch): Promise<Record<string, string> | null> {
+		const known = tags.get(batch.id);
+		if (known) return known;
+		if (batch.processing_status !== 'ended') return null;
+		let first: string | null = null;
+		try {
+			for await (const line of resultLines(batch.id)) {
+				first = line;
+				break;
+			}
+		} catch (error) {
+			// Deleted between the list and the read: it runs nothing any more, and nothing will adopt it.
+			if (error instanceof ProviderCallError && error.status === 404) return null;
+			throw error;
+		}
+		const customId = first === null ? null : customIdOf(first);
+		const metadata = (customId === null ? null : decodeTag(customId)?.metadata) ?? {};
+		remember(batch.id, metadata);
+		return metadata;
+	}
+
+	async function* batchesTagged(key: string, value: string): AsyncGenerator<BatchInfo> {
+		checkId('key', key);
+		if (typeof value !== 'string') throw new TypeError(`Expected \`value\` to be a string, got \`${String(value)}\` (${typeof value})`);
+		let after: string | undefined;
+		let scanned = 0;
+		while (scanned < maxBatchScan) {
+			const limit = Math.min(LIST_PAGE_SIZE, maxBatchScan - scanned);
+			const page = await withRetries({ op: 'list_batches', logContext: { after } }, async () => ({
+				ok: true as const,
+				value: await client.messages.batches.list({ limit, ...(after !== undefined ? { after_id: after } : {}) }),
+			}));
+			for (const batch of page.data.slice(0, limit)) {
+				const tag = await tagOf(batch);
+				if (tag?.[key] === value) yield batchInfo(batch);
+			}
+			scanned += page.data.length;
+			const last = page.data.at(-1)?.id;
+			if (!page.has_more || page.data.length === 0 || last === undefined) break;
+			after = last;
+		}
+	}
+
+	/** The results of an ended batch, one JSON line each, read as they arrive. */
+	async function* resultLines(batchId: string): AsyncGenerator<string> {
+		const decoder = await withRetries({ op: 'file_content', logContext: { batchId } }, async () => ({
+			ok: true as const,
+			value: await client.messages.batches.results(batchId),
+		}));
+		try {
+			// The SDK parses each line; it is written back as one line, which the engine reads as it reads OpenAI's.
+			for await (const result of decoder) yield JSON.stringify(result);
+		} catch (error) {
+			if (error instanceof ProviderCallError) throw error;
+			const failure = classifyError(error, secrets);
+			logger.warn({ op: 'file_content', batchId, reason: failure.reason }, 'pseo-automation: reading the results of a message batch failed');
+			throw new ProviderCallError(`Reading the results of message batch ${batchId} failed midway`, { reason: failure.reason, retryable: true });
+		} finally {
+			// A reader that stops early (a lookup reads one line) closes the download.
+			decoder.controller.abort();
+		}
+	}
+
+	function parseLine(line: string): BatchLineResult {
+		let parsed: unknown;
+		try {
+			parsed = JSON.parse(line);
+		} catch {
+			return { customId: null, ok: false, error: 'Unreadable line in the batch results' };
+		}
+		if (!isRecord(parsed)) return { customId: null, ok: false, error: 'Unreadable line in the batch results' };
+		const raw = typeof parsed['custom_id'] === 'string' ? parsed['custom_id'] : '';
+		const customId = raw === '' ? null : (decodeTag(raw)?.customId ?? raw);
+		const result = isRecord(parsed['result']) ? parsed['result'] : {};
+		switch (result['type']) {
+			case 'succeeded': {
+				// Billed whether or not the answer is usable.
+				const message = result['message'];
+				const usage = readMessageUsage(isRecord(message) ? message['usage'] : null);
+				const content = readMessageContent(message, secrets);
+				if (customId === null) return { customId, ok: false, error: 'Batch result has no custom_id', usage };
+				if (!content.ok) return { customId, ok: false, error: describeFailure(content.failure, 1), usage };
+				return { customId, ok: true, content: content.value, usage };
+			}
+			case 'errored': {
+				const body = isRecord(result['error']) ? result['error'] : {};
+				const error = isRecord(body['error']) ? body['error'] : body;
+				const code = typeof error['type'] === 'string' ? error['type'] : null;
+				const message = typeof error['message'] === 'string' ? redact(error['message'], secrets) : '';
+				return { customId, ok: false, error: `Batch request failed${code ? ` (${code})` : ''}${message ? `: ${message}` : ''}`, code };
+			}
+			case 'canceled':
+				return { customId, ok: false, error: 'The provider batch was cancelled before this request ran.', code: 'batch_cancelled', unanswered: true };
+			case 'expired':
+				return { customId, ok: false, error: 'The provider batch expired before this request ran.', code: 'batch_expired', unanswered: true };
+			default:
+				return { customId, ok: false, error: 'Batch result has no known type' };
+		}
+	}
+
+	return {
+		twinsFoundOnceEnded: true,
+		limits: { maxRequests: MAX_REQUESTS, maxBytes: MAX_BYTES },
+
+		customIdFor(route: string, position: number): string {
+			if (!Number.isSafeInteger(position) || position < 0) throw new TypeError(`Expected \`position\` to be an integer >= 0, got \`${String(position)}\``);
+			return `p${position}`;
+		},
+
+		buildBatchLine(customId: string, request: JsonCompletionRequest): string {
+			if (typeof customId !== 'string' || !CUSTOM_ID.test(customId)) {
+				throw new TypeError(`Expected \`customId\` to match ${CUSTOM_ID}, got \`${String(customId)}\``);
+			}
+			checkRequest(request);
+			return JSON.stringify({ custom_id: customId, params: messageParams(model, maxTokens, request) });
+		},
+
+		async uploadBatchFile(lines: string[] | AsyncIterable<string>, filename: string): Promise<string> {
+			if (typeof filename !== 'string' || filename.trim() === '') {
+				throw new TypeError(`Expected \`filename\` to be a non-empty string, got \`${String(filename)}\` (${typeof filename})`);
+			}
+			// Nothing is sent yet: the requests go in the create's body. Spooled, they are built once and not held in
+			// memory while the engine looks up the part and checks its lease.
+			const spool = await spoolLines(lines);
+			if (spool.bytes === 0) {
+				await removeSpool(spool.path);
+				throw new TypeError('Expected `lines` to hold at least one line, got none');
+			}
+			return `${SPOOL}${spool.path}`;
+		},
+
+		async createBatch(inputFileId: string, metadata: Record<string, string>): Promise<BatchInfo> {
+			checkId('inputFileId', inputFileId);
+			if (!inputFileId.startsWith(SPOOL)) throw new TypeError(`Expected \`inputFileId\` to be a spool of uploadBatchFile, got \`${inputFileId}\``);
+			const file = inputFileId.slice(SPOOL.length);
+			const tag = encodeTag(metadata);
+			let batch: Anthropic.Messages.MessageBatch;
+			try {
+				// The body is built once, whole, as the API takes it: within 256 MB, which the limits keep it under.
+				const requests: { custom_id: string; params: Anthropic.Messages.MessageCreateParamsNonStreaming }[] = [];
+				for await (const line of createInterface({ input: createReadStream(file), crlfDelay: Infinity })) {
+					if (line === '') continue;
+					const request = JSON.parse(line) as { custom_id: string; params: Anthropic.Messages.MessageCreateParamsNonStreaming };
+					const customId = `${tag}${request.custom_id}`;
+					if (!CUSTOM_ID.test(customId)) throw new TypeError(`Expected the tagged custom id \`${customId}\` to match ${CUSTOM_ID}`);
+					requests.push({ custom_id: customId, params: request.params });
+				}
+				batch = await withRetries({ op: 'create_batch', mayRetry: onlyRateLimits, logContext: { requests: requests.length } }, async () => ({
+					ok: true as const,
+					value: await client.messages.batches.create({ requests }),
+				}));
+			} finally {
+				// Whatever came of the create, nothing sends this spool again: a later step spools the part anew.
+				await removeSpool(file);
+			}
+			remember(batch.id, { ...decodeTag(`${tag}x`)!.metadata });
+			return batchInfo(batch);
+		},
+
+		async findBatchByMetadata(key: string, value: string): Promise<BatchInfo | null> {
+			for await (const batch of batchesTagged(key, value)) return batch;
+			return null;
+		},
+
+		async findBatchesByMetadata(key: string, value: string): Promise<BatchInfo[]> {
+			const found: BatchInfo[] = [];
+			for await (const batch of batchesTagged(key, value)) found.push(batch);
+			return found;
+		},
+
+		async retrieveBatch(id: string): Promise<BatchInfo> {
+			checkId('id', id);
+			const batch = await withRetries({ op: 'retrieve_batch', logContext: { batchId: id } }, async () => ({
+				ok: true as const,
+				value: await client.messages.batches.retrieve(id),
+			}));
+			return batchInfo(batch);
+		},
+
+		async cancelBatch(id: string): Promise<BatchInfo> {
+			checkId('id', id);
+			const batch = await withRetries({ op: 'cancel_batch', logContext: { batchId: id } }, async () => ({
+				ok: true as const,
+				value: await client.messages.batches.cancel(id),
+			}));
+			return batchInfo(batch);
+		},
+
+		async deleteFile(fileId: string): Promise<void> {
+			checkId('fileId', fileId);
+			if (fileId.startsWith(SPOOL)) {
+				await removeSpool(fileId.slice(SPOOL.length));
+				return;
+			}
+			if (!fileId.startsWith(RESULTS)) throw new TypeError(`Expected \`fileId\` to be a spool or the results of a batch, got \`${fileId}\``);
+			const batchId = fileId.slice(RESULTS.length);
+			try {
+				// Retried only after a 429, as every provider's delete: tidying up should not wait out an outage.
+				await withRetries({ op: 'delete_file', mayRetry: onlyRateLimits, logContext: { batchId } }, async () => ({
+					ok: true as const,
+					value: await client.messages.batches.delete(batchId),
+				}));
+			} catch (error) {
+				// Already gone: what was asked for holds.
+				if (!(error instanceof ProviderCallError && error.status === 404)) throw error;
+			}
+			tags.delete(batchId);
+		},
+
+		// An input leaves nothing at Anthropic; the results go with their batch.
+		async *listBatchFiles(): AsyncGenerator<ProviderFile> {},
+
+		streamFileLines(fileId: string): AsyncIterable<string> {
+			checkId('fileId', fileId);
+			if (!fileId.startsWith(RESULTS)) throw new TypeError(`Expected \`fileId\` to be the results of a batch, got \`${fileId}\``);
+			return resultLines(fileId.slice(RESULTS.length));
+		},
+
+		parseBatchLine: parseLine,
+	};
+}
+
+/**
+ * A batch's state as the engine knows them. An ended batch is `cancelled` when a cancel was asked for, `expired` when
+ * any request expired (Anthropic expires requests only when their batch reached its 24 hours), else `completed`:
+ * what its requests came to is read from its results.
+ */
+export function statusOf(batch: Pick<Anthropic.Messages.MessageBatch, 'processing_status' | 'cancel_initiated_at' | 'request_counts'>): BatchStatus {
+	switch (batch.processing_status) {
+		case 'in_progress':
+			return 'in_progress';
+		case 'canceling':
+			return 'cancelling';
+		case 'ended':
+			if (batch.cancel_initiated_at) return 'cancelled';
+			return batch.request_counts.expired > 0 ? 'expired' : 'completed';
+		default:
+			return batch.processing_status as BatchStatus;
+	}
+}
+
+/**
+ * The tag a create writes at the head of every custom id, from the engine's metadata: compact and reversible, within
+ * the 64 characters of a custom id with room for the engine's own id. `pseo_id` is left out: nothing reads it back.
+ */
+export function encodeTag(metadata: Record<string, string>): string {
+	const job = metadata[JOB_KEY] ?? '';
+	const [partJob, part] = (metadata[PART_KEY] ?? '').split(':');
+	const start = metadata['route_start'] ?? '';
+	const end = metadata['route_end'] ?? '';
+	const resubmit = metadata['resubmit_of'] ?? '';
+	const digits = /^\d+$/;
+	if (!digits.test(job) || partJob !== job || !digits.test(part ?? '') || !digits.test(start) || !digits.test(end) || (resubmit !== NEW_PART && !digits.test(resubmit))) {
+		throw new TypeError(`Expected batch metadata of a job's part, got \`${JSON.stringify(metadata).slice(0, 200)}\``);
+	}
+	const tag = `g${job}_p${part}_s${start}_e${end}_r${resubmit === NEW_PART ? 'n' : resubmit}__`;
+	if (!TAGGED.test(`${tag}x`)) throw new TypeError(`Expected batch metadata of a job's part, got \`${JSON.stringify(metadata).slice(0, 200)}\``);
+	return tag;
+}
+
+/** The metadata and the engine's custom id of a tagged custom id; null when it carries no tag. */
+export function decodeTag(customId: string): { metadata: Record<string, string>; customId: string } | null {
+	const match = TAGGED.exec(customId);
+	if (!match) return null;
+	const [, job, part, start, end, resubmit, rest] = match as unknown as [string, string, string, string, string, string, string];
+	return {
+		metadata: { [JOB_KEY]: job, [PART_KEY]: `${job}:${part}`, route_start: start, route_end: end, resubmit_of: resubmit === 'n' ? NEW_PART : resubmit },
+		customId: rest,
+	};
+}
+
+function customIdOf(line: string): string | null {
+	try {
+		const parsed: unknown = JSON.parse(line);
+		return isRecord(parsed) && typeof parsed['custom_id'] === 'string' ? parsed['custom_id'] : null;
+	} catch {
+		return null;
+	}
+}
+
+function secondsOf(timestamp: string): number | null {
+	const ms = Date.parse(timestamp);
+	return Number.isNaN(ms) ? null : Math.floor(ms / 1000);
+}
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+	return typeof value === 'object' && value !== null && !Array.isArray(value);
+}

@@ -1,0 +1,58 @@
+import { createWriteStream } from 'node:fs';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { Readable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+
+/** A batch's JSONL, spooled to a temporary file of its own directory. */
+export interface Spool {
+	dir: string;
+	path: string;
+	bytes: number;
+}
+
+/** Every spool directory's name starts so: a spool is only ever removed from a directory of ours. */
+const SPOOL_PREFIX = 'pseo-batch-';
+
+/**
+ * Writes the lines, checked, to a new temporary file; resolves to its path and size. A batch of 50,000 pages is
+ * about a gigabyte of prompts, which must never sit in memory as one string or buffer while it is built.
+ */
+export async function spoolLines(lines: string[] | AsyncIterable<string>): Promise<Spool> {
+	const dir = await mkdtemp(path.join(tmpdir(), SPOOL_PREFIX));
+	const file = path.join(dir, 'input.jsonl');
+	let bytes = 0;
+	try {
+		await pipeline(
+			Readable.from(jsonlChunks(lines, (size) => (bytes += size))),
+			createWriteStream(file),
+		);
+	} catch (error) {
+		await rm(dir, { recursive: true, force: true });
+		throw error;
+	}
+	return { dir, path: file, bytes };
+}
+
+/** Removes a spool's directory; a path that is not a spool of ours is refused. */
+export async function removeSpool(file: string): Promise<void> {
+	const dir = path.dirname(file);
+	if (!path.isAbsolute(file) || !path.basename(dir).startsWith(SPOOL_PREFIX) || path.basename(file) !== 'input.jsonl') {
+		throw new TypeError(`Expected a batch spool file, got \`${file}\``);
+	}
+	await rm(dir, { recursive: true, force: true });
+}
+
+async function* jsonlChunks(lines: string[] | AsyncIterable<string>, onBytes: (size: number) => void): AsyncGenerator<Buffer> {
+	let index = 0;
+	for await (const line of lines) {
+		if (typeof line !== 'string' || line.includes('\n') || line.includes('\r')) {
+			throw new TypeError(`Expected line ${index} to be a string without line breaks, got \`${String(line).slice(0, 80)}\``);
+		}
+		index++;
+		const chunk = Buffer.from(`${line}\n`, 'utf8');
+		onBytes(chunk.length);
+		yield chunk;
+	}
+}
