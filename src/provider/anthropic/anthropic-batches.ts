@@ -9,6 +9,7 @@ import { classifyError, describeFailure, redact, type ProviderFailure } from '..
 import type { RetryContext, Attempt } from '../retry-policy.ts';
 import type { BatchInfo, BatchLineResult, BatchProvider, BatchStatus, JsonCompletionRequest, ProviderFile } from '../types.ts';
 import { messageParams, readMessageContent, readMessageUsage } from './anthropic-message.ts';
+import { allOf, firstOf } from '../batch-lookups.ts';
 
 /*
  * Anthropic's Message Batches API behind the engine's batch operations (types.ts `BatchProvider`). It differs from
@@ -256,16 +257,9 @@ export function createAnthropicBatches(options: AnthropicBatchesOptions): BatchP
 			return batchInfo(batch);
 		},
 
-		async findBatchByMetadata(key: string, value: string): Promise<BatchInfo | null> {
-			for await (const batch of batchesTagged(key, value)) return batch;
-			return null;
-		},
+		findBatchByMetadata: (key: string, value: string) => firstOf(batchesTagged(key, value)),
 
-		async findBatchesByMetadata(key: string, value: string): Promise<BatchInfo[]> {
-			const found: BatchInfo[] = [];
-			for await (const batch of batchesTagged(key, value)) found.push(batch);
-			return found;
-		},
+		findBatchesByMetadata: (key: string, value: string) => allOf(batchesTagged(key, value)),
 
 		async retrieveBatch(id: string): Promise<BatchInfo> {
 			checkId('id', id);

@@ -1,6 +1,7 @@
-import { redact, type ProviderFailure } from '../provider-failure.ts';
+import { redact } from '../provider-failure.ts';
 import type { Attempt } from '../retry-policy.ts';
 import type { JsonCompletionRequest, ReportedUsage } from '../types.ts';
+import { jsonObjectAnswer } from '../json-answer.ts';
 
 /*
  * One Messages API request and the reading of its answer, alike for a call made at once and for a request of a
@@ -40,16 +41,7 @@ export function readMessageContent(message: unknown, secrets: readonly string[] 
 		return { ok: false, failure: { reason: 'refusal', retryable: true, detail: redact(textOf(record.content) || 'the model declined to answer', secrets) } };
 	}
 	if (record.stop_reason === 'max_tokens') return { ok: false, failure: { reason: 'truncated', retryable: true } };
-	const text = textOf(record.content);
-	if (text.trim() === '') return malformed('the message has no text');
-	let value: unknown;
-	try {
-		value = JSON.parse(text);
-	} catch {
-		return malformed();
-	}
-	if (typeof value !== 'object' || value === null || Array.isArray(value)) return malformed('the text is not a JSON object');
-	return { ok: true, value: value as Record<string, unknown> };
+	return jsonObjectAnswer(textOf(record.content), 'the message has no text');
 }
 
 function textOf(content: unknown): string {
@@ -60,6 +52,3 @@ function textOf(content: unknown): string {
 		.join('');
 }
 
-function malformed(detail?: string): { ok: false; failure: ProviderFailure } {
-	return { ok: false, failure: { reason: 'malformed_output', retryable: true, ...(detail ? { detail } : {}) } };
-}

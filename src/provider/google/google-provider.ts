@@ -1,10 +1,11 @@
 import { GoogleGenAI } from '@google/genai';
 import { checkRequest } from '../call-checks.ts';
 import { checkProviderOptions, type ProviderOptions } from '../provider-options.ts';
-import { redact, type ProviderFailure } from '../provider-failure.ts';
+import { redact } from '../provider-failure.ts';
 import { createRetrier, type Attempt } from '../retry-policy.ts';
 import type { JsonCompletionRequest, JsonProvider, ReportedUsage } from '../types.ts';
 import { classifyGoogleError } from './google-failure.ts';
+import { jsonObjectAnswer, malformedOutput } from '../json-answer.ts';
 
 /**
  * The Google provider's options: a Gemini API key (Google AI Studio), from `GEMINI_API_KEY` or Settings → AI, sent as
@@ -99,23 +100,14 @@ export function readGeminiContent(response: unknown, secrets: readonly string[] 
 	if (!candidate) {
 		const blocked = record.promptFeedback?.blockReason;
 		if (typeof blocked === 'string') return { ok: false, failure: { reason: 'refusal', retryable: true, detail: redact(`the prompt was blocked (${blocked})`, secrets) } };
-		return malformed('the response has no candidate');
+		return malformedOutput('the response has no candidate');
 	}
 	const finish = candidate.finishReason;
 	if (typeof finish === 'string' && REFUSALS.has(finish)) {
 		return { ok: false, failure: { reason: 'refusal', retryable: true, detail: `the model withheld its answer (${finish})` } };
 	}
 	if (finish === 'MAX_TOKENS') return { ok: false, failure: { reason: 'truncated', retryable: true } };
-	const text = textOf(candidate.content?.parts);
-	if (text.trim() === '') return malformed('the answer has no text');
-	let value: unknown;
-	try {
-		value = JSON.parse(text);
-	} catch {
-		return malformed();
-	}
-	if (typeof value !== 'object' || value === null || Array.isArray(value)) return malformed('the text is not a JSON object');
-	return { ok: true, value: value as Record<string, unknown> };
+	return jsonObjectAnswer(textOf(candidate.content?.parts), 'the answer has no text');
 }
 
 /** The text parts of an answer, without the model's thoughts (sent only when asked for, but never the answer). */
@@ -127,6 +119,3 @@ function textOf(parts: unknown): string {
 		.join('');
 }
 
-function malformed(detail?: string): { ok: false; failure: ProviderFailure } {
-	return { ok: false, failure: { reason: 'malformed_output', retryable: true, ...(detail ? { detail } : {}) } };
-}

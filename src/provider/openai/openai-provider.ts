@@ -15,6 +15,7 @@ import type { ProviderFailure } from '../provider-failure.ts';
 import { parseBatchOutputLine } from './batch-lines.ts';
 import { readCompletionContent } from './read-completion.ts';
 import { readUsage, type BatchInfo, type BatchStatus, type JsonCompletionRequest, type OpenAiProvider, type ProviderFile } from '../types.ts';
+import { allOf, firstOf } from '../batch-lookups.ts';
 
 export interface OpenAiProviderOptions {
 	/** `OPENAI_API_KEY`. Without it every call fails at once with `OPENAI_API_KEY is not set`, before any network use. */
@@ -202,16 +203,9 @@ export function createOpenAiProvider(options: OpenAiProviderOptions): OpenAiProv
 			return batchInfo(batch);
 		},
 
-		async findBatchByMetadata(key: string, value: string): Promise<BatchInfo | null> {
-			for await (const batch of batchesTagged(key, value)) return batch;
-			return null;
-		},
+		findBatchByMetadata: (key: string, value: string) => firstOf(batchesTagged(key, value)),
 
-		async findBatchesByMetadata(key: string, value: string): Promise<BatchInfo[]> {
-			const found: BatchInfo[] = [];
-			for await (const batch of batchesTagged(key, value)) found.push(batch);
-			return found;
-		},
+		findBatchesByMetadata: (key: string, value: string) => allOf(batchesTagged(key, value)),
 
 		async retrieveBatch(id: string): Promise<BatchInfo> {
 			checkId('id', id);
