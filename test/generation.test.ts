@@ -236,7 +236,7 @@ describe.each(INTERFACE_LEGS)('generation engine on %s', (leg) => {
 			expect(list.body.data).toHaveLength(50);
 			expect(list.body.data.map((job: { id: number }) => job.id)).toEqual([...ids].reverse().slice(0, 50));
 			expect(Object.keys(list.body.data[0]).sort()).toEqual(
-				['id', 'pseo_id', 'status', 'requested_count', 'created_count', 'failed_count', 'failed_routes', 'date_created', 'date_completed', 'last_error', 'attention'].sort(),
+				['id', 'pseo_id', 'status', 'requested_count', 'created_count', 'failed_count', 'failed_routes', 'date_created', 'date_completed', 'last_error', 'attention', 'provider', 'model'].sort(),
 			);
 			// Jobs that went well: no trouble on their record.
 			expect(list.body.data[0]).toMatchObject({ last_error: null, attention: false });

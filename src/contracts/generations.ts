@@ -71,7 +71,16 @@ const generationFields = {
 };
 const dateCompleted = doc(Timestamp.nullable(), { description: 'When the job finished; null while it is pending or running.' });
 
-const GenerationSummary = named('GenerationSummary', z.strictObject({ ...generationFields, date_completed: dateCompleted, ...troubleFields }), {
+/** The provider and model a job runs with. */
+const providerFields = {
+	provider: doc(z.enum(PROVIDER_KINDS).nullable(), {
+		description: 'The AI provider the job runs with, fixed when it was accepted; null for a job accepted before jobs recorded it.',
+		examples: ['openai'],
+	}),
+	model: doc(z.string().min(1).nullable(), { description: 'The model the job runs with, fixed when it was accepted.', examples: ['gpt-5.4-mini'] }),
+};
+
+const GenerationSummary = named('GenerationSummary', z.strictObject({ ...generationFields, date_completed: dateCompleted, ...troubleFields, ...providerFields }), {
 	description: 'A generation job as listed (interface 2.2, without `date_updated`).',
 });
 
@@ -87,11 +96,7 @@ const Generation = named(
 		date_updated: Timestamp,
 		date_completed: dateCompleted,
 		...troubleFields,
-		provider: doc(z.enum(PROVIDER_KINDS).nullable(), {
-			description: 'The AI provider the job runs with, fixed when it was accepted; null for a job accepted before jobs recorded it.',
-			examples: ['openai'],
-		}),
-		model: doc(z.string().min(1).nullable(), { description: 'The model the job runs with, fixed when it was accepted.', examples: ['gpt-5.4-mini'] }),
+		...providerFields,
 		usage: Usage,
 	}),
 	{ description: 'A generation job (interface 2.2), with what it cost at the provider so far.' },

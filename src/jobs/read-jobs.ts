@@ -15,9 +15,9 @@ import { readWebsite } from '../websites/website-store.ts';
  * from the job's route rows.
  */
 const INTERFACE_FIELDS = ['id', 'pseo_id', 'status', 'requested_count', 'created_count', 'failed_count', 'failed_routes', 'date_created', 'date_completed'];
-const LIST_FIELDS = [...INTERFACE_FIELDS, ...TROUBLE_FIELDS];
 /** The provider and model a job runs with; null for a job accepted before jobs recorded them. */
 const PROVIDER_FIELDS = ['provider', 'model'];
+const LIST_FIELDS = [...INTERFACE_FIELDS, ...TROUBLE_FIELDS, ...PROVIDER_FIELDS];
 const RECORD_FIELDS = [...INTERFACE_FIELDS.slice(0, 8), 'date_updated', 'date_completed', ...TROUBLE_FIELDS, ...PROVIDER_FIELDS];
 const stored = (fields: string[]) => fields.filter((field) => field !== 'failed_routes');
 const USAGE_FIELDS = ['usage_prompt_tokens', 'usage_completion_tokens', 'usage_requests'];

@@ -119,8 +119,13 @@ describe('buildOpenApi', () => {
 			date_completed: null,
 			last_error: null,
 			attention: false,
+			provider: 'openai',
+			model: 'gpt-5.4-mini',
 		};
 		expect(valid('GenerationSummary', job)).toBe(true);
+		expect(valid('GenerationSummary', { ...job, provider: null, model: null })).toBe(true);
+		const { provider: _provider, ...withoutProvider } = job;
+		expect(valid('GenerationSummary', withoutProvider)).toBe(false);
 		const trouble = { code: 'bad_request', message: 'Provider rejected the request (HTTP 400)', at: timestamp, attempts: 2 };
 		expect(valid('GenerationSummary', { ...job, last_error: trouble, attention: true })).toBe(true);
 		expect(valid('GenerationSummary', { ...job, last_error: { ...trouble, since: 1 } })).toBe(false);
@@ -132,7 +137,7 @@ describe('buildOpenApi', () => {
 		expect(valid('Generation', { ...job, date_updated: timestamp, ...ran, usage })).toBe(true);
 		expect(valid('Generation', { ...job, date_updated: timestamp, provider: null, model: null, usage })).toBe(true);
 		expect(valid('Generation', { ...job, date_updated: timestamp, ...ran, provider: 'mistral', usage })).toBe(false);
-		expect(valid('Generation', { ...job, date_updated: timestamp, usage })).toBe(false);
+		expect(valid('Generation', { ...withoutProvider, date_updated: timestamp, usage })).toBe(false);
 		expect(valid('Generation', { ...job, date_updated: timestamp })).toBe(false);
 		expect(valid('Generation', { ...job, date_updated: timestamp, usage: { ...usage, requests: -1 } })).toBe(false);
 		expect(valid('GenerationSummary', { ...job, date_updated: timestamp })).toBe(false);

@@ -490,12 +490,12 @@ describe('posts-tab', () => {
 
 describe('jobs-tab', () => {
 	it('shows each job\'s provider and model, and nothing extra for a job without them', async () => {
-		const job = (id: number) => ({ id, pseo_id: 3, status: 'completed', requested_count: 1, created_count: 1, failed_count: 0, failed_routes: [], date_created: '2026-01-31T09:30:00.000Z', date_completed: '2026-01-31T09:31:00.000Z', last_error: null, attention: false });
+		const job = (id: number, provider: string | null, model: string | null) => ({ id, pseo_id: 3, status: 'completed', requested_count: 1, created_count: 1, failed_count: 0, failed_routes: [], date_created: '2026-01-31T09:30:00.000Z', date_completed: '2026-01-31T09:31:00.000Z', last_error: null, attention: false, provider, model });
 		let reads = 0;
 		const workspace = {
 			api: {
-				jobs: async () => [job(8), job(7)],
-				jobsAi: async () => (reads++, [{ id: 8, provider: 'anthropic', model: 'claude-sonnet-4-6' }, { id: 7, provider: null, model: null }]),
+				// GET /generations carries each job's provider and model: one read gives the list and both.
+				jobs: async () => (reads++, [job(8, 'anthropic', 'claude-sonnet-4-6'), job(7, null, null)]),
 			},
 			pseoId: ref(3),
 			providers: ref(catalog),

@@ -33,13 +33,6 @@ export interface Website {
 	model?: string | null;
 }
 
-/** The provider and model a job was accepted with; null for a job accepted before jobs recorded them. */
-export interface JobAi {
-	id: number;
-	provider: ProviderKind | null;
-	model: string | null;
-}
-
 export interface Job {
 	id: number;
 	pseo_id: number;
@@ -54,8 +47,9 @@ export interface Job {
 	last_error: { code: string; message: string; at: string; attempts: number } | null;
 	/** True while its steps keep failing. */
 	attention: boolean;
-	provider?: ProviderKind | null;
-	model?: string | null;
+	/** The provider and model it was accepted with; null for a job accepted before jobs recorded them. */
+	provider: ProviderKind | null;
+	model: string | null;
 }
 
 export interface Publication {
@@ -131,13 +125,6 @@ export function pseoApi(http: Http) {
 		/** The AI providers and models a website may name, and the default of those that name none. */
 		providers: async () => (await http.get<{ data: ProviderCatalog }>(`${BASE}/providers`)).data.data,
 		jobs: async (pseoId: number) => (await http.get<{ data: Job[] }>(`${BASE}/generations`, { params: { pseo_id: pseoId } })).data.data,
-		/**
-		 * The provider and model of the website's 50 newest jobs, which GET /generations leaves out: through the items
-		 * API, which the extension narrows to the caller's own jobs.
-		 */
-		jobsAi: async (pseoId: number) =>
-			(await http.get<{ data: JobAi[] }>('/items/pseo_generations', { params: { fields: ['id', 'provider', 'model'], filter: { pseo_id: { _eq: pseoId } }, sort: ['-id'], limit: 50 } })).data
-				.data,
 		job: async (id: number) => (await http.get<{ data: Job }>(`${BASE}/generations/${id}`)).data.data,
 		trigger: async (mode: 'on_demand' | 'bulk', pseoId: number, postCount: number) =>
 			(await http.post<{ generation_id: number }>(`${BASE}/trigger/${mode === 'bulk' ? 'bulk-generation' : 'on-demand-generation'}`, { pseo_id: pseoId, post_count: postCount })).data,
