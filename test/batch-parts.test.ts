@@ -324,7 +324,9 @@ describe.each(LEGS)('bulk jobs in parts on %s', (leg) => {
 			expect(directus.output()).toContain('pseo: a batch file of an ended job was left at the provider; deleted');
 		});
 
-		it('a 401 that clears within PSEO_AUTH_FAILURE_GRACE_MS does not fail the job: it completes once the key works again, its trouble cleared', async () => {
+		// The grace is the step-failure schedule's, which reads and writes the same columns on every vendor: one leg
+		// proves it, and its waits cost eight seconds a leg.
+		it.skipIf(leg !== 'postgres')('a 401 that clears within PSEO_AUTH_FAILURE_GRACE_MS does not fail the job: it completes once the key works again, its trouble cleared', async () => {
 			const user = await createUser(directus, { balance: 100 });
 			const { pseoId, routes } = await plannedSite(directus, user, 2);
 			fake.configure({ refuseBatchCreates: 401 });

@@ -130,7 +130,8 @@ describe.each(LEGS)('durability on %s', (leg) => {
 			expect(await waitForJob(directus, big.user, bulk.body.generation_id)).toMatchObject({ status: 'completed', created_count: 40 });
 		});
 
-		it('5 SIGTERM hands a running job back at once and the next start finishes it', async () => {
+		// The hand-back is one lease write, the same on every vendor; the test's two starts cost twelve seconds a leg.
+		it.skipIf(leg !== 'postgres')('5 SIGTERM hands a running job back at once and the next start finishes it', async () => {
 			// With a one-minute lease on both starts, only a job that was handed back can be resumed within the wait
 			// below.
 			const env = { ...CONCURRENT, PSEO_LEASE_MS: '60000' };

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startFixtureServer, type FixtureServer } from './support/sitemap-fixture-server.ts';
 import { call, createUser, createWebsite, expectEnvelope, type TestUser } from './support/api.ts';
 import { startDirectus, type DirectusInstance } from './support/directus.ts';
-import { INTERFACE_LEGS, legAvailable } from './support/legs.ts';
+import { LEGS, legAvailable } from './support/legs.ts';
 
 /** A WordPress-style site: a Yoast index with an XSL stylesheet, a posts child, and a gzip pages child. */
 async function wordpressSite(): Promise<FixtureServer> {
@@ -25,7 +25,7 @@ async function wordpressSite(): Promise<FixtureServer> {
 	});
 }
 
-describe.each(INTERFACE_LEGS)('4.9 fetch-sitemap on %s', (leg) => {
+describe.each(LEGS)('4.9 fetch-sitemap on %s', (leg) => {
 	describe.skipIf(!legAvailable(leg))(`${leg}`, () => {
 		let site: FixtureServer;
 		let open: DirectusInstance;

@@ -3,7 +3,7 @@ import { startFakeProvider, type FakeProvider } from './support/fake-provider/se
 import { adminItems, balanceOf, call, createUser, eventually, expectEnvelope, ledgerOf, waitForJob } from './support/api.ts';
 import { startDirectus, type DirectusInstance } from './support/directus.ts';
 import { expectPostsOnce, jobRow, plannedSite, postedRoutes, waitForGiveUp } from './support/job-checks.ts';
-import { INTERFACE_LEGS, legAvailable } from './support/legs.ts';
+import { ENGINE_INTERFACE_LEGS, legAvailable } from './support/legs.ts';
 
 /*
  * A job's controls: cancel (stored, fenced, refunded) and retry (a new job for the failed pages only). The
@@ -22,7 +22,7 @@ const cancel = (directus: DirectusInstance, token: string, id: number | string) 
 const retry = (directus: DirectusInstance, token: string, id: number | string) =>
 	call(directus, 'POST', `/pseo-endpoints/generations/${id}/retry`, { token });
 
-describe.each(INTERFACE_LEGS)('job controls on %s', (leg) => {
+describe.each(ENGINE_INTERFACE_LEGS)('job controls on %s', (leg) => {
 	describe.skipIf(!legAvailable(leg))(`${leg}`, () => {
 		let fake: FakeProvider;
 		let directus: DirectusInstance;

@@ -15,14 +15,14 @@ import {
 	waitForJob,
 } from './support/api.ts';
 import { startDirectus, type DirectusInstance } from './support/directus.ts';
-import { INTERFACE_LEGS, legAvailable } from './support/legs.ts';
+import { ENGINE_INTERFACE_LEGS, legAvailable } from './support/legs.ts';
 
 const ON_DEMAND = '/pseo-endpoints/trigger/on-demand-generation';
 const BULK = '/pseo-endpoints/trigger/bulk-generation';
 
 const planned = (directus: DirectusInstance, balance: number, pages = 30) => plannedWebsite(directus, balance, pages);
 
-describe.each(INTERFACE_LEGS)('generation engine on %s', (leg) => {
+describe.each(ENGINE_INTERFACE_LEGS)('generation engine on %s', (leg) => {
 	describe.skipIf(!legAvailable(leg))(`${leg}`, () => {
 		let fake: FakeProvider;
 		let directus: DirectusInstance;

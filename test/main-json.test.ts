@@ -3,7 +3,7 @@ import { startFixtureServer, type FixtureServer } from './support/sitemap-fixtur
 import { startFakeProvider, type FakeProvider } from './support/fake-provider/server.ts';
 import { adminItems, balanceOf, call, createUser, createWebsite, eventually, expectEnvelope, ledgerOf, waitForJob, type TestUser } from './support/api.ts';
 import { startDirectus, type DirectusInstance } from './support/directus.ts';
-import { INTERFACE_LEGS, legAvailable } from './support/legs.ts';
+import { ENGINE_INTERFACE_LEGS, legAvailable } from './support/legs.ts';
 
 const PLAN = '/pseo-endpoints/generate/main-json';
 const DESCRIPTION =
@@ -14,7 +14,7 @@ function codePoints(n: number): string {
 	return '🥐'.repeat(n);
 }
 
-describe.each(INTERFACE_LEGS)('4.8 content plan on %s', (leg) => {
+describe.each(ENGINE_INTERFACE_LEGS)('4.8 content plan on %s', (leg) => {
 	describe.skipIf(!legAvailable(leg))(`${leg}`, () => {
 		let fake: FakeProvider;
 		let site: FixtureServer;
@@ -217,7 +217,9 @@ describe.each(INTERFACE_LEGS)('4.8 content plan on %s', (leg) => {
 			expect(await balanceOf(directus, user.id)).toBe(80);
 		});
 
-		it('4.8 a 500-page plan is generated in chunks with 500 unique routes, none already on the site', async () => {
+		// Two restarts and 500 rows: run where storing them differs most, SQLite's bound-variable limit and MariaDB's
+		// SQL; PostgreSQL takes the same statements as the smaller plans of the other tests here.
+		it.skipIf(leg === 'postgres')('4.8 a 500-page plan is generated in chunks with 500 unique routes, none already on the site', async () => {
 			await directus.stop();
 			await directus.restart({ PSEO_PLAN_PAGES: '500' });
 			try {

@@ -3,7 +3,7 @@ import { startFakeProvider, type FakeProvider } from './support/fake-provider/se
 import { adminItems, balanceOf, call, createUser, createWebsite, expectEnvelope, grantFileLibrary, uploadFile, type TestUser } from './support/api.ts';
 import { startDirectus, type DirectusInstance } from './support/directus.ts';
 import { startFixtureServer, type FixtureServer } from './support/sitemap-fixture-server.ts';
-import { INTERFACE_LEGS, legAvailable } from './support/legs.ts';
+import { ENGINE_INTERFACE_LEGS, legAvailable } from './support/legs.ts';
 
 /*
  * POST /plan/import: plan pages from data, from inline rows and from a CSV file of the file library, with every
@@ -14,7 +14,7 @@ const IMPORT = '/pseo-endpoints/plan/import';
 const RATE = 2;
 const template = { route: '/{service}/{city}', title: '{service} in {city}', primary_keyword: '{service} {city}', priority: '{rank}', cluster: '{service}' };
 
-describe.each(INTERFACE_LEGS)('plan import on %s', (leg) => {
+describe.each(ENGINE_INTERFACE_LEGS)('plan import on %s', (leg) => {
 	describe.skipIf(!legAvailable(leg))(`${leg}`, () => {
 		let fake: FakeProvider;
 		let site: FixtureServer;

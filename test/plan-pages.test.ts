@@ -2,7 +2,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { startFakeProvider, type FakeProvider } from './support/fake-provider/server.ts';
 import { adminItems, call, createUser, createWebsite, eventually, expectEnvelope, planPages, seedPlan, waitForJob } from './support/api.ts';
 import { startDirectus, type DirectusInstance } from './support/directus.ts';
-import { INTERFACE_LEGS, legAvailable } from './support/legs.ts';
+import { ENGINE_INTERFACE_LEGS, legAvailable } from './support/legs.ts';
 
 /*
  * Plan pages as rows (`pseo_plan_pages`): what generation reads, what editors edit as a table in the app, and
@@ -12,7 +12,7 @@ import { INTERFACE_LEGS, legAvailable } from './support/legs.ts';
 const BULK = '/pseo-endpoints/trigger/bulk-generation';
 const ON_DEMAND = '/pseo-endpoints/trigger/on-demand-generation';
 
-describe.each(INTERFACE_LEGS)('plan pages on %s', (leg) => {
+describe.each(ENGINE_INTERFACE_LEGS)('plan pages on %s', (leg) => {
 	describe.skipIf(!legAvailable(leg))(`${leg}`, () => {
 		let fake: FakeProvider;
 		let directus: DirectusInstance;

@@ -2,7 +2,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { startFakeProvider, type FakeProvider } from './support/fake-provider/server.ts';
 import { adminItems, balanceOf, call, createUser, eventually, expectEnvelope, ledgerOf, seedPlan, planPages, waitForJob, type ApiResponse, type TestUser } from './support/api.ts';
 import { startDirectus, type DirectusInstance } from './support/directus.ts';
-import { expectLedgerBalances, jobRow, postedRoutes } from './support/job-checks.ts';
+import { expectLedgerBalances, jobRow, plannedSite, postedRoutes } from './support/job-checks.ts';
 import { LEGS, legAvailable } from './support/legs.ts';
 
 const ON_DEMAND = '/pseo-endpoints/trigger/on-demand-generation';
@@ -14,18 +14,24 @@ const DESCRIPTION =
 /** Keys as an admin would enter them in Settings → AI; none may show anywhere but at the provider. */
 const ANTHROPIC_KEY = 'sk-ant-settings-first-5c1d9e';
 const ROTATED_KEY = 'sk-ant-settings-second-0a7f3b';
+/** OpenAI keys as an admin would enter them in Settings → AI. */
+const FIRST_KEY = 'sk-settings-first-2f9c1e';
+const SECOND_KEY = 'sk-settings-second-7b4d0a';
 const ALLOWED = ['claude-haiku-4-5', 'claude-sonnet-4-6'];
 const GOOGLE_KEY = 'AIza-settings-google-4e8b2c';
 
 let serial = 0;
 
 /*
- * Anthropic as Directus keeps it: a key and allowed models saved in Settings → AI, with no provider variable in the
- * environment (ANTHROPIC_BASE_URL only points the Anthropic protocol at the test's provider, as it would at a
- * gateway). A website names its provider and model; its plans and jobs run with them, jobs record them, a model
- * the settings do not allow is refused before any charge, and bulk jobs run through the Message Batches API.
+ * The providers as Directus keeps them: keys and allowed models saved in Settings → AI, with no provider variable in
+ * the environment (the *_BASE_URL variables only point each protocol at the test's provider, as they would at a
+ * gateway). An OpenAI key saved there runs plans and jobs, and a new one takes effect without a restart; the
+ * environment's OPENAI_API_KEY still wins. (Settings → AI's OpenAI-compatible server is a licensed Directus feature,
+ * which a test instance may not save: its choice is covered by provider-source.test.ts.) A website names its
+ * provider and model (Anthropic, Google): its plans and jobs run with them, jobs record them, a model the settings
+ * do not allow is refused before any charge, and Anthropic's bulk jobs run through the Message Batches API.
  */
-describe.each(LEGS)('Anthropic from Settings → AI on %s', (leg) => {
+describe.each(LEGS)('providers from Settings → AI on %s', (leg) => {
 	describe.skipIf(!legAvailable(leg))(`${leg}`, () => {
 		let fake: FakeProvider;
 		let directus: DirectusInstance;
@@ -79,6 +85,45 @@ describe.each(LEGS)('Anthropic from Settings → AI on %s', (leg) => {
 			return { pseoId, routes: plan.map((page) => page.route) };
 		};
 		const messageCalls = () => fake.requests.filter((entry) => entry.method === 'POST' && entry.path === '/v1/messages');
+
+		const keysSeen = (from: number) => [...new Set(fake.requests.slice(from).map((entry) => entry.apiKey))];
+
+		it('an OpenAI key saved in Settings → AI runs plans and jobs, and a new key takes effect on the next call without a restart', async () => {
+			const user = await createUser(directus, { balance: 500 });
+			const { pseoId } = await plannedSite(directus, user, 3);
+
+			// Nothing configured anywhere: the job fails, refunded, and says where to configure a provider.
+			const unconfigured = await send(directus, 'POST', ON_DEMAND, { token: user.token, body: { pseo_id: pseoId, post_count: 1 } });
+			const failed = await waitForJob(directus, user, unconfigured.body.generation_id as number);
+			expect(failed['status']).toBe('failed');
+			expect(failed['last_error']).toMatchObject({ code: 'missing_api_key' });
+			expect(failed['failed_routes'][0].error).toMatch(/Settings → AI/);
+			expect(fake.requests).toHaveLength(0);
+
+			await saveSettings({ ai_openai_api_key: FIRST_KEY });
+			const plan = await send(directus, 'POST', PLAN, { token: user.token, body: { pseo_id: pseoId, language_code: 'en-GB', description: DESCRIPTION } });
+			expect(plan.status, JSON.stringify(plan.body)).toBe(200);
+			const job = await send(directus, 'POST', ON_DEMAND, { token: user.token, body: { pseo_id: pseoId, post_count: 1 } });
+			expect((await waitForJob(directus, user, job.body.generation_id as number))['status']).toBe('completed');
+			expect(keysSeen(0)).toEqual([FIRST_KEY]);
+
+			// The admin rotates the key: the next call carries the new one, with no restart.
+			await saveSettings({ ai_openai_api_key: SECOND_KEY });
+			const before = fake.requests.length;
+			const next = await send(directus, 'POST', ON_DEMAND, { token: user.token, body: { pseo_id: pseoId, post_count: 1 } });
+			expect((await waitForJob(directus, user, next.body.generation_id as number))['status']).toBe('completed');
+			expect(keysSeen(before)).toEqual([SECOND_KEY]);
+
+			// No key in any answer of ours, in a job row, or in the log.
+			const rows = await Promise.all([unconfigured, job, next].map((res) => jobRow(directus, res.body.generation_id as number)));
+			const health = await send(directus, 'GET', '/pseo-endpoints/', { token: directus.adminToken });
+			expect(health.status).toBe(200);
+			const seen = JSON.stringify([answers.map((res) => res.body), rows]) + directus.output();
+			for (const secret of [FIRST_KEY, SECOND_KEY]) expect(seen).not.toContain(secret);
+			expect(directus.output()).toContain('AI provider configured from Settings → AI');
+			// Back to no OpenAI key, for the tests below that configure other providers.
+			await saveSettings({ ai_openai_api_key: null });
+		});
 
 		it('GET /providers says what a website may name, with no key in it', async () => {
 			const user = await createUser(directus, { balance: 0 });
@@ -220,9 +265,22 @@ describe.each(LEGS)('Anthropic from Settings → AI on %s', (leg) => {
 			const jobs = await adminItems(directus, 'pseo_generations', 'fields=*');
 			const websites = await adminItems(directus, 'pseo', 'fields=*');
 			const seen = JSON.stringify([answers.map((res) => res.body), jobs, websites]) + directus.output();
-			for (const secret of [ANTHROPIC_KEY, ROTATED_KEY]) expect(seen).not.toContain(secret);
+			for (const secret of [ANTHROPIC_KEY, ROTATED_KEY, FIRST_KEY, SECOND_KEY]) expect(seen).not.toContain(secret);
 			expect(directus.output()).toContain('AI provider configured from Settings → AI');
 			expect((await jobRow(directus, job.body.generation_id as number)).provider).toBe('anthropic');
+		});
+
+		// Last: it restarts the instance with a key in its environment.
+		it('OPENAI_API_KEY in the environment wins over Settings → AI', async () => {
+			expect(await directus.stop()).toBe(0);
+			await directus.restart({ OPENAI_API_KEY: 'sk-environment-key' });
+			const user = await createUser(directus, { balance: 100 });
+			const { pseoId } = await plannedSite(directus, user, 2);
+			const before = fake.requests.length;
+			const job = await send(directus, 'POST', ON_DEMAND, { token: user.token, body: { pseo_id: pseoId, post_count: 1 } });
+			const ended = await waitForJob(directus, user, job.body.generation_id as number);
+			expect(ended['status'], JSON.stringify(ended)).toBe('completed');
+			expect(keysSeen(before)).toEqual(['sk-environment-key']);
 		});
 	});
 });

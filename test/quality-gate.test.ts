@@ -3,7 +3,7 @@ import { startFakeProvider, type FakeProvider } from './support/fake-provider/se
 import { adminItems, balanceOf, call, createUser, waitForJob } from './support/api.ts';
 import { startDirectus, type DirectusInstance } from './support/directus.ts';
 import { plannedSite } from './support/job-checks.ts';
-import { INTERFACE_LEGS, legAvailable } from './support/legs.ts';
+import { LEGS, legAvailable } from './support/legs.ts';
 
 /*
  * The quality gate as a job runs it: every stored page carries its verdict, a page that fails is written once
@@ -22,7 +22,7 @@ interface Issue {
 	detail: string;
 }
 
-describe.each(INTERFACE_LEGS)('quality gate on %s', (leg) => {
+describe.each(LEGS)('quality gate on %s', (leg) => {
 	describe.skipIf(!legAvailable(leg))(`${leg}`, () => {
 		let fake: FakeProvider;
 		let directus: DirectusInstance;
