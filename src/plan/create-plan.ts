@@ -3,7 +3,6 @@ import type { PseoConfig } from '../config/config.ts';
 import { ProviderUnavailableError } from '../errors/index.ts';
 import type { ProviderSource } from '../provider/provider-source.ts';
 import { chooseForWebsite } from '../websites/website-provider.ts';
-import { readWebsiteProvider } from '../websites/website-store.ts';
 import type { Logger } from '../shared/logger.ts';
 import { postedRoutes } from '../posts/post-store.ts';
 import { requireOwnedPseo } from '../websites/ownership.ts';
@@ -44,9 +43,9 @@ export interface CreatedPlan {
 export async function createPlan(deps: CreatePlanDeps, userId: string, request: PlanRequest): Promise<CreatedPlan> {
 	const { database, logger, config } = deps;
 	const pseo = await requireOwnedPseo(database, request.pseoId, userId);
-	// A model Settings → AI does not allow is refused before the plan is charged.
-	await chooseForWebsite(database, deps.providers, pseo.id);
-	const provider = await deps.providers.current(await readWebsiteProvider(database, pseo.id));
+	// A model Settings → AI does not allow is refused before the plan is charged; the plan runs with what was checked.
+	const chosen = await chooseForWebsite(database, deps.providers, pseo.id);
+	const provider = await deps.providers.current({ provider: chosen.kind, model: chosen.model });
 	const planId = await startPlan(database, {
 		userId,
 		pseoId: pseo.id,
