@@ -1,7 +1,7 @@
 // @vitest-environment happy-dom
 import { mount as mountComponent, type VueWrapper } from '@vue/test-utils';
 import { defineComponent, h } from 'vue';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import CostPreview from './cost-preview.vue';
 import JobProgress from './job-progress.vue';
 import TroubleNotice from './trouble-notice.vue';
@@ -503,7 +503,8 @@ describe('jobs-tab', () => {
 			live: () => null,
 		};
 		const wrapper = mount(JobsTab, { global: { stubs: { ...global.stubs, 'empty-state': true, 'local-time': true }, provide: { [WORKSPACE as symbol]: workspace } } });
-		await new Promise((resolve) => setTimeout(resolve, 10));
+		// The list arrives when its read resolves: wait for it, not for a guessed time.
+		await vi.waitFor(() => expect(wrapper.find('[data-test="job-8"]').exists()).toBe(true));
 		expect(wrapper.get('[data-test="job-8"] [data-test="provider-model"]').text()).toBe('Anthropic · claude-sonnet-4-6');
 		expect(wrapper.find('[data-test="job-7"] [data-test="provider-model"]').exists()).toBe(false);
 		expect(reads).toBe(1);
