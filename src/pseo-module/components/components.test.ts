@@ -430,6 +430,27 @@ describe('ledger-entries', () => {
 		for (const label of wrapper.findAll('label')) expect(wrapper.find(`#${label.attributes('for')}`).element.tagName).toBe('SELECT');
 	});
 
+	it('shows the rows of the latest filter when an older filter\'s answer arrives last', async () => {
+		const answers: ((rows: LedgerRow[]) => void)[] = [];
+		const api = {
+			...fakeApi([]).api,
+			ledger: (_query: LedgerQuery) => new Promise<{ rows: LedgerRow[]; total: number }>((resolve) => answers.push((rows) => resolve({ rows, total: rows.length }))),
+		};
+		const wrapper = mountEntries({ api, scope: 'all', selfId: admin.id, isAdmin: true });
+		await vi.waitFor(() => expect(answers).toHaveLength(1));
+		answers[0]!([]);
+		await wrapper.get('#pseo-ledger-user').setValue(editor.id);
+		await wrapper.get('#pseo-ledger-reason').setValue('grant');
+		await vi.waitFor(() => expect(answers).toHaveLength(3));
+		// The reason's answer first, then the user's older one.
+		answers[2]!([entry(2, editor, 500, 'grant', null)]);
+		answers[1]!([entry(3, editor, -20, 'charge', null), entry(2, editor, 500, 'grant', null)]);
+		await settle();
+		await settle();
+		expect(wrapper.findAll('tbody tr')).toHaveLength(1);
+		expect(wrapper.get('tbody tr').text()).toContain('+500');
+	});
+
 	it('formats amounts and balances in the user\'s language', async () => {
 		const { api } = fakeApi([entry(1, editor.id, 1500, 'grant', null)]);
 		const wrapper = mountEntries({ api, scope: 'own', selfId: editor.id, isAdmin: false }, 'de-DE');
