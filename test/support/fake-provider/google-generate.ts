@@ -2,6 +2,7 @@
  * The Gemini API's `POST /v1beta/models/{model}:generateContent` over the same answering core as chat completions:
  * the system instruction and the contents become a ChatRequest (model turns as assistant turns), the answer comes
  * from `answerRequest`, and goes back as a candidate with Gemini's finish reasons, usage metadata and error shape.
+ * The Batch API's routes (`:batchGenerateContent`, `/v1beta/batches...`) answer through the same core (google-batches.ts).
  */
 import { answerRequest, apiError, newId } from './chat.ts';
 import type { Answer, ApiError, ChatRequest, ChatState } from './chat.ts';
@@ -48,6 +49,9 @@ const GOOGLE_PREFIX = '/v1beta/';
 
 /** `POST /v1beta/models/{model}:generateContent`; model names carry dots (`gemini-2.5-flash`). */
 export const GENERATE_CONTENT_PATH = /^\/v1beta\/models\/([A-Za-z0-9._-]+):generateContent$/;
+
+/** `POST /v1beta/models/{model}:batchGenerateContent`: a batch of inline requests (google-batches.ts). */
+export const BATCH_GENERATE_CONTENT_PATH = /^\/v1beta\/models\/([A-Za-z0-9._-]+):batchGenerateContent$/;
 
 /** True for the routes that speak the Gemini API's protocol, so that their errors take its shape. */
 export function isGooglePath(path: string): boolean {
@@ -195,9 +199,12 @@ function toResponse(request: ChatRequest, answer: Answer): GenerateContentRespon
 	};
 }
 
-/** Answers a validated request as a `generateContent` response, with the same content faults as chat completions. */
-export function answerGenerateContent(request: ChatRequest, state: ChatState): GenerateOutcome {
-	const outcome = answerRequest(request, state);
+/**
+ * Answers a validated request as a `generateContent` response, with the same content faults as chat completions.
+ * `key` is a batch request's `metadata.key`, so that `failRoutes` can name it as it names a custom_id.
+ */
+export function answerGenerateContent(request: ChatRequest, state: ChatState, key: string | null = null): GenerateOutcome {
+	const outcome = answerRequest(request, state, key);
 	return outcome.ok ? { ok: true, response: toResponse(request, outcome.answer) } : outcome;
 }
 

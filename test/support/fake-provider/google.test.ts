@@ -1,5 +1,5 @@
-import { ApiError, FinishReason, GoogleGenAI } from '@google/genai';
-import type { GenerateContentParameters } from '@google/genai';
+import { ApiError, FinishReason, GoogleGenAI, JobState } from '@google/genai';
+import type { BatchJob, GenerateContentParameters, InlinedRequest } from '@google/genai';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { validateJsonSchema } from './json-schema.ts';
 import type { JsonSchema } from './json-schema.ts';
@@ -245,5 +245,278 @@ describe('POST /v1beta/models/{model}:generateContent', () => {
 		const response = await fetch(`${rootUrl()}/v1beta/models/${MODEL}:countTokens`, { method: 'POST', headers: { 'x-goog-api-key': 'test-key' }, body: '{}' });
 		expect(response.status).toBe(404);
 		expect(((await response.json()) as { error: unknown }).error).toMatchObject({ code: 404, status: 'NOT_FOUND' });
+	});
+});
+
+/** A batch request for a page, as the product would send it, with its route as the metadata key. */
+function inlinedPage(route: string, key: string): InlinedRequest {
+	return {
+		contents: [{ role: 'user', parts: [{ text: `Write the page described below.\n\n\`\`\`json\n${JSON.stringify(pageContext(route))}\n\`\`\`` }] }],
+		config: { systemInstruction: SYSTEM, responseMimeType: 'application/json', responseJsonSchema: PAGE_SCHEMA },
+		metadata: { key },
+	};
+}
+
+/** `count` page requests keyed p0, p1, ... for routes /page-0, /page-1, ... */
+function inlinedPages(count: number): InlinedRequest[] {
+	return Array.from({ length: count }, (_, index) => inlinedPage(`/page-${index}`, `p${index}`));
+}
+
+async function createBatch(src: InlinedRequest[], displayName = 'g1_p0_s0_e2_rn__pseo'): Promise<BatchJob> {
+	return ai.batches.create({ model: MODEL, src, config: { displayName } });
+}
+
+/** The raw Operation of a batch, for what the SDK does not map (batchStats, the Operation's error, done). */
+async function rawOperation(name: string): Promise<{ status: number; body: Record<string, unknown> & { metadata: Record<string, unknown> } }> {
+	const response = await fetch(`${rootUrl()}/v1beta/${name}`, { headers: { 'x-goog-api-key': 'test-key' } });
+	return { status: response.status, body: (await response.json()) as never };
+}
+
+function keysOf(job: BatchJob): (string | undefined)[] {
+	return (job.dest?.inlinedResponses ?? []).map((entry) => entry.metadata?.key);
+}
+
+describe('Gemini Batch API (inline requests)', () => {
+	it('creates a PENDING batch with the display name, and logs its keys, routes and display name', async () => {
+		const job = await createBatch([inlinedPage('/a', 'p0'), inlinedPage('/b', 'p1')]);
+		expect(job.state).toBe(JobState.JOB_STATE_PENDING);
+		expect(job.displayName).toBe('g1_p0_s0_e2_rn__pseo');
+		expect(job.name).toMatch(/^batches\/[a-z0-9]+$/);
+		expect(job.model).toBe(`models/${MODEL}`);
+		expect(Number.isNaN(Date.parse(job.createTime ?? ''))).toBe(false);
+		expect(job.dest).toBeUndefined();
+		const id = (job.name ?? '').replace('batches/', '');
+		expect(fake.requests.at(-1)).toMatchObject({
+			method: 'POST',
+			path: `/v1beta/models/${MODEL}:batchGenerateContent`,
+			status: 200,
+			apiKey: 'test-key',
+			batchId: id,
+			customIds: ['p0', 'p1'],
+			routes: ['/a', '/b'],
+			metadata: { display_name: 'g1_p0_s0_e2_rn__pseo' },
+		});
+		expect(fake.countBatchesCreated()).toBe(1);
+		expect(fake.countBatchedRoute('/b')).toBe(1);
+		// A batch's requests are not chat calls.
+		expect(fake.countChat()).toBe(0);
+		const raw = await rawOperation(job.name ?? '');
+		expect(raw.body).toMatchObject({
+			name: job.name,
+			metadata: {
+				'@type': 'type.googleapis.com/google.ai.generativelanguage.v1beta.GenerateContentBatch',
+				name: job.name,
+				batchStats: { requestCount: '2', pendingRequestCount: '2' },
+				state: 'BATCH_STATE_RUNNING',
+			},
+		});
+		expect(raw.body).not.toHaveProperty('done');
+	});
+
+	it('runs, then succeeds with one inline response per request, an invalid request ending as an error entry', async () => {
+		const invalid: InlinedRequest = { ...inlinedPage('/bad', 'p2'), config: { responseJsonSchema: PAGE_SCHEMA } };
+		const job = await createBatch([inlinedPage('/a', 'p0'), inlinedPage('/b', 'p1'), invalid]);
+		const running = await ai.batches.get({ name: job.name ?? '' });
+		expect(running.state).toBe(JobState.JOB_STATE_RUNNING);
+		expect(running.dest).toBeUndefined();
+		const done = await ai.batches.get({ name: job.name ?? '' });
+		expect(done.state).toBe(JobState.JOB_STATE_SUCCEEDED);
+		expect(Number.isNaN(Date.parse(done.endTime ?? ''))).toBe(false);
+		const entries = done.dest?.inlinedResponses ?? [];
+		// batchOutputOrder defaults to reversed.
+		expect(keysOf(done)).toEqual(['p2', 'p1', 'p0']);
+		for (const entry of entries.slice(1)) {
+			const candidate = entry.response?.candidates?.[0];
+			expect(candidate?.finishReason).toBe(FinishReason.STOP);
+			const value = JSON.parse(candidate?.content?.parts?.[0]?.text ?? '') as Record<string, unknown>;
+			expect(validateJsonSchema(PAGE_SCHEMA, value)).toEqual([]);
+			expect(entry.response?.usageMetadata?.promptTokenCount).toBeGreaterThan(0);
+			expect(entry.response?.usageMetadata?.candidatesTokenCount).toBeGreaterThan(0);
+			expect(entry.error).toBeUndefined();
+		}
+		expect(entries[0]?.response).toBeUndefined();
+		expect(entries[0]?.error).toMatchObject({ code: 3, message: expect.stringContaining('response_mime_type') });
+		const raw = await rawOperation(job.name ?? '');
+		expect(raw.body).toMatchObject({
+			done: true,
+			metadata: {
+				state: 'BATCH_STATE_SUCCEEDED',
+				batchStats: { requestCount: '3', successfulRequestCount: '2', failedRequestCount: '1', pendingRequestCount: '0' },
+			},
+		});
+		expect(raw.body).not.toHaveProperty('error');
+	});
+
+	it('answers in input order with batchOutputOrder input, takes batchStepsPerPoll steps, and fails a route or key named in failRoutes', async () => {
+		fake.configure({ batchOutputOrder: 'input', batchStepsPerPoll: 2, failRoutes: { '/page-1': 'error', p2: 'refusal' } });
+		const job = await createBatch(inlinedPages(4));
+		const done = await ai.batches.get({ name: job.name ?? '' });
+		expect(done.state).toBe(JobState.JOB_STATE_SUCCEEDED);
+		expect(keysOf(done)).toEqual(['p0', 'p1', 'p2', 'p3']);
+		const entries = done.dest?.inlinedResponses ?? [];
+		expect(entries[1]?.error).toMatchObject({ code: 13 });
+		expect(entries[2]?.response?.candidates?.[0]?.finishReason).toBe(FinishReason.SAFETY);
+		// An inline response is a plain object, not a GenerateContentResponse: it has no `text` getter.
+		expect(entries[3]?.response?.text).toBeUndefined();
+		expect(validateJsonSchema(PAGE_SCHEMA, JSON.parse(entries[3]?.response?.candidates?.[0]?.content?.parts?.[0]?.text ?? ''))).toEqual([]);
+	});
+
+	it('lists batches newest first, page by page through the Pager, without advancing them', async () => {
+		const names: string[] = [];
+		for (let i = 0; i < 5; i++) names.push((await createBatch([inlinedPage(`/l${i}`, `p${i}`)], `batch-${i}`)).name ?? '');
+		const pager = await ai.batches.list({ config: { pageSize: 2 } });
+		expect(pager.page.map((job) => job.name)).toEqual([names[4], names[3]]);
+		expect(pager.hasNextPage()).toBe(true);
+		const seen: (string | undefined)[] = [];
+		for await (const job of pager) seen.push(job.name);
+		expect(seen).toEqual([...names].reverse());
+		expect(pager.hasNextPage()).toBe(false);
+		expect(fake.requests.filter((entry) => entry.path === '/v1beta/batches')).toHaveLength(3);
+		const raw = await rawOperation(names[0] ?? '');
+		// Listing moved nothing: this get is the batch's first step.
+		expect(raw.body.metadata.state).toBe('BATCH_STATE_RUNNING');
+		const last = await fetch(`${rootUrl()}/v1beta/batches?pageSize=10`, { headers: { 'x-goog-api-key': 'test-key' } });
+		const lastBody = (await last.json()) as { operations: unknown[]; nextPageToken?: string };
+		expect(lastBody.operations).toHaveLength(5);
+		expect(lastBody).not.toHaveProperty('nextPageToken');
+		for (const bad of ['0', '1001', 'x']) {
+			const response = await fetch(`${rootUrl()}/v1beta/batches?pageSize=${bad}`, { headers: { 'x-goog-api-key': 'test-key' } });
+			expect(response.status).toBe(400);
+			expect(((await response.json()) as { error: unknown }).error).toMatchObject({ code: 400, status: 'INVALID_ARGUMENT' });
+		}
+		const badToken = await fetch(`${rootUrl()}/v1beta/batches?pageToken=nonsense`, { headers: { 'x-goog-api-key': 'test-key' } });
+		expect(badToken.status).toBe(400);
+	});
+
+	it('cancels a running batch: it ends CANCELLED with the first batchPartialFraction answered, and cannot be cancelled again', async () => {
+		fake.configure({ holdBatches: true, batchOutputOrder: 'input' });
+		const job = await createBatch(inlinedPages(4));
+		const name = job.name ?? '';
+		expect((await ai.batches.get({ name })).state).toBe(JobState.JOB_STATE_RUNNING);
+		// Held: it stays RUNNING.
+		expect((await ai.batches.get({ name })).state).toBe(JobState.JOB_STATE_RUNNING);
+		await ai.batches.cancel({ name });
+		expect(fake.requests.at(-1)).toMatchObject({ method: 'POST', path: `/v1beta/${name}:cancel`, status: 200 });
+		const cancelled = await ai.batches.get({ name });
+		expect(cancelled.state).toBe(JobState.JOB_STATE_CANCELLED);
+		expect(keysOf(cancelled)).toEqual(['p0', 'p1']);
+		expect((await rawOperation(name)).body.metadata.batchStats).toEqual({
+			requestCount: '4',
+			successfulRequestCount: '2',
+			failedRequestCount: '0',
+			pendingRequestCount: '2',
+		});
+		const again = await caught(ai.batches.cancel({ name }));
+		expect((again as ApiError).status).toBe(400);
+		expect(errorBody(again).error).toMatchObject({ code: 400, status: 'INVALID_ARGUMENT', message: 'Batch is already in a terminal state.' });
+		const unknown = await caught(ai.batches.cancel({ name: 'batches/nosuchbatch' }));
+		expect(errorBody(unknown).error).toMatchObject({ code: 404, status: 'NOT_FOUND' });
+	});
+
+	it('cancels a PENDING batch at its next step, with no output when batchPartialFraction is 0', async () => {
+		fake.configure({ batchPartialFraction: 0 });
+		const job = await createBatch(inlinedPages(2));
+		await ai.batches.cancel({ name: job.name ?? '' });
+		const cancelled = await ai.batches.get({ name: job.name ?? '' });
+		expect(cancelled.state).toBe(JobState.JOB_STATE_CANCELLED);
+		expect(cancelled.dest).toBeUndefined();
+		expect((await rawOperation(job.name ?? '')).body).not.toHaveProperty('metadata.output');
+	});
+
+	it('ends EXPIRED with partial output when batchEndState is expired', async () => {
+		fake.configure({ batchEndState: 'expired', batchPartialFraction: 0.25, batchOutputOrder: 'input' });
+		const job = await createBatch(inlinedPages(4));
+		await ai.batches.get({ name: job.name ?? '' });
+		const expired = await ai.batches.get({ name: job.name ?? '' });
+		expect(expired.state).toBe(JobState.JOB_STATE_EXPIRED);
+		expect(keysOf(expired)).toEqual(['p0']);
+	});
+
+	it('ends FAILED with the Operation error and no output when batchEndState is failed', async () => {
+		fake.configure({ batchEndState: 'failed', batchStepsPerPoll: 5 });
+		const job = await createBatch(inlinedPages(3));
+		const failed = await ai.batches.get({ name: job.name ?? '' });
+		expect(failed.state).toBe(JobState.JOB_STATE_FAILED);
+		expect(failed.dest).toBeUndefined();
+		// The SDK does not map the Operation's error onto the BatchJob; the wire carries it.
+		expect(failed.error).toBeUndefined();
+		const raw = await rawOperation(job.name ?? '');
+		expect(raw.body).toMatchObject({ done: true, error: { code: 13, message: 'Internal error encountered.' }, metadata: { state: 'BATCH_STATE_FAILED' } });
+		expect(raw.body.metadata).not.toHaveProperty('output');
+	});
+
+	it('deletes an ended batch, after which it is a 404; refuses to delete a running one', async () => {
+		fake.configure({ holdBatches: true });
+		const job = await createBatch(inlinedPages(2));
+		const name = job.name ?? '';
+		await ai.batches.get({ name });
+		const refused = await caught(ai.batches.delete({ name }));
+		expect((refused as ApiError).status).toBe(400);
+		expect(errorBody(refused).error).toMatchObject({ code: 400, message: 'Cannot delete a batch that is still running; cancel it first.' });
+		fake.releaseBatches();
+		expect((await ai.batches.get({ name })).state).toBe(JobState.JOB_STATE_SUCCEEDED);
+		await ai.batches.delete({ name });
+		expect(fake.requests.at(-1)).toMatchObject({ method: 'DELETE', path: `/v1beta/${name}`, status: 200 });
+		const gone = await caught(ai.batches.get({ name }));
+		expect(gone).toBeInstanceOf(ApiError);
+		expect((gone as ApiError).status).toBe(404);
+		expect(errorBody(gone).error).toMatchObject({ code: 404, status: 'NOT_FOUND' });
+		expect((await caught(ai.batches.delete({ name })) as ApiError).status).toBe(404);
+		expect((await ai.batches.list()).page).toEqual([]);
+	});
+
+	it('lets /_fake/release-batches release a held batch, counting it', async () => {
+		fake.configure({ holdBatches: true });
+		const job = await createBatch(inlinedPages(1));
+		await ai.batches.get({ name: job.name ?? '' });
+		const released = (await (await fetch(`${rootUrl()}/_fake/release-batches`, { method: 'POST' })).json()) as { released: number };
+		expect(released.released).toBe(1);
+		expect((await ai.batches.get({ name: job.name ?? '' })).state).toBe(JobState.JOB_STATE_SUCCEEDED);
+	});
+
+	it('refuses creates with refuseBatchCreates, holds them with holdBatchCreates, and forgets batches on reset', async () => {
+		fake.configure({ refuseBatchCreates: 429 });
+		const refused = await caught(createBatch(inlinedPages(1)));
+		expect((refused as ApiError).status).toBe(429);
+		expect(errorBody(refused).error).toMatchObject({ code: 429, status: 'RESOURCE_EXHAUSTED' });
+		expect(fake.countBatchesCreated()).toBe(0);
+		expect((await ai.batches.list()).page).toEqual([]);
+		fake.configure({ refuseBatchCreates: null, holdBatchCreates: true });
+		const held = createBatch(inlinedPages(1));
+		await expect.poll(() => fake.heldBatchCreates()).toBe(1);
+		expect(fake.releaseBatchCreates()).toBe(1);
+		const job = await held;
+		expect(job.state).toBe(JobState.JOB_STATE_PENDING);
+		fake.reset();
+		expect((await caught(ai.batches.get({ name: job.name ?? '' })) as ApiError).status).toBe(404);
+	});
+
+	it('refuses calls without a key with 403 PERMISSION_DENIED', async () => {
+		const job = await createBatch(inlinedPages(1));
+		const noKey = client('');
+		const create = await caught(noKey.batches.create({ model: MODEL, src: inlinedPages(1) }));
+		expect((create as ApiError).status).toBe(403);
+		expect(errorBody(create).error).toMatchObject({ code: 403, status: 'PERMISSION_DENIED' });
+		expect((await caught(noKey.batches.get({ name: job.name ?? '' })) as ApiError).status).toBe(403);
+		expect((await caught(noKey.batches.list()) as ApiError).status).toBe(403);
+		expect(fake.countBatchesCreated()).toBe(1);
+	});
+
+	it('refuses a file source, an empty batch, and a body over the 20 MB inline limit with 400', async () => {
+		const file = await caught(ai.batches.create({ model: MODEL, src: 'files/batch-input' }));
+		expect((file as ApiError).status).toBe(400);
+		expect(errorBody(file).error.message).toContain('fileName is not supported');
+		const empty = await caught(ai.batches.create({ model: MODEL, src: [] }));
+		expect((empty as ApiError).status).toBe(400);
+		const padding = 'x'.repeat(20 * 1024 * 1024);
+		const body = JSON.stringify({ batch: { inputConfig: { requests: { requests: [{ request: { contents: [{ parts: [{ text: padding }] }] } }] } } } });
+		const response = await fetch(`${rootUrl()}/v1beta/models/${MODEL}:batchGenerateContent`, { method: 'POST', headers: { 'x-goog-api-key': 'test-key' }, body });
+		expect(response.status).toBe(400);
+		expect(((await response.json()) as { error: unknown }).error).toMatchObject({
+			code: 400,
+			status: 'INVALID_ARGUMENT',
+			message: 'Request payload size exceeds the limit: 20971520 bytes.',
+		});
+		expect(fake.countBatchesCreated()).toBe(0);
 	});
 });

@@ -1,5 +1,5 @@
 /** The request log's entry type and the counting helpers tests use for exactly-once checks. */
-import { GENERATE_CONTENT_PATH } from './google-generate.ts';
+import { BATCH_GENERATE_CONTENT_PATH, GENERATE_CONTENT_PATH } from './google-generate.ts';
 
 /** One request to the `/v1` API (or the Gemini API's `/v1beta`), in arrival order. */
 export interface RequestLogEntry {
@@ -46,22 +46,26 @@ const CHAT_PATHS = new Set(['/v1/chat/completions', '/v1/messages']);
 function isChatPath(path: string): boolean {
 	return CHAT_PATHS.has(path) || GENERATE_CONTENT_PATH.test(path);
 }
-/** Batch creates of both protocols. */
+/** Batch creates of every protocol: OpenAI's, Anthropic's, and Gemini's `batchGenerateContent`. */
 const BATCHES_PATHS = new Set(['/v1/batches', '/v1/messages/batches']);
+
+function isBatchCreate(entry: RequestLogEntry): boolean {
+	return entry.method === 'POST' && entry.status === 200 && (BATCHES_PATHS.has(entry.path) || BATCH_GENERATE_CONTENT_PATH.test(entry.path));
+}
 
 /** Model calls received (every attempt, whatever its answer), optionally only for one route. */
 export function countChat(entries: readonly RequestLogEntry[], route?: string): number {
 	return entries.filter((entry) => entry.method === 'POST' && isChatPath(entry.path) && (route === undefined || entry.route === route)).length;
 }
 
-/** Batches created successfully (`POST /v1/batches` or `POST /v1/messages/batches` answered 200). */
+/** Batches created successfully (`POST /v1/batches`, `/v1/messages/batches` or `:batchGenerateContent` answered 200). */
 export function countBatchesCreated(entries: readonly RequestLogEntry[]): number {
-	return entries.filter((entry) => entry.method === 'POST' && BATCHES_PATHS.has(entry.path) && entry.status === 200).length;
+	return entries.filter(isBatchCreate).length;
 }
 
 /** How many times a route was submitted in successfully created batches. */
 export function countBatchedRoute(entries: readonly RequestLogEntry[], route: string): number {
 	return entries
-		.filter((entry) => entry.method === 'POST' && BATCHES_PATHS.has(entry.path) && entry.status === 200)
+		.filter(isBatchCreate)
 		.reduce((sum, entry) => sum + (entry.routes ?? []).filter((item) => item === route).length, 0);
 }

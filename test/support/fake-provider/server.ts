@@ -3,7 +3,8 @@
  * batches with a status progression, fault injection, a request log, and admin routes under `/_fake/` so another
  * process can drive it. It speaks the Anthropic protocol too, under `/v1/messages`: messages and message batches
  * answered by the same responders and faults (anthropic-messages.ts, anthropic-batches.ts), and the Gemini API's
- * `generateContent` under `/v1beta/models` (google-generate.ts).
+ * `generateContent` under `/v1beta/models` (google-generate.ts) and its Batch API with inline requests
+ * (`:batchGenerateContent`, `/v1beta/batches`: google-batches.ts).
  */
 import { createServer } from 'node:http';
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
@@ -16,7 +17,17 @@ import type { ChatRequest, ChatState } from './chat.ts';
 import { configToJson, defaultConfig, mergeConfig } from './config.ts';
 import type { FakeConfig, FakeConfigPatch } from './config.ts';
 import { FileStore } from './files.ts';
-import { answerGenerateContent, GENERATE_CONTENT_PATH, generateUsageForLog, googleErrorBody, isGooglePath, MISSING_KEY_MESSAGE, parseGenerateContentRequest } from './google-generate.ts';
+import { GoogleBatchStore, INLINE_BATCH_TOO_LARGE, MAX_INLINE_BATCH_BYTES } from './google-batches.ts';
+import {
+	answerGenerateContent,
+	BATCH_GENERATE_CONTENT_PATH,
+	GENERATE_CONTENT_PATH,
+	generateUsageForLog,
+	googleErrorBody,
+	isGooglePath,
+	MISSING_KEY_MESSAGE,
+	parseGenerateContentRequest,
+} from './google-generate.ts';
 import { HttpError, readBody, readJson, sendChunks, sendError, sendJson } from './http.ts';
 import { countBatchedRoute, countBatchesCreated, countChat } from './request-log.ts';
 import type { RequestLogEntry } from './request-log.ts';
@@ -43,7 +54,7 @@ export interface FakeProvider {
 	readonly config: Readonly<FakeConfig>;
 	/** Applies a partial config; each given field replaces the old one. Throws TypeError on a bad value. */
 	configure(patch: FakeConfigPatch): void;
-	/** Back to defaults: config, log, files, batches (of both protocols) and attempt counters. */
+	/** Back to defaults: config, log, files, batches (of every protocol) and attempt counters. */
 	reset(): void;
 	/** Lets every batch held by `holdBatches` move on at its next retrieve. */
 	releaseBatches(): void;
@@ -65,7 +76,7 @@ export interface FakeProvider {
 	close(): Promise<void>;
 	/** Chat-completion, Anthropic message and Gemini generateContent requests received, optionally for one route. */
 	countChat(route?: string): number;
-	/** Batches created successfully, of either protocol. */
+	/** Batches created successfully, of any protocol. */
 	countBatchesCreated(): number;
 	/** Times a route was submitted in created batches. */
 	countBatchedRoute(route: string): number;
@@ -184,6 +195,7 @@ class FakeProviderServer implements FakeProvider {
 	#files = new FileStore();
 	#batches: BatchStore;
 	#messageBatches: AnthropicBatchStore;
+	#googleBatches: GoogleBatchStore;
 	#routes: Route[];
 
 	constructor() {
@@ -196,6 +208,10 @@ class FakeProviderServer implements FakeProvider {
 			config: () => this.#config,
 			resultsUrl: (id) => `${this.#url}/messages/batches/${id}/results`,
 			answer: (request, customId) => answerMessage(request, this.#chatState(), customId),
+		});
+		this.#googleBatches = new GoogleBatchStore({
+			config: () => this.#config,
+			answer: (request, key) => answerGenerateContent(request, this.#chatState(), key),
 		});
 		this.#routes = [
 			{ method: 'POST', pattern: /^\/v1\/chat\/completions$/, handler: (c) => this.#chat(c) },
@@ -223,6 +239,11 @@ class FakeProviderServer implements FakeProvider {
 			{ method: 'POST', pattern: new RegExp(`^/v1/messages/batches/${ID}/cancel$`), handler: (c) => this.#cancelMessageBatch(c) },
 			{ method: 'GET', pattern: new RegExp(`^/v1/messages/batches/${ID}/results$`), handler: (c) => this.#messageBatchResults(c) },
 			{ method: 'POST', pattern: GENERATE_CONTENT_PATH, handler: (c) => this.#generateContent(c) },
+			{ method: 'POST', pattern: BATCH_GENERATE_CONTENT_PATH, handler: (c) => this.#createGoogleBatch(c) },
+			{ method: 'GET', pattern: /^\/v1beta\/batches$/, handler: (c) => this.#listGoogleBatches(c) },
+			{ method: 'GET', pattern: new RegExp(`^/v1beta/batches/${ID}$`), handler: (c) => this.#getGoogleBatch(c) },
+			{ method: 'POST', pattern: new RegExp(`^/v1beta/batches/${ID}:cancel$`), handler: (c) => this.#cancelGoogleBatch(c) },
+			{ method: 'DELETE', pattern: new RegExp(`^/v1beta/batches/${ID}$`), handler: (c) => this.#deleteGoogleBatch(c) },
 			{ method: 'GET', pattern: /^\/_fake\/requests$/, handler: ({ res }) => sendJson(res, 200, this.#log) },
 			{ method: 'GET', pattern: /^\/_fake\/config$/, handler: ({ res }) => sendJson(res, 200, configToJson(this.#config)) },
 			{ method: 'POST', pattern: /^\/_fake\/config$/, handler: (c) => this.#adminConfigure(c) },
@@ -237,7 +258,7 @@ class FakeProviderServer implements FakeProvider {
 			{
 				method: 'POST',
 				pattern: /^\/_fake\/release-batches$/,
-				handler: ({ res }) => sendJson(res, 200, { ok: true, released: this.#batches.release() + this.#messageBatches.release() }),
+				handler: ({ res }) => sendJson(res, 200, { ok: true, released: this.#batches.release() + this.#messageBatches.release() + this.#googleBatches.release() }),
 			},
 		];
 		this.#server = createServer((req, res) => {
@@ -289,11 +310,13 @@ class FakeProviderServer implements FakeProvider {
 		this.#files.clear();
 		this.#batches.clear();
 		this.#messageBatches.clear();
+		this.#googleBatches.clear();
 	}
 
 	releaseBatches(): void {
 		this.#batches.release();
 		this.#messageBatches.release();
+		this.#googleBatches.release();
 	}
 
 	releaseChat(count?: number): number {
@@ -628,6 +651,61 @@ class FakeProviderServer implements FakeProvider {
 		await this.#download(res, result.chunks, 'application/binary');
 	}
 
+	/**
+	 * `POST /v1beta/models/{model}:batchGenerateContent`: a batch of inline requests. A body over the inline limit is
+	 * read to its end (so the client gets the answer, not a reset connection) and refused with 400, as the real API does.
+	 */
+	async #createGoogleBatch({ req, res, params, entry }: RouteContext): Promise<void> {
+		const body = await readJsonWithin(req, MAX_INLINE_BATCH_BYTES, INLINE_BATCH_TOO_LARGE);
+		if (this.#config.holdBatchCreates && !(await holdUntilReleased(this.#heldCreates, res))) return;
+		const refusal = this.#config.refuseBatchCreates;
+		if (refusal !== null) throw new HttpError(refusal, apiError(googleBatchCreateRefusal(refusal, params[0] ?? '')));
+		const result = this.#googleBatches.create(params[0] ?? '', body);
+		if (!result.ok) throw new HttpError(result.status, result.error);
+		if (entry) {
+			const { displayName } = result.operation.metadata;
+			Object.assign(entry, {
+				batchId: result.operation.name.replace(/^batches\//, ''),
+				customIds: (result.lines ?? []).map((line) => line.key),
+				routes: (result.lines ?? []).map((line) => line.request?.route ?? null),
+				metadata: displayName === undefined ? null : { display_name: displayName },
+			});
+		}
+		sendJson(res, 200, result.operation);
+	}
+
+	#listGoogleBatches({ res, query }: RouteContext): void {
+		const rawSize = query.get('pageSize');
+		const pageSize = rawSize === null ? 50 : Number(rawSize);
+		if (!Number.isInteger(pageSize) || pageSize < 1 || pageSize > 1000) {
+			throw new HttpError(400, apiError(`* ListBatchesRequest.page_size: must be an integer from 1 to 1000, got ${rawSize}`));
+		}
+		const result = this.#googleBatches.list(pageSize, query.get('pageToken'));
+		if (!result.ok) throw new HttpError(result.status, result.error);
+		sendJson(res, 200, result.nextPageToken === undefined ? { operations: result.operations } : { operations: result.operations, nextPageToken: result.nextPageToken });
+	}
+
+	async #getGoogleBatch({ res, params, entry }: RouteContext): Promise<void> {
+		if (entry && params[0]) entry.batchId = params[0];
+		const result = await this.#googleBatches.get(params[0] ?? '');
+		if (!result.ok) throw new HttpError(result.status, result.error);
+		sendJson(res, 200, result.operation);
+	}
+
+	async #cancelGoogleBatch({ res, params, entry }: RouteContext): Promise<void> {
+		if (entry && params[0]) entry.batchId = params[0];
+		const result = await this.#googleBatches.cancel(params[0] ?? '');
+		if (!result.ok) throw new HttpError(result.status, result.error);
+		sendJson(res, 200, {});
+	}
+
+	async #deleteGoogleBatch({ res, params, entry }: RouteContext): Promise<void> {
+		if (entry && params[0]) entry.batchId = params[0];
+		const result = await this.#googleBatches.delete(params[0] ?? '');
+		if (!result.ok) throw new HttpError(result.status, result.error);
+		sendJson(res, 200, {});
+	}
+
 	async #adminConfigure({ req, res }: RouteContext): Promise<void> {
 		const patch = await readJson(req);
 		if (typeof patch === 'object' && patch !== null && 'responders' in patch) {
@@ -658,6 +736,34 @@ function logPrompt(entry: RequestLogEntry, request: ChatRequest): void {
 function retryAfterOf(headers: Record<string, string>): number | null {
 	const value = Number(headers['retry-after']);
 	return headers['retry-after'] !== undefined && Number.isFinite(value) ? value : null;
+}
+
+/**
+ * Reads a JSON body of at most `maxBytes`; a longer one is read to its end without being kept, then refused with
+ * 400 and `message`. (Stopping mid-body would reset the connection before the client could read the answer.)
+ */
+async function readJsonWithin(req: IncomingMessage, maxBytes: number, message: string): Promise<unknown> {
+	const chunks: Buffer[] = [];
+	let size = 0;
+	for await (const chunk of req) {
+		size += (chunk as Buffer).length;
+		if (size <= maxBytes) chunks.push(chunk as Buffer);
+	}
+	if (size > maxBytes) throw new HttpError(400, apiError(message));
+	if (size === 0) return {};
+	try {
+		return JSON.parse(Buffer.concat(chunks).toString('utf8'));
+	} catch {
+		throw new HttpError(400, apiError('Invalid JSON payload received. Unexpected token.'));
+	}
+}
+
+/** The message the Gemini API sends with a refused batch create of this status (429 and 5xx get Google's own words). */
+function googleBatchCreateRefusal(status: number, model: string): string {
+	if (status === 401) return 'API key not valid. Please pass a valid API key.';
+	if (status === 403) return 'Permission denied: this API key may not use the Batch API.';
+	if (status === 404) return `models/${model} is not found for API version v1beta, or is not supported for batchGenerateContent.`;
+	return 'Batch creation is not available for this model.';
 }
 
 /** The message Anthropic sends with a refused batch create of this status. */
