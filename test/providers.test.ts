@@ -145,7 +145,7 @@ describe.each(LEGS)('providers from Settings → AI on %s', (leg) => {
 				default_model: 'claude-haiku-4-5',
 				bulk: 'batch',
 			});
-			expect(after.body.data.providers[2]).toMatchObject({ provider: 'google', origin: null, default_model: 'gemini-2.5-flash' });
+			expect(after.body.data.providers[2]).toMatchObject({ provider: 'google', origin: null, default_model: 'gemini-2.5-flash', bulk: 'batch' });
 			expectEnvelope(await call(directus, 'GET', PROVIDERS, {}), 401);
 		});
 
@@ -245,10 +245,12 @@ describe.each(LEGS)('providers from Settings → AI on %s', (leg) => {
 			const ended = await waitForJob(directus, user, bulk.body.generation_id as number);
 			expect(ended).toMatchObject({ status: 'completed', created_count: 2, provider: 'google', model: 'gemini-2.5-flash' });
 			expect(ended['usage'].prompt_tokens).toBeGreaterThan(0);
-			const gemini = fake.requests.filter((entry) => entry.method === 'POST' && entry.path === '/v1beta/models/gemini-2.5-flash:generateContent');
-			expect(gemini.length).toBe(fake.countChat());
-			expect(gemini.every((entry) => entry.apiKey === GOOGLE_KEY)).toBe(true);
-			expect(fake.countBatchesCreated()).toBe(0);
+			// The plan and the on-demand page through generateContent, the bulk job through one Gemini batch.
+			const gemini = fake.requests.filter((entry) => entry.method === 'POST' && entry.path.startsWith('/v1beta/models/gemini-2.5-flash:'));
+			expect(gemini.filter((entry) => entry.path.endsWith(':generateContent')).length).toBe(fake.countChat());
+			expect(gemini.filter((entry) => entry.path.endsWith(':batchGenerateContent') && entry.status === 200)).toHaveLength(1);
+			expect(fake.countBatchesCreated()).toBe(1);
+			expect(fake.requests.filter((entry) => entry.path.startsWith('/v1beta/')).every((entry) => entry.apiKey === GOOGLE_KEY)).toBe(true);
 			expect(await balanceOf(directus, user.id)).toBe(200 - 20 - 10 - 10);
 			const seen = JSON.stringify([answers.map((res) => res.body), await adminItems(directus, 'pseo_generations', 'fields=*')]) + directus.output();
 			expect(seen).not.toContain(GOOGLE_KEY);

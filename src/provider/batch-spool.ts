@@ -1,7 +1,8 @@
-import { createWriteStream } from 'node:fs';
+import { createReadStream, createWriteStream } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { createInterface } from 'node:readline';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 
@@ -54,5 +55,52 @@ async function* jsonlChunks(lines: string[] | AsyncIterable<string>, onBytes: (s
 		const chunk = Buffer.from(`${line}\n`, 'utf8');
 		onBytes(chunk.length);
 		yield chunk;
+	}
+}
+
+/*
+ * A provider whose batch create takes its requests inline (Anthropic, Google) has no upload: its "upload" spools the
+ * part, and the engine holds `spool:<path>` as the part's input file, which the create reads and removes.
+ */
+
+const SPOOLED = 'spool:';
+
+/**
+ * Spools a part's lines for an inline create; resolves to its input file id, `spool:<path>`. The lines are built
+ * once, and not held in memory while the engine looks up the part and checks its lease.
+ */
+export async function spoolBatchInput(lines: string[] | AsyncIterable<string>, filename: string): Promise<string> {
+	if (typeof filename !== 'string' || filename.trim() === '') {
+		throw new TypeError(`Expected \`filename\` to be a non-empty string, got \`${String(filename)}\` (${typeof filename})`);
+	}
+	const spool = await spoolLines(lines);
+	if (spool.bytes === 0) {
+		await removeSpool(spool.path);
+		throw new TypeError('Expected `lines` to hold at least one line, got none');
+	}
+	return `${SPOOLED}${spool.path}`;
+}
+
+/** The path of a spooled input file id; null for any other file id. */
+export function spoolPathOf(fileId: string): string | null {
+	return fileId.startsWith(SPOOLED) ? fileId.slice(SPOOLED.length) : null;
+}
+
+/**
+ * Reads a spooled input, one parsed line at a time, and removes it once read or failed: whatever comes of the
+ * create, nothing sends this spool again (a later step spools the part anew).
+ */
+export async function readSpooledInput<T>(inputFileId: string, read: (lines: AsyncIterable<unknown>) => Promise<T>): Promise<T> {
+	const file = spoolPathOf(inputFileId);
+	if (file === null) throw new TypeError(`Expected \`inputFileId\` to be a spooled input, got \`${inputFileId}\``);
+	async function* parsed(): AsyncGenerator<unknown> {
+		for await (const line of createInterface({ input: createReadStream(file!), crlfDelay: Infinity })) {
+			if (line !== '') yield JSON.parse(line) as unknown;
+		}
+	}
+	try {
+		return await read(parsed());
+	} finally {
+		await removeSpool(file);
 	}
 }

@@ -175,7 +175,7 @@ export function createProviderSource(config: PseoConfig, logger: Logger, readSet
 		return client;
 	};
 
-	const bulkOf = (kind: ProviderKind): CatalogEntry['bulk'] => (config.bulkMode === 'batch' && kind !== 'google' ? 'batch' : 'page_by_page');
+	const bulkOf = (kind: ProviderKind): CatalogEntry['bulk'] => (config.bulkMode === 'batch' ? 'batch' : 'page_by_page');
 
 	return {
 		origin: Object.keys(fromEnvironment).length > 0 ? 'environment' : 'directus-settings',

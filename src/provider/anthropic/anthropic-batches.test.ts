@@ -1,12 +1,9 @@
 import { existsSync } from 'node:fs';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { startFakeProvider, type FakeProvider } from '../../../test/support/fake-provider/server.ts';
-import { buildPageMessages } from '../../page/page-prompt.ts';
-import { PAGE_SCHEMA, PAGE_SCHEMA_NAME } from '../../page/page-schema.ts';
-import type { Logger } from '../../shared/logger.ts';
-import type { BatchInfo, JsonCompletionRequest } from '../types.ts';
+import { linesOf, pageRequest, partMetadata, recordingLogger, untilFinal } from '../batch-test-kit.ts';
 import { createAnthropicProvider } from './anthropic-provider.ts';
-import { decodeTag, encodeTag, statusOf } from './anthropic-batches.ts';
+import { statusOf } from './anthropic-batches.ts';
 
 /*
  * The Anthropic provider's Message Batches against the fake over loopback: the engine's metadata travels in the
@@ -16,13 +13,8 @@ import { decodeTag, encodeTag, statusOf } from './anthropic-batches.ts';
 const API_KEY = 'sk-ant-test-0123456789SECRET';
 
 let fake: FakeProvider;
-const logged: unknown[] = [];
-const logger: Logger = {
-	debug: (...args: unknown[]) => logged.push(args),
-	info: (...args: unknown[]) => logged.push(args),
-	warn: (...args: unknown[]) => logged.push(args),
-	error: (...args: unknown[]) => logged.push(args),
-};
+const logger = recordingLogger();
+const logged = logger.lines;
 
 beforeAll(async () => {
 	fake = await startFakeProvider();
@@ -38,26 +30,7 @@ afterAll(async () => {
 const provider = () =>
 	createAnthropicProvider({ apiKey: API_KEY, baseURL: fake.url.replace(/\/v1$/, ''), model: 'claude-haiku-4-5', backoff: { baseMs: 1, maxMs: 2 }, logger });
 
-function pageRequest(route: string): JsonCompletionRequest {
-	const messages = buildPageMessages({
-		masterPrompt: 'Warm tone.',
-		websiteUrl: 'https://bakery.example',
-		language: 'en-GB',
-		businessDescription: 'A bakery in Lyon.',
-		item: { route, title: `Page ${route}`, priority: 1 },
-		siblings: [],
-	});
-	return { schemaName: PAGE_SCHEMA_NAME, schema: { ...PAGE_SCHEMA }, messages };
-}
-
-const metadata = (job: number, part: number, resubmitOf: string = 'none') => ({
-	pseo_generation_id: String(job),
-	pseo_generation_part: `${job}:${part}`,
-	pseo_id: '7',
-	route_start: '0',
-	route_end: '3',
-	resubmit_of: resubmitOf,
-});
+const metadata = partMetadata;
 
 async function submit(routes: string[], tags = metadata(41, 0)) {
 	const batches = provider();
@@ -67,34 +40,7 @@ async function submit(routes: string[], tags = metadata(41, 0)) {
 	return { batches, input, batch };
 }
 
-async function untilFinal(batches: ReturnType<typeof provider>, id: string): Promise<BatchInfo> {
-	for (let i = 0; i < 10; i++) {
-		const batch = await batches.retrieveBatch(id);
-		if (['completed', 'expired', 'cancelled', 'failed'].includes(batch.status)) return batch;
-	}
-	throw new Error(`batch ${id} did not end`);
-}
-
-async function linesOf(batches: ReturnType<typeof provider>, fileId: string) {
-	const results = [];
-	for await (const line of batches.streamFileLines(fileId)) results.push(batches.parseBatchLine(line));
-	return results;
-}
-
 describe('custom ids', () => {
-	it('carry the metadata in a tag that decodes back, within 64 characters', () => {
-		const tags = { ...metadata(123456789012, 999, '998'), route_start: '9999999', route_end: '10000000' };
-		const tag = encodeTag(tags);
-		const customId = `${tag}p9999999`;
-		expect(customId.length).toBeLessThanOrEqual(64);
-		expect(customId).toMatch(/^[a-zA-Z0-9_-]{1,64}$/);
-		const { pseo_id: _dropped, ...kept } = tags;
-		expect(decodeTag(customId)).toEqual({ metadata: kept, customId: 'p9999999' });
-		expect(decodeTag(`${encodeTag(metadata(5, 0))}p0`)?.metadata['resubmit_of']).toBe('none');
-		expect(decodeTag('p12')).toBeNull();
-		expect(() => encodeTag({ ...tags, pseo_generation_part: '1:2' })).toThrow(TypeError);
-	});
-
 	it('name a line by its position, never by its route', () => {
 		const batches = provider();
 		expect(batches.customIdFor!('/page-1', 4)).toBe('p4');

@@ -1,8 +1,7 @@
-import { createReadStream } from 'node:fs';
-import { createInterface } from 'node:readline';
 import type Anthropic from '@anthropic-ai/sdk';
 import type { Logger } from '../../shared/logger.ts';
-import { removeSpool, spoolLines } from '../batch-spool.ts';
+import { readSpooledInput, removeSpool, spoolBatchInput, spoolPathOf } from '../batch-spool.ts';
+import { decodeTag, encodeTag } from '../batch-tag.ts';
 import { checkId, checkRequest } from '../call-checks.ts';
 import { ProviderCallError } from '../provider-call-error.ts';
 import { classifyError, describeFailure, redact, type ProviderFailure } from '../provider-failure.ts';
@@ -32,18 +31,11 @@ const MAX_REQUESTS = 100_000;
  */
 const MAX_BYTES = 256_000_000;
 const CUSTOM_ID = /^[a-zA-Z0-9_-]{1,64}$/;
-const SPOOL = 'spool:';
 const RESULTS = 'results:';
 const LIST_PAGE_SIZE = 100;
 /** Batches whose tag is remembered: a step's lookups page through the same recent batches again and again. */
 const REMEMBERED_TAGS = 2000;
 
-/** Metadata keys the engine tags a batch with (batch-submit.ts, part-store.ts), all carried by the tag but `pseo_id`. */
-const JOB_KEY = 'pseo_generation_id';
-const PART_KEY = 'pseo_generation_part';
-const NEW_PART = 'none';
-/** `g<job>_p<part>_s<route start>_e<route end>_r<resubmitted part, or n>__`, then the engine's custom id. */
-const TAGGED = /^g(\d{1,15})_p(\d{1,9})_s(\d{1,12})_e(\d{1,12})_r(\d{1,9}|n)__(.+)$/;
 
 export interface AnthropicBatchesOptions {
 	client: Anthropic;
@@ -215,44 +207,25 @@ export function createAnthropicBatches(options: AnthropicBatchesOptions): BatchP
 			return JSON.stringify({ custom_id: customId, params: messageParams(model, maxTokens, request) });
 		},
 
-		async uploadBatchFile(lines: string[] | AsyncIterable<string>, filename: string): Promise<string> {
-			if (typeof filename !== 'string' || filename.trim() === '') {
-				throw new TypeError(`Expected \`filename\` to be a non-empty string, got \`${String(filename)}\` (${typeof filename})`);
-			}
-			// Nothing is sent yet: the requests go in the create's body. Spooled, they are built once and not held in
-			// memory while the engine looks up the part and checks its lease.
-			const spool = await spoolLines(lines);
-			if (spool.bytes === 0) {
-				await removeSpool(spool.path);
-				throw new TypeError('Expected `lines` to hold at least one line, got none');
-			}
-			return `${SPOOL}${spool.path}`;
-		},
+		uploadBatchFile: spoolBatchInput,
 
 		async createBatch(inputFileId: string, metadata: Record<string, string>): Promise<BatchInfo> {
 			checkId('inputFileId', inputFileId);
-			if (!inputFileId.startsWith(SPOOL)) throw new TypeError(`Expected \`inputFileId\` to be a spool of uploadBatchFile, got \`${inputFileId}\``);
-			const file = inputFileId.slice(SPOOL.length);
 			const tag = encodeTag(metadata);
-			let batch: Anthropic.Messages.MessageBatch;
-			try {
-				// The body is built once, whole, as the API takes it: within 256 MB, which the limits keep it under.
+			// The body is built once, whole, as the API takes it: within 256 MB, which the limits keep it under.
+			const batch = await readSpooledInput(inputFileId, async (lines) => {
 				const requests: { custom_id: string; params: Anthropic.Messages.MessageCreateParamsNonStreaming }[] = [];
-				for await (const line of createInterface({ input: createReadStream(file), crlfDelay: Infinity })) {
-					if (line === '') continue;
-					const request = JSON.parse(line) as { custom_id: string; params: Anthropic.Messages.MessageCreateParamsNonStreaming };
+				for await (const line of lines) {
+					const request = line as { custom_id: string; params: Anthropic.Messages.MessageCreateParamsNonStreaming };
 					const customId = `${tag}${request.custom_id}`;
 					if (!CUSTOM_ID.test(customId)) throw new TypeError(`Expected the tagged custom id \`${customId}\` to match ${CUSTOM_ID}`);
 					requests.push({ custom_id: customId, params: request.params });
 				}
-				batch = await withRetries({ op: 'create_batch', mayRetry: onlyRateLimits, logContext: { requests: requests.length } }, async () => ({
+				return withRetries({ op: 'create_batch', mayRetry: onlyRateLimits, logContext: { requests: requests.length } }, async () => ({
 					ok: true as const,
 					value: await client.messages.batches.create({ requests }),
 				}));
-			} finally {
-				// Whatever came of the create, nothing sends this spool again: a later step spools the part anew.
-				await removeSpool(file);
-			}
+			});
 			remember(batch.id, { ...decodeTag(`${tag}x`)!.metadata });
 			return batchInfo(batch);
 		},
@@ -281,8 +254,9 @@ export function createAnthropicBatches(options: AnthropicBatchesOptions): BatchP
 
 		async deleteFile(fileId: string): Promise<void> {
 			checkId('fileId', fileId);
-			if (fileId.startsWith(SPOOL)) {
-				await removeSpool(fileId.slice(SPOOL.length));
+			const spooled = spoolPathOf(fileId);
+			if (spooled !== null) {
+				await removeSpool(spooled);
 				return;
 			}
 			if (!fileId.startsWith(RESULTS)) throw new TypeError(`Expected \`fileId\` to be a spool or the results of a batch, got \`${fileId}\``);
@@ -330,36 +304,6 @@ export function statusOf(batch: Pick<Anthropic.Messages.MessageBatch, 'processin
 		default:
 			return batch.processing_status as BatchStatus;
 	}
-}
-
-/**
- * The tag a create writes at the head of every custom id, from the engine's metadata: compact and reversible, within
- * the 64 characters of a custom id with room for the engine's own id. `pseo_id` is left out: nothing reads it back.
- */
-export function encodeTag(metadata: Record<string, string>): string {
-	const job = metadata[JOB_KEY] ?? '';
-	const [partJob, part] = (metadata[PART_KEY] ?? '').split(':');
-	const start = metadata['route_start'] ?? '';
-	const end = metadata['route_end'] ?? '';
-	const resubmit = metadata['resubmit_of'] ?? '';
-	const digits = /^\d+$/;
-	if (!digits.test(job) || partJob !== job || !digits.test(part ?? '') || !digits.test(start) || !digits.test(end) || (resubmit !== NEW_PART && !digits.test(resubmit))) {
-		throw new TypeError(`Expected batch metadata of a job's part, got \`${JSON.stringify(metadata).slice(0, 200)}\``);
-	}
-	const tag = `g${job}_p${part}_s${start}_e${end}_r${resubmit === NEW_PART ? 'n' : resubmit}__`;
-	if (!TAGGED.test(`${tag}x`)) throw new TypeError(`Expected batch metadata of a job's part, got \`${JSON.stringify(metadata).slice(0, 200)}\``);
-	return tag;
-}
-
-/** The metadata and the engine's custom id of a tagged custom id; null when it carries no tag. */
-export function decodeTag(customId: string): { metadata: Record<string, string>; customId: string } | null {
-	const match = TAGGED.exec(customId);
-	if (!match) return null;
-	const [, job, part, start, end, resubmit, rest] = match as unknown as [string, string, string, string, string, string, string];
-	return {
-		metadata: { [JOB_KEY]: job, [PART_KEY]: `${job}:${part}`, route_start: start, route_end: end, resubmit_of: resubmit === 'n' ? NEW_PART : resubmit },
-		customId: rest,
-	};
 }
 
 function customIdOf(line: string): string | null {

@@ -8,7 +8,8 @@ import { PLAN_CLUSTERS_SCHEMA_NAME, planClustersSchema } from '../../plan/plan-s
 import type { Logger } from '../../shared/logger.ts';
 import { ProviderCallError } from '../provider-call-error.ts';
 import type { JsonCompletionRequest, ReportedUsage } from '../types.ts';
-import { createGoogleProvider, readGeminiContent, readGeminiUsage } from './google-provider.ts';
+import { createGoogleProvider } from './google-provider.ts';
+import { readGeminiContent, readGeminiUsage } from './google-message.ts';
 import type { GoogleProviderOptions } from './google-provider.ts';
 
 const API_KEY = 'AIzaSy-test-0123456789-SECRET';

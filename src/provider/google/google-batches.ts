@@ -1,0 +1,265 @@
+import type { BatchJob, GoogleGenAI, InlinedRequest } from '@google/genai';
+import { allOf, firstOf } from '../batch-lookups.ts';
+import { readSpooledInput, removeSpool, spoolBatchInput, spoolPathOf } from '../batch-spool.ts';
+import { decodeTag, encodeTag } from '../batch-tag.ts';
+import { checkId, checkRequest } from '../call-checks.ts';
+import { ProviderCallError } from '../provider-call-error.ts';
+import { describeFailure, redact, type ProviderFailure } from '../provider-failure.ts';
+import type { RetryContext, Attempt } from '../retry-policy.ts';
+import type { BatchInfo, BatchLineResult, BatchProvider, BatchStatus, JsonCompletionRequest, ProviderFile } from '../types.ts';
+import { classifyGoogleError } from './google-failure.ts';
+import { generateParams, readGeminiContent, readGeminiUsage, type GenerateParams } from './google-message.ts';
+
+/*
+ * The Gemini Batch API behind the engine's batch operations (types.ts `BatchProvider`), with inline requests. It
+ * differs from OpenAI's Batch API in ways the engine does not see:
+ * - there are no files: the requests go in the create's body (at most 20 MB). The engine's "upload" spools them to a
+ *   local file, `spool:<path>`, which the create reads and removes;
+ * - a batch has no metadata, but it has a display name, which every list shows: the create writes the engine's tag
+ *   there (batch-tag.ts), and the lookups by metadata read it back, running batches included. So a create whose
+ *   answer was lost is adopted as OpenAI's is;
+ * - a request is named by `metadata.key`, which holds the engine's custom id (the route);
+ * - the results come inline, in the batch itself once it has ended, which the engine sees as the batch's output file
+ *   `results:<batch name>`; deleting that file deletes the batch.
+ */
+
+/**
+ * What one batch of inline requests may hold: 20 MB of request body. The engine counts the bytes of each request as
+ * it builds it; the SDK then wraps each in its envelope (the key in `metadata`, the system instruction in parts,
+ * under 100 bytes more), so 19,000,000 leaves room for the envelopes of the largest realistic part. No request
+ * count is documented: the size binds first.
+ */
+const MAX_BYTES = 19_000_000;
+const MAX_REQUESTS = 100_000;
+const RESULTS = 'results:';
+/** The display name of a part's batch: the engine's tag, then this. */
+const NAME_SUFFIX = 'pseo';
+const LIST_PAGE_SIZE = 100;
+
+/** One spooled request: the engine's custom id and the `generateContent` call it stands for. */
+interface BatchLine {
+	key: string;
+	request: GenerateParams;
+}
+
+export interface GoogleBatchesOptions {
+	client: GoogleGenAI;
+	withRetries: <T>(context: RetryContext, attempt: () => Promise<Attempt<T>>) => Promise<T>;
+	model: string;
+	maxTokens: number;
+	maxRetryAfterMs: number;
+	secrets: readonly string[];
+	/** How many recent batches a lookup by metadata looks at, newest first. Default 1000. */
+	maxBatchScan?: number;
+}
+
+/**
+ * The batch operations of the Google provider, on the chat provider's client and retry policy.
+ *
+ * A lookup by metadata pages through the key's batches as the API lists them, which this module takes to be newest
+ * first as at OpenAI and Anthropic, and looks at `maxBatchScan` of them at most.
+ */
+export function createGoogleBatches(options: GoogleBatchesOptions): BatchProvider {
+	const { client, withRetries, model, maxTokens, maxRetryAfterMs, secrets } = options;
+	const maxBatchScan = options.maxBatchScan ?? 1000;
+	const onlyRateLimits = (failure: ProviderFailure) => failure.reason === 'rate_limited';
+
+	/** One SDK call under the shared policy; this SDK's errors are classified here, as the chat call's are. */
+	function call<T>(context: RetryContext, run: () => Promise<T>): Promise<T> {
+		return withRetries<T>(context, async () => {
+			try {
+				return { ok: true, value: await run() };
+			} catch (error) {
+				return { ok: false, failure: classifyGoogleError(error, secrets, false, maxRetryAfterMs) };
+			}
+		});
+	}
+
+	async function* batchesTagged(key: string, value: string): AsyncGenerator<BatchInfo> {
+		checkId('key', key);
+		if (typeof value !== 'string') throw new TypeError(`Expected \`value\` to be a string, got \`${String(value)}\` (${typeof value})`);
+		let pageToken: string | undefined;
+		let scanned = 0;
+		while (scanned < maxBatchScan) {
+			const pageSize = Math.min(LIST_PAGE_SIZE, maxBatchScan - scanned);
+			const pager = await call({ op: 'list_batches', logContext: { pageToken } }, () => client.batches.list({ config: { pageSize, ...(pageToken !== undefined ? { pageToken } : {}) } }));
+			const page = pager.page.slice(0, pageSize);
+			for (const batch of page) {
+				if (tagOf(batch)?.[key] === value) yield batchInfo(batch);
+			}
+			scanned += page.length;
+			const next = (pager.params.config as { pageToken?: unknown } | undefined)?.pageToken;
+			if (page.length === 0 || typeof next !== 'string' || next === '') break;
+			pageToken = next;
+		}
+	}
+
+	async function retrieve(name: string): Promise<BatchJob> {
+		return call({ op: 'retrieve_batch', logContext: { batchId: name } }, () => client.batches.get({ name }));
+	}
+
+	/** The results of an ended batch, one JSON line each: `{ key, response }` or `{ key, error }`. */
+	async function* resultLines(name: string): AsyncGenerator<string> {
+		const batch = await call({ op: 'file_content', logContext: { batchId: name } }, () => client.batches.get({ name }));
+		for (const item of batch.dest?.inlinedResponses ?? []) {
+			const key = typeof item.metadata?.['key'] === 'string' ? item.metadata['key'] : null;
+			yield JSON.stringify({ key, ...(item.response ? { response: item.response } : {}), ...(item.error ? { error: item.error } : {}) });
+		}
+	}
+
+	function parseLine(line: string): BatchLineResult {
+		let parsed: unknown;
+		try {
+			parsed = JSON.parse(line);
+		} catch {
+			return { customId: null, ok: false, error: 'Unreadable line in the batch results' };
+		}
+		if (!isRecord(parsed)) return { customId: null, ok: false, error: 'Unreadable line in the batch results' };
+		const customId = typeof parsed['key'] === 'string' && parsed['key'] !== '' ? parsed['key'] : null;
+		if (isRecord(parsed['response'])) {
+			// Billed whether or not the answer is usable.
+			const usage = readGeminiUsage(parsed['response']['usageMetadata']);
+			const content = readGeminiContent(parsed['response'], secrets);
+			if (customId === null) return { customId, ok: false, error: 'Batch result has no key', usage };
+			if (!content.ok) return { customId, ok: false, error: describeFailure(content.failure, 1), usage };
+			return { customId, ok: true, content: content.value, usage };
+		}
+		const error = isRecord(parsed['error']) ? parsed['error'] : {};
+		const code = typeof error['status'] === 'string' ? error['status'] : typeof error['code'] === 'number' ? String(error['code']) : null;
+		const message = typeof error['message'] === 'string' ? redact(error['message'], secrets) : '';
+		return { customId, ok: false, error: `Batch request failed${code ? ` (${code})` : ''}${message ? `: ${message}` : ''}`, code };
+	}
+
+	return {
+		limits: { maxRequests: MAX_REQUESTS, maxBytes: MAX_BYTES },
+
+		buildBatchLine(customId: string, request: JsonCompletionRequest): string {
+			checkId('customId', customId);
+			checkRequest(request);
+			const line: BatchLine = { key: customId, request: generateParams(maxTokens, request) };
+			return JSON.stringify(line);
+		},
+
+		uploadBatchFile: spoolBatchInput,
+
+		async createBatch(inputFileId: string, metadata: Record<string, string>): Promise<BatchInfo> {
+			checkId('inputFileId', inputFileId);
+			const displayName = `${encodeTag(metadata)}${NAME_SUFFIX}`;
+			// The body is built once, whole, as the API takes it: within 20 MB, which the limits keep it under.
+			const batch = await readSpooledInput(inputFileId, async (lines) => {
+				const src: InlinedRequest[] = [];
+				for await (const line of lines) {
+					const { key, request } = line as BatchLine;
+					src.push({ contents: request.contents, config: request.config, metadata: { key } });
+				}
+				return call({ op: 'create_batch', mayRetry: onlyRateLimits, logContext: { requests: src.length } }, () =>
+					client.batches.create({ model, src, config: { displayName } }),
+				);
+			});
+			return batchInfo(batch);
+		},
+
+		findBatchByMetadata: (key: string, value: string) => firstOf(batchesTagged(key, value)),
+
+		findBatchesByMetadata: (key: string, value: string) => allOf(batchesTagged(key, value)),
+
+		async retrieveBatch(id: string): Promise<BatchInfo> {
+			checkId('id', id);
+			return batchInfo(await retrieve(id));
+		},
+
+		async cancelBatch(id: string): Promise<BatchInfo> {
+			checkId('id', id);
+			await call({ op: 'cancel_batch', logContext: { batchId: id } }, () => client.batches.cancel({ name: id }));
+			return batchInfo(await retrieve(id));
+		},
+
+		async deleteFile(fileId: string): Promise<void> {
+			checkId('fileId', fileId);
+			const spooled = spoolPathOf(fileId);
+			if (spooled !== null) {
+				await removeSpool(spooled);
+				return;
+			}
+			if (!fileId.startsWith(RESULTS)) throw new TypeError(`Expected \`fileId\` to be a spool or the results of a batch, got \`${fileId}\``);
+			const name = fileId.slice(RESULTS.length);
+			try {
+				// Retried only after a 429, as every provider's delete: tidying up should not wait out an outage.
+				await call({ op: 'delete_file', mayRetry: onlyRateLimits, logContext: { batchId: name } }, () => client.batches.delete({ name }));
+			} catch (error) {
+				// Already gone: what was asked for holds.
+				if (!(error instanceof ProviderCallError && error.status === 404)) throw error;
+			}
+		},
+
+		// An input leaves nothing at Google; the results go with their batch.
+		async *listBatchFiles(): AsyncGenerator<ProviderFile> {},
+
+		streamFileLines(fileId: string): AsyncIterable<string> {
+			checkId('fileId', fileId);
+			if (!fileId.startsWith(RESULTS)) throw new TypeError(`Expected \`fileId\` to be the results of a batch, got \`${fileId}\``);
+			return resultLines(fileId.slice(RESULTS.length));
+		},
+
+		parseBatchLine: parseLine,
+	};
+}
+
+/** A batch as the engine knows it. Its requests' outcomes are counted from its results, which the SDK passes on. */
+function batchInfo(batch: BatchJob): BatchInfo {
+	const status = statusOf(batch.state);
+	const responses = batch.dest?.inlinedResponses ?? [];
+	const failed = responses.filter((item) => !item.response).length;
+	return {
+		id: batch.name ?? '',
+		status,
+		inputFileId: null,
+		outputFileId: FINAL.has(status) && batch.name ? `${RESULTS}${batch.name}` : null,
+		errorFileId: null,
+		requestCounts: { total: responses.length, completed: responses.length - failed, failed },
+		metadata: tagOf(batch) ?? {},
+		errors: batch.error?.message ? [{ code: batch.error.code === undefined ? null : String(batch.error.code), message: batch.error.message.slice(0, 500), line: null }] : [],
+		createdAt: secondsOf(batch.createTime),
+	};
+}
+
+const FINAL: ReadonlySet<BatchStatus> = new Set(['completed', 'expired', 'cancelled', 'failed']);
+
+/** The engine's tag of a batch, read from its display name; null when it has none of ours. */
+function tagOf(batch: BatchJob): Record<string, string> | null {
+	const decoded = typeof batch.displayName === 'string' ? decodeTag(batch.displayName) : null;
+	return decoded && decoded.customId === NAME_SUFFIX ? decoded.metadata : null;
+}
+
+/** A batch's state as the engine knows them; the SDK reads the API's `BATCH_STATE_*` as `JOB_STATE_*`. */
+export function statusOf(state: string | undefined): BatchStatus {
+	switch (state) {
+		case 'JOB_STATE_PENDING':
+		case 'JOB_STATE_QUEUED':
+			return 'validating';
+		case 'JOB_STATE_RUNNING':
+			return 'in_progress';
+		case 'JOB_STATE_SUCCEEDED':
+		case 'JOB_STATE_PARTIALLY_SUCCEEDED':
+			return 'completed';
+		case 'JOB_STATE_CANCELLING':
+			return 'cancelling';
+		case 'JOB_STATE_CANCELLED':
+			return 'cancelled';
+		case 'JOB_STATE_EXPIRED':
+			return 'expired';
+		case 'JOB_STATE_FAILED':
+			return 'failed';
+		default:
+			return (state ?? 'validating') as BatchStatus;
+	}
+}
+
+function secondsOf(timestamp: string | undefined): number | null {
+	const ms = timestamp === undefined ? Number.NaN : Date.parse(timestamp);
+	return Number.isNaN(ms) ? null : Math.floor(ms / 1000);
+}
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+	return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
