@@ -1,7 +1,9 @@
-import { describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startFakeProvider, type FakeProvider } from '../../test/support/fake-provider/server.ts';
 import { readConfig } from '../config/config.ts';
 import type { Logger } from '../shared/logger.ts';
 import type { AiSettings } from './ai-settings.ts';
+import { hasBatchApi, type GenerationProvider } from './generation-provider.ts';
 import { createProviderSource } from './provider-source.ts';
 
 const quiet: Logger = { debug: () => {}, info: () => {}, warn: () => {}, error: () => {} };
@@ -106,3 +108,55 @@ describe('provider source', () => {
 		expect((await source.choose({ model: 'mistral' })).refused).toMatch(/not allowed for OpenAI-compatible server/);
 	});
 });
+
+describe('an OpenAI-compatible server without the Batch API', () => {
+	let fake: FakeProvider;
+	beforeAll(async () => {
+		fake = await startFakeProvider();
+	});
+	afterAll(async () => {
+		await fake.close();
+	});
+	const server = (): AiSettings => ({ ...none, compatible: { baseUrl: fake.url, apiKey: 'gateway-key', name: 'local', headers: {}, models: ['llama-3.3'] } });
+	const probes = () => fake.requests.filter((entry) => entry.method === 'GET' && entry.path === '/v1/batches').length;
+
+	it('runs its bulk jobs page by page, asking the server once', async () => {
+		fake.reset();
+		fake.configure({ noBatchApi: true });
+		const lines: unknown[] = [];
+		const source = createProviderSource(readConfig({}), { ...quiet, info: (fields: unknown, message?: unknown) => lines.push([fields, message]) }, settingsStore(server()).read);
+		const provider = await source.current();
+		expect('unavailable' in provider).toBe(false);
+		expect(hasBatchApi(provider as GenerationProvider)).toBe(false);
+		expect(await source.current()).toBe(provider);
+		expect((await source.catalog()).providers.find((entry) => entry.provider === 'openai_compatible')).toMatchObject({ name: 'local', bulk: 'page_by_page' });
+		expect(probes()).toBe(1);
+		expect(lines).toContainEqual([{ provider: 'openai_compatible' }, expect.stringMatching(/has no Batch API/)]);
+		// Its pages run through chat completions as ever.
+		const page = await (provider as GenerationProvider).completeJson({ schemaName: 'page', schema: { type: 'object', properties: {}, required: [], additionalProperties: false }, messages: [{ role: 'user', content: 'hi' }] });
+		expect(typeof page).toBe('object');
+	});
+
+	it('runs them through the Batch API when the server answers it, and asks again when the server gave no answer', async () => {
+		fake.reset();
+		const source = createProviderSource(readConfig({}), quiet, settingsStore(server()).read);
+		const provider = await source.current();
+		expect(hasBatchApi(provider as GenerationProvider)).toBe(true);
+		expect((await source.catalog()).providers.find((entry) => entry.provider === 'openai_compatible')?.bulk).toBe('batch');
+		expect(probes()).toBe(1);
+
+		// A server down answers nothing: the Batch API is assumed, and the question asked again.
+		const down = createProviderSource(readConfig({}), quiet, settingsStore(compatible('k')).read);
+		expect(hasBatchApi((await down.current()) as GenerationProvider)).toBe(true);
+		expect(hasBatchApi((await down.current()) as GenerationProvider)).toBe(true);
+	});
+
+	it('is not asked under PSEO_BULK_MODE=concurrent', async () => {
+		fake.reset();
+		const source = createProviderSource(readConfig({ PSEO_BULK_MODE: 'concurrent' }), quiet, settingsStore(server()).read);
+		await source.current();
+		expect((await source.catalog()).providers.find((entry) => entry.provider === 'openai_compatible')?.bulk).toBe('page_by_page');
+		expect(probes()).toBe(0);
+	});
+});
+

@@ -5,6 +5,7 @@ import { DEFAULT_MODELS, isProviderKind, PROVIDER_KINDS, PROVIDER_NAMES, type Pr
 import type { AiSettings } from './ai-settings.ts';
 import { createAnthropicProvider } from './anthropic/anthropic-provider.ts';
 import type { GenerationProvider } from './generation-provider.ts';
+import type { BatchApiProbe, JsonProvider, OpenAiProvider } from './types.ts';
 import { createOpenAiProvider } from './openai/openai-provider.ts';
 import { createGoogleProvider } from './google/google-provider.ts';
 
@@ -175,7 +176,42 @@ export function createProviderSource(config: PseoConfig, logger: Logger, readSet
 		return client;
 	};
 
-	const bulkOf = (kind: ProviderKind): CatalogEntry['bulk'] => (config.bulkMode === 'batch' ? 'batch' : 'page_by_page');
+	/*
+	 * An OpenAI-compatible server may have no Batch API (Ollama, vLLM answer 404): its bulk jobs then run page by page.
+	 * Each client asks its server once; an answer that decides is kept, anything else (the server down, a refused
+	 * key) is asked again at the next call, and meanwhile the Batch API is assumed, as it was before the question.
+	 */
+	const probes = new WeakMap<GenerationProvider, Promise<BatchApiProbe>>();
+	const chatOnly = new WeakMap<GenerationProvider, JsonProvider>();
+	const batchApiOf = (client: GenerationProvider): Promise<BatchApiProbe> => {
+		const probe = (client as Partial<OpenAiProvider>).probeBatchApi;
+		if (!probe) return Promise.resolve('available');
+		let answer = probes.get(client);
+		if (!answer) {
+			answer = probe.call(client).then((found) => {
+				if (found === 'unknown') probes.delete(client);
+				else if (found === 'missing') logger.info({ provider: 'openai_compatible' }, 'pseo-automation: the OpenAI-compatible server has no Batch API; its bulk jobs run page by page');
+				return found;
+			});
+			probes.set(client, answer);
+		}
+		return answer;
+	};
+	/** The client a call runs with: without its batch operations when its server has no Batch API. */
+	const withBatchApiOf = async (kind: ProviderKind, client: GenerationProvider): Promise<GenerationProvider> => {
+		if (kind !== 'openai_compatible' || config.bulkMode !== 'batch' || (await batchApiOf(client)) !== 'missing') return client;
+		let view = chatOnly.get(client);
+		if (!view) {
+			view = { completeJson: (request) => client.completeJson(request) };
+			chatOnly.set(client, view);
+		}
+		return view;
+	};
+	const bulkOf = async (kind: ProviderKind, chosen: ProviderPlan & { credentials: Credentials | null }): Promise<CatalogEntry['bulk']> => {
+		if (config.bulkMode !== 'batch') return 'page_by_page';
+		if (kind !== 'openai_compatible' || !chosen.credentials) return 'batch';
+		return (await batchApiOf(clientFor(kind, chosen.model, chosen.credentials))) === 'missing' ? 'page_by_page' : 'batch';
+	};
 
 	return {
 		origin: Object.keys(fromEnvironment).length > 0 ? 'environment' : 'directus-settings',
@@ -192,7 +228,7 @@ export function createProviderSource(config: PseoConfig, logger: Logger, readSet
 					origin: chosen.origin,
 					models: allowed,
 					default_model: chosen.model,
-					bulk: bulkOf(kind),
+					bulk: await bulkOf(kind, chosen),
 				});
 			}
 			return { default: { provider: fallback.kind, model: fallback.model }, providers };
@@ -207,7 +243,7 @@ export function createProviderSource(config: PseoConfig, logger: Logger, readSet
 			if (!credentials) {
 				return { unavailable: wish?.provider && isProviderKind(wish.provider) && kind !== 'openai' ? `${PROVIDER_NAMES[kind]} is not configured: add its key in Settings → AI. The tokens were refunded.` : NOT_CONFIGURED };
 			}
-			return clientFor(kind, model, credentials);
+			return withBatchApiOf(kind, clientFor(kind, model, credentials));
 		},
 		invalidate() {
 			read = null;

@@ -135,5 +135,11 @@ export interface BatchProvider {
 	parseBatchLine(line: string): BatchLineResult;
 }
 
+/** Whether a server answers the Batch API: `unknown` when it gave no answer that decides (down, a refused key). */
+export type BatchApiProbe = 'available' | 'missing' | 'unknown';
+
 /** An OpenAI-compatible provider with chat completions and the Batch API. */
-export interface OpenAiProvider extends JsonProvider, BatchProvider {}
+export interface OpenAiProvider extends JsonProvider, BatchProvider {
+	/** Asks the server for its batches (`GET /batches?limit=1`), once: a server without the route says `missing`. */
+	probeBatchApi(): Promise<BatchApiProbe>;
+}

@@ -14,7 +14,7 @@ import { classifyError, redact, toCallError } from '../provider-failure.ts';
 import type { ProviderFailure } from '../provider-failure.ts';
 import { parseBatchOutputLine } from './batch-lines.ts';
 import { readCompletionContent } from './read-completion.ts';
-import { readUsage, type BatchInfo, type BatchStatus, type JsonCompletionRequest, type OpenAiProvider, type ProviderFile } from '../types.ts';
+import { readUsage, type BatchInfo, type BatchStatus, type JsonCompletionRequest, type OpenAiProvider, type ProviderFile, type BatchApiProbe } from '../types.ts';
 import { allOf, firstOf } from '../batch-lookups.ts';
 
 export interface OpenAiProviderOptions {
@@ -44,6 +44,9 @@ export interface OpenAiProviderOptions {
 const CHAT_ENDPOINT = '/v1/chat/completions';
 const LIST_PAGE_SIZE = 100;
 const MISSING_KEY: ProviderFailure = { reason: 'missing_api_key', retryable: false };
+/** What a server without a route answers: not found, method not allowed, not implemented. */
+const NO_ROUTE = new Set([404, 405, 501]);
+const PROBE_TIMEOUT_MS = 10_000;
 
 /**
  * An OpenAI-compatible provider on the official SDK with the SDK's own retries switched off (`maxRetries: 0`),
@@ -137,6 +140,17 @@ export function createOpenAiProvider(options: OpenAiProviderOptions): OpenAiProv
 	}
 
 	return {
+		async probeBatchApi(): Promise<BatchApiProbe> {
+			const api = requireClient();
+			try {
+				// One attempt, no retries: an answer decides, anything else is asked again at the next call.
+				await api.batches.list({ limit: 1 }, { timeout: PROBE_TIMEOUT_MS });
+				return 'available';
+			} catch (error) {
+				return error instanceof OpenAI.APIError && NO_ROUTE.has(error.status ?? 0) ? 'missing' : 'unknown';
+			}
+		},
+
 		async completeJson<T = unknown>(request: JsonCompletionRequest): Promise<T> {
 			const body = chatBody(request);
 			const api = requireClient();

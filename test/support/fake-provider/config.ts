@@ -57,6 +57,11 @@ export interface FakeConfig {
 	holdBatchCreates: boolean;
 	/** `DELETE /v1/files/:id` answers 403, as for an API key allowed to read files but not to delete them. Default false. */
 	refuseFileDeletes: boolean;
+	/**
+	 * `/v1/files` and `/v1/batches` answer 404, as an OpenAI-compatible server without the Batch API (Ollama, vLLM)
+	 * does. Default false.
+	 */
+	noBatchApi: boolean;
 	/** Uploads are stamped this many seconds in the past (`created_at`), as files uploaded a while ago. Default 0. */
 	uploadAgeS: number;
 	/**
@@ -113,6 +118,7 @@ export function defaultConfig(): FakeConfig {
 		holdFileAfterLines: null,
 		holdBatchCreates: false,
 		refuseFileDeletes: false,
+		noBatchApi: false,
 		uploadAgeS: 0,
 		refuseBatchCreates: null,
 		chatErrorsForTask: {},
@@ -209,6 +215,7 @@ const PARSERS: { [K in keyof FakeConfig]: Parser } = {
 	holdFileAfterLines: (v) => (v === null ? null : nonNegativeInteger('holdFileAfterLines', v)),
 	holdBatchCreates: (v) => boolean('holdBatchCreates', v),
 	refuseFileDeletes: (v) => boolean('refuseFileDeletes', v),
+	noBatchApi: (v) => boolean('noBatchApi', v),
 	uploadAgeS: (v) => nonNegativeInteger('uploadAgeS', v),
 	refuseBatchCreates: (v) => (v === null ? null : httpStatus('refuseBatchCreates', v, 400)),
 	chatErrorsForTask: (v) => {

@@ -386,7 +386,7 @@ class FakeProviderServer implements FakeProvider {
 					break;
 				}
 			}
-			if (!route) throw notFound(method, path);
+			if (!route || (this.#config.noBatchApi && /^\/v1\/(files|batches)(\/|$)/.test(path))) throw notFound(method, path);
 			// Without a key the Gemini API answers 403: it takes the caller for an unregistered one, not a bad key.
 			if (google && googleKeyOf(req, url.searchParams) === null) throw new HttpError(403, apiError(MISSING_KEY_MESSAGE));
 			if (isApi && !google && !isAuthorized(req, anthropic)) {
