@@ -133,18 +133,8 @@ describe('message batches', () => {
 		await fresh.deleteFile(`results:${batch.id}`); // already gone
 		expect(await fresh.findBatchByMetadata('pseo_generation_part', '41:0')).toBeNull();
 		await expect(fresh.retrieveBatch(batch.id)).rejects.toMatchObject({ status: 404 });
-	});
-
-	it('a spool no batch will run is removed by deleteFile; nothing is listed as a provider file', async () => {
-		const batches = provider();
-		const input = await batches.uploadBatchFile([batches.buildBatchLine('p0', pageRequest('/a'))], 'pseo-generation-1-part-0.jsonl');
-		expect(existsSync(input.slice('spool:'.length))).toBe(true);
-		await batches.deleteFile(input);
-		expect(existsSync(input.slice('spool:'.length))).toBe(false);
-		const files = [];
-		for await (const file of batches.listBatchFiles()) files.push(file);
-		expect(files).toEqual([]);
-		await expect(batches.deleteFile('file-abc')).rejects.toThrow(TypeError);
+		// The 404 was logged, without the key.
+		expect(logged.length).toBeGreaterThan(0);
 		expect(JSON.stringify(logged)).not.toContain(API_KEY);
 	});
 });

@@ -1,12 +1,13 @@
 import type Anthropic from '@anthropic-ai/sdk';
 import type { Logger } from '../../shared/logger.ts';
-import { readSpooledInput, removeSpool, spoolBatchInput, spoolPathOf } from '../batch-spool.ts';
+import { readSpooledInput } from '../batch-spool.ts';
+import { inlineBatchFiles, isRecord, resultObject, resultsFileOf, UNREADABLE_LINE } from '../inline-batch-files.ts';
 import { decodeTag, encodeTag } from '../batch-tag.ts';
 import { checkId, checkRequest } from '../call-checks.ts';
 import { ProviderCallError } from '../provider-call-error.ts';
 import { classifyError, describeFailure, redact, type ProviderFailure } from '../provider-failure.ts';
 import type { RetryContext, Attempt } from '../retry-policy.ts';
-import type { BatchInfo, BatchLineResult, BatchProvider, BatchStatus, JsonCompletionRequest, ProviderFile } from '../types.ts';
+import type { BatchInfo, BatchLineResult, BatchProvider, BatchStatus, JsonCompletionRequest } from '../types.ts';
 import { messageParams, readMessageContent, readMessageUsage } from './anthropic-message.ts';
 import { allOf, firstOf } from '../batch-lookups.ts';
 
@@ -31,7 +32,6 @@ const MAX_REQUESTS = 100_000;
  */
 const MAX_BYTES = 256_000_000;
 const CUSTOM_ID = /^[a-zA-Z0-9_-]{1,64}$/;
-const RESULTS = 'results:';
 const LIST_PAGE_SIZE = 100;
 /** Batches whose tag is remembered: a step's lookups page through the same recent batches again and again. */
 const REMEMBERED_TAGS = 2000;
@@ -76,7 +76,7 @@ export function createAnthropicBatches(options: AnthropicBatchesOptions): BatchP
 			id: batch.id,
 			status: statusOf(batch),
 			inputFileId: null,
-			outputFileId: ended ? `${RESULTS}${batch.id}` : null,
+			outputFileId: ended ? resultsFileOf(batch.id) : null,
 			errorFileId: null,
 			requestCounts: {
 				total: counts.processing + counts.succeeded + counts.errored + counts.canceled + counts.expired,
@@ -154,13 +154,8 @@ export function createAnthropicBatches(options: AnthropicBatchesOptions): BatchP
 	}
 
 	function parseLine(line: string): BatchLineResult {
-		let parsed: unknown;
-		try {
-			parsed = JSON.parse(line);
-		} catch {
-			return { customId: null, ok: false, error: 'Unreadable line in the batch results' };
-		}
-		if (!isRecord(parsed)) return { customId: null, ok: false, error: 'Unreadable line in the batch results' };
+		const parsed = resultObject(line);
+		if (!parsed) return { ...UNREADABLE_LINE };
 		const raw = typeof parsed['custom_id'] === 'string' ? parsed['custom_id'] : '';
 		const customId = raw === '' ? null : (decodeTag(raw)?.customId ?? raw);
 		const result = isRecord(parsed['result']) ? parsed['result'] : {};
@@ -191,6 +186,17 @@ export function createAnthropicBatches(options: AnthropicBatchesOptions): BatchP
 	}
 
 	return {
+		...inlineBatchFiles({
+			resultLines,
+			async deleteBatch(batchId) {
+				// Retried only after a 429, as every provider's delete: tidying up should not wait out an outage.
+				await withRetries({ op: 'delete_file', mayRetry: onlyRateLimits, logContext: { batchId } }, async () => ({
+					ok: true as const,
+					value: await client.messages.batches.delete(batchId),
+				}));
+				tags.delete(batchId);
+			},
+		}),
 		twinsFoundOnceEnded: true,
 		limits: { maxRequests: MAX_REQUESTS, maxBytes: MAX_BYTES },
 
@@ -206,8 +212,6 @@ export function createAnthropicBatches(options: AnthropicBatchesOptions): BatchP
 			checkRequest(request);
 			return JSON.stringify({ custom_id: customId, params: messageParams(model, maxTokens, request) });
 		},
-
-		uploadBatchFile: spoolBatchInput,
 
 		async createBatch(inputFileId: string, metadata: Record<string, string>): Promise<BatchInfo> {
 			checkId('inputFileId', inputFileId);
@@ -252,37 +256,6 @@ export function createAnthropicBatches(options: AnthropicBatchesOptions): BatchP
 			return batchInfo(batch);
 		},
 
-		async deleteFile(fileId: string): Promise<void> {
-			checkId('fileId', fileId);
-			const spooled = spoolPathOf(fileId);
-			if (spooled !== null) {
-				await removeSpool(spooled);
-				return;
-			}
-			if (!fileId.startsWith(RESULTS)) throw new TypeError(`Expected \`fileId\` to be a spool or the results of a batch, got \`${fileId}\``);
-			const batchId = fileId.slice(RESULTS.length);
-			try {
-				// Retried only after a 429, as every provider's delete: tidying up should not wait out an outage.
-				await withRetries({ op: 'delete_file', mayRetry: onlyRateLimits, logContext: { batchId } }, async () => ({
-					ok: true as const,
-					value: await client.messages.batches.delete(batchId),
-				}));
-			} catch (error) {
-				// Already gone: what was asked for holds.
-				if (!(error instanceof ProviderCallError && error.status === 404)) throw error;
-			}
-			tags.delete(batchId);
-		},
-
-		// An input leaves nothing at Anthropic; the results go with their batch.
-		async *listBatchFiles(): AsyncGenerator<ProviderFile> {},
-
-		streamFileLines(fileId: string): AsyncIterable<string> {
-			checkId('fileId', fileId);
-			if (!fileId.startsWith(RESULTS)) throw new TypeError(`Expected \`fileId\` to be the results of a batch, got \`${fileId}\``);
-			return resultLines(fileId.slice(RESULTS.length));
-		},
-
 		parseBatchLine: parseLine,
 	};
 }
@@ -307,19 +280,11 @@ export function statusOf(batch: Pick<Anthropic.Messages.MessageBatch, 'processin
 }
 
 function customIdOf(line: string): string | null {
-	try {
-		const parsed: unknown = JSON.parse(line);
-		return isRecord(parsed) && typeof parsed['custom_id'] === 'string' ? parsed['custom_id'] : null;
-	} catch {
-		return null;
-	}
+	const customId = resultObject(line)?.['custom_id'];
+	return typeof customId === 'string' ? customId : null;
 }
 
 function secondsOf(timestamp: string): number | null {
 	const ms = Date.parse(timestamp);
 	return Number.isNaN(ms) ? null : Math.floor(ms / 1000);
-}
-
-function isRecord(value: unknown): value is Record<string, unknown> {
-	return typeof value === 'object' && value !== null && !Array.isArray(value);
 }

@@ -159,18 +159,8 @@ describe('Gemini batches', () => {
 		fake.configure({ refuseBatchCreates: 400 });
 		await expect(submit(['/a'])).rejects.toMatchObject({ status: 400, reason: 'bad_request' });
 		expect(creates()).toHaveLength(1);
-	});
-
-	it('a spool no batch will run is removed by deleteFile; nothing is listed as a provider file', async () => {
-		const batches = provider();
-		const input = await batches.uploadBatchFile([batches.buildBatchLine('/a', pageRequest('/a'))], 'pseo-generation-1-part-0.jsonl');
-		expect(existsSync(input.slice('spool:'.length))).toBe(true);
-		await batches.deleteFile(input);
-		expect(existsSync(input.slice('spool:'.length))).toBe(false);
-		const files = [];
-		for await (const file of batches.listBatchFiles()) files.push(file);
-		expect(files).toEqual([]);
-		await expect(batches.deleteFile('files/abc')).rejects.toThrow(TypeError);
+		// The failure was logged, without the key.
+		expect(logger.lines.length).toBeGreaterThan(0);
 		expect(JSON.stringify(logger.lines)).not.toContain(API_KEY);
 	});
 });

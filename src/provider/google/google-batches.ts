@@ -1,12 +1,12 @@
 import type { BatchJob, GoogleGenAI, InlinedRequest } from '@google/genai';
 import { allOf, firstOf } from '../batch-lookups.ts';
-import { readSpooledInput, removeSpool, spoolBatchInput, spoolPathOf } from '../batch-spool.ts';
+import { readSpooledInput } from '../batch-spool.ts';
+import { inlineBatchFiles, isRecord, resultObject, resultsFileOf, UNREADABLE_LINE } from '../inline-batch-files.ts';
 import { decodeTag, encodeTag } from '../batch-tag.ts';
 import { checkId, checkRequest } from '../call-checks.ts';
-import { ProviderCallError } from '../provider-call-error.ts';
 import { describeFailure, redact, type ProviderFailure } from '../provider-failure.ts';
 import type { RetryContext, Attempt } from '../retry-policy.ts';
-import type { BatchInfo, BatchLineResult, BatchProvider, BatchStatus, JsonCompletionRequest, ProviderFile } from '../types.ts';
+import type { BatchInfo, BatchLineResult, BatchProvider, BatchStatus, JsonCompletionRequest } from '../types.ts';
 import { classifyGoogleError } from './google-failure.ts';
 import { generateParams, readGeminiContent, readGeminiUsage, type GenerateParams } from './google-message.ts';
 
@@ -31,7 +31,6 @@ import { generateParams, readGeminiContent, readGeminiUsage, type GenerateParams
  */
 const MAX_BYTES = 19_000_000;
 const MAX_REQUESTS = 100_000;
-const RESULTS = 'results:';
 /** The display name of a part's batch: the engine's tag, then this. */
 const NAME_SUFFIX = 'pseo';
 const LIST_PAGE_SIZE = 100;
@@ -108,13 +107,8 @@ export function createGoogleBatches(options: GoogleBatchesOptions): BatchProvide
 	}
 
 	function parseLine(line: string): BatchLineResult {
-		let parsed: unknown;
-		try {
-			parsed = JSON.parse(line);
-		} catch {
-			return { customId: null, ok: false, error: 'Unreadable line in the batch results' };
-		}
-		if (!isRecord(parsed)) return { customId: null, ok: false, error: 'Unreadable line in the batch results' };
+		const parsed = resultObject(line);
+		if (!parsed) return { ...UNREADABLE_LINE };
 		const customId = typeof parsed['key'] === 'string' && parsed['key'] !== '' ? parsed['key'] : null;
 		if (isRecord(parsed['response'])) {
 			// Billed whether or not the answer is usable.
@@ -131,6 +125,13 @@ export function createGoogleBatches(options: GoogleBatchesOptions): BatchProvide
 	}
 
 	return {
+		...inlineBatchFiles({
+			resultLines,
+			async deleteBatch(name) {
+				// Retried only after a 429, as every provider's delete: tidying up should not wait out an outage.
+				await call({ op: 'delete_file', mayRetry: onlyRateLimits, logContext: { batchId: name } }, () => client.batches.delete({ name }));
+			},
+		}),
 		limits: { maxRequests: MAX_REQUESTS, maxBytes: MAX_BYTES },
 
 		buildBatchLine(customId: string, request: JsonCompletionRequest): string {
@@ -139,8 +140,6 @@ export function createGoogleBatches(options: GoogleBatchesOptions): BatchProvide
 			const line: BatchLine = { key: customId, request: generateParams(maxTokens, request) };
 			return JSON.stringify(line);
 		},
-
-		uploadBatchFile: spoolBatchInput,
 
 		async createBatch(inputFileId: string, metadata: Record<string, string>): Promise<BatchInfo> {
 			checkId('inputFileId', inputFileId);
@@ -174,33 +173,6 @@ export function createGoogleBatches(options: GoogleBatchesOptions): BatchProvide
 			return batchInfo(await retrieve(id));
 		},
 
-		async deleteFile(fileId: string): Promise<void> {
-			checkId('fileId', fileId);
-			const spooled = spoolPathOf(fileId);
-			if (spooled !== null) {
-				await removeSpool(spooled);
-				return;
-			}
-			if (!fileId.startsWith(RESULTS)) throw new TypeError(`Expected \`fileId\` to be a spool or the results of a batch, got \`${fileId}\``);
-			const name = fileId.slice(RESULTS.length);
-			try {
-				// Retried only after a 429, as every provider's delete: tidying up should not wait out an outage.
-				await call({ op: 'delete_file', mayRetry: onlyRateLimits, logContext: { batchId: name } }, () => client.batches.delete({ name }));
-			} catch (error) {
-				// Already gone: what was asked for holds.
-				if (!(error instanceof ProviderCallError && error.status === 404)) throw error;
-			}
-		},
-
-		// An input leaves nothing at Google; the results go with their batch.
-		async *listBatchFiles(): AsyncGenerator<ProviderFile> {},
-
-		streamFileLines(fileId: string): AsyncIterable<string> {
-			checkId('fileId', fileId);
-			if (!fileId.startsWith(RESULTS)) throw new TypeError(`Expected \`fileId\` to be the results of a batch, got \`${fileId}\``);
-			return resultLines(fileId.slice(RESULTS.length));
-		},
-
 		parseBatchLine: parseLine,
 	};
 }
@@ -214,7 +186,7 @@ function batchInfo(batch: BatchJob): BatchInfo {
 		id: batch.name ?? '',
 		status,
 		inputFileId: null,
-		outputFileId: FINAL.has(status) && batch.name ? `${RESULTS}${batch.name}` : null,
+		outputFileId: FINAL.has(status) && batch.name ? resultsFileOf(batch.name) : null,
 		errorFileId: null,
 		requestCounts: { total: responses.length, completed: responses.length - failed, failed },
 		metadata: tagOf(batch) ?? {},
@@ -258,8 +230,4 @@ export function statusOf(state: string | undefined): BatchStatus {
 function secondsOf(timestamp: string | undefined): number | null {
 	const ms = timestamp === undefined ? Number.NaN : Date.parse(timestamp);
 	return Number.isNaN(ms) ? null : Math.floor(ms / 1000);
-}
-
-function isRecord(value: unknown): value is Record<string, unknown> {
-	return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
