@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { decodeTag, encodeTag } from './batch-tag.ts';
-import { partMetadata as metadata } from './batch-test-kit.ts';
+import { partMetadata as metadata } from '../../test/support/batch-provider-kit.ts';
 
 describe('batch tags', () => {
 	it("carry a part's metadata in a tag that decodes back, within an Anthropic custom id's 64 characters", () => {
@@ -17,8 +17,8 @@ describe('batch tags', () => {
 	});
 
 	it('read back only a whole tag', () => {
-		expect(decodeTag('g12_p0_s0_e2_rn__pseo')?.customId).toBe('pseo');
+		expect(decodeTag('g12_p0_s0_e2_rn__part')?.customId).toBe('part');
 		expect(decodeTag('g12_p0_s0_e2_rn__')).toBeNull();
-		expect(decodeTag('x12_p0_s0_e2_rn__pseo')).toBeNull();
+		expect(decodeTag('x12_p0_s0_e2_rn__part')).toBeNull();
 	});
 });

@@ -1,7 +1,7 @@
 import { existsSync } from 'node:fs';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { startFakeProvider, type FakeProvider } from '../../../test/support/fake-provider/server.ts';
-import { linesOf, pageRequest, partMetadata, recordingLogger, untilFinal } from '../batch-test-kit.ts';
+import { linesOf, pageRequest, partMetadata, recordingLogger, untilFinal } from '../../../test/support/batch-provider-kit.ts';
 import { createAnthropicProvider } from './anthropic-provider.ts';
 import { statusOf } from './anthropic-batches.ts';
 

@@ -1,7 +1,7 @@
 import { existsSync } from 'node:fs';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { startFakeProvider, type FakeProvider } from '../../../test/support/fake-provider/server.ts';
-import { linesOf, pageRequest, partMetadata, recordingLogger, untilFinal } from '../batch-test-kit.ts';
+import { linesOf, pageRequest, partMetadata, recordingLogger, untilFinal } from '../../../test/support/batch-provider-kit.ts';
 import { statusOf } from './google-batches.ts';
 import { createGoogleProvider } from './google-provider.ts';
 
@@ -62,7 +62,7 @@ describe('Gemini batches', () => {
 		expect(batch.id).toMatch(/^batches\//);
 		expect(batch.metadata).toEqual({ pseo_generation_id: '41', pseo_generation_part: '41:0', route_start: '0', route_end: '3', resubmit_of: 'none' });
 		expect(creates().map((entry) => [entry.path, entry.customIds, entry.metadata])).toEqual([
-			['/v1beta/models/gemini-2.5-flash:batchGenerateContent', ['/a', '/b', '/broken'], { display_name: 'g41_p0_s0_e3_rn__pseo' }],
+			['/v1beta/models/gemini-2.5-flash:batchGenerateContent', ['/a', '/b', '/broken'], { display_name: 'g41_p0_s0_e3_rn__part' }],
 		]);
 
 		const ended = await untilFinal(batches, batch.id);

@@ -32,7 +32,7 @@ import { generateParams, readGeminiContent, readGeminiUsage, type GenerateParams
 const MAX_BYTES = 19_000_000;
 const MAX_REQUESTS = 100_000;
 /** The display name of a part's batch: the engine's tag, then this. */
-const NAME_SUFFIX = 'pseo';
+const NAME_SUFFIX = 'part';
 const LIST_PAGE_SIZE = 100;
 
 /** One spooled request: the engine's custom id and the `generateContent` call it stands for. */

@@ -262,7 +262,7 @@ function inlinedPages(count: number): InlinedRequest[] {
 	return Array.from({ length: count }, (_, index) => inlinedPage(`/page-${index}`, `p${index}`));
 }
 
-async function createBatch(src: InlinedRequest[], displayName = 'g1_p0_s0_e2_rn__pseo'): Promise<BatchJob> {
+async function createBatch(src: InlinedRequest[], displayName = 'g1_p0_s0_e2_rn__part'): Promise<BatchJob> {
 	return ai.batches.create({ model: MODEL, src, config: { displayName } });
 }
 
@@ -280,7 +280,7 @@ describe('Gemini Batch API (inline requests)', () => {
 	it('creates a PENDING batch with the display name, and logs its keys, routes and display name', async () => {
 		const job = await createBatch([inlinedPage('/a', 'p0'), inlinedPage('/b', 'p1')]);
 		expect(job.state).toBe(JobState.JOB_STATE_PENDING);
-		expect(job.displayName).toBe('g1_p0_s0_e2_rn__pseo');
+		expect(job.displayName).toBe('g1_p0_s0_e2_rn__part');
 		expect(job.name).toMatch(/^batches\/[a-z0-9]+$/);
 		expect(job.model).toBe(`models/${MODEL}`);
 		expect(Number.isNaN(Date.parse(job.createTime ?? ''))).toBe(false);
@@ -294,7 +294,7 @@ describe('Gemini Batch API (inline requests)', () => {
 			batchId: id,
 			customIds: ['p0', 'p1'],
 			routes: ['/a', '/b'],
-			metadata: { display_name: 'g1_p0_s0_e2_rn__pseo' },
+			metadata: { display_name: 'g1_p0_s0_e2_rn__part' },
 		});
 		expect(fake.countBatchesCreated()).toBe(1);
 		expect(fake.countBatchedRoute('/b')).toBe(1);

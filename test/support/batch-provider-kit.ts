@@ -1,7 +1,7 @@
-import { buildPageMessages } from '../page/page-prompt.ts';
-import { PAGE_SCHEMA, PAGE_SCHEMA_NAME } from '../page/page-schema.ts';
-import type { Logger } from '../shared/logger.ts';
-import type { BatchInfo, BatchLineResult, BatchProvider, JsonCompletionRequest } from './types.ts';
+import { buildPageMessages } from '../../src/page/page-prompt.ts';
+import { PAGE_SCHEMA, PAGE_SCHEMA_NAME } from '../../src/page/page-schema.ts';
+import type { Logger } from '../../src/shared/logger.ts';
+import type { BatchInfo, BatchLineResult, BatchProvider, JsonCompletionRequest } from '../../src/provider/types.ts';
 
 /* What the tests of every vendor's batch operations share: a page's request, a part's metadata, and their polling. */
 
