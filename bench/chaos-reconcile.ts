@@ -51,12 +51,10 @@ async function jobs(database: string): Promise<JobRow[]> {
 	);
 }
 
-/** The providers without a batch API here: their bulk jobs are written page by page, as on-demand jobs are. */
-const PAGE_BY_PAGE_PROVIDERS = new Set(['google']);
 /** The paths of a page's call, per protocol: OpenAI's chat completions, Anthropic's messages, Gemini's generateContent. */
 const isModelCall = (path: string) => path === '/v1/chat/completions' || path === '/v1/messages' || /^\/v1beta\/models\/[^/]+:generateContent$/.test(path);
-/** Jobs that hold their lease from start to end, writing page by page. */
-const pageByPage = (row: JobRow) => row.mode === 'on_demand' || PAGE_BY_PAGE_PROVIDERS.has(row.provider ?? '');
+/** Jobs that hold their lease from start to end, writing page by page: on-demand jobs (every provider here runs bulk jobs through its batch API). */
+const pageByPage = (row: JobRow) => row.mode === 'on_demand';
 
 /** Every 202 names a job that exists and ended (completed or failed). */
 function checkAccepted(record: ChaosRecord, rows: JobRow[]): Violation[] {

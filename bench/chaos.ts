@@ -175,9 +175,12 @@ export async function runChaos(options: ChaosOptions): Promise<Violation[]> {
 			database,
 			env: {
 				OPENAI_BASE_URL: fake.url,
-				// A second provider for a third of the websites: Claude, through Anthropic's protocol (bulk jobs as message batches).
+				// Two more providers, each for a third of the websites: Claude, through Anthropic's protocol (bulk jobs as
+				// message batches), and Gemini, through Google's (bulk jobs as Gemini batches).
 				ANTHROPIC_API_KEY: 'sk-ant-chaos',
 				ANTHROPIC_BASE_URL: fake.url.replace(/\/v1$/, ''),
+				GEMINI_API_KEY: 'AIza-chaos',
+				GOOGLE_GEMINI_BASE_URL: fake.url.replace(/\/v1$/, ''),
 				PSEO_PROVIDER_BACKOFF_MS: '50',
 				PSEO_CONCURRENCY: '3',
 				PSEO_LEASE_MS: String(LEASE_MS),
@@ -224,7 +227,7 @@ async function drive(
 	const failing: Record<string, 'error'> = {};
 	for (const [u, user] of users.entries()) {
 		for (let w = 0; w < 3; w++) {
-			const { id } = await createWebsite(admin, user, w === 2 ? { provider: 'anthropic' } : {});
+			const { id } = await createWebsite(admin, user, w === 2 ? { provider: 'anthropic' } : w === 1 ? { provider: 'google' } : {});
 			const pages = planPages(SEEDED_PAGES, `/u${u}w${w}-page`);
 			await seedPlan(admin, user, id, pages);
 			sites.push({ user, pseoId: id, forPlans: false });
@@ -416,7 +419,13 @@ async function drive(
 			.map((entry) => /^g(\d+)_p(\d+)_/.exec(entry.customIds?.[0] ?? ''))
 			.filter((match) => match !== null && match[1] === String(job.id))
 			.map((match) => `${match![1]}:${match![2]}`);
-		const tags = [...created.map((entry) => entry.metadata?.['pseo_generation_part']), ...messageBatchTags];
+		// Gemini batches carry the same tag in their display name.
+		const geminiBatchTags = fake.requests
+			.filter((entry) => entry.method === 'POST' && entry.path.endsWith(':batchGenerateContent') && entry.status === 200)
+			.map((entry) => /^g(\d+)_p(\d+)_/.exec(entry.metadata?.['display_name'] ?? ''))
+			.filter((match) => match !== null && match[1] === String(job.id))
+			.map((match) => `${match![1]}:${match![2]}`);
+		const tags = [...created.map((entry) => entry.metadata?.['pseo_generation_part']), ...messageBatchTags, ...geminiBatchTags];
 		const stored = partRows.filter((row) => Number(row.generation_id) === Number(job.id)).map((row) => `${job.id}:${row.part}`);
 		// A message batch whose create was lost while it ran cannot be adopted (it has no metadata to be found by): its
 		// part is sent again, and the twin is allowed there.
