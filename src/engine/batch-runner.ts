@@ -87,8 +87,8 @@ export async function runBatchStep(job: JobHead, deps: RunnerDeps, instanceSetti
 		batchParts.inc({ state: part.status });
 		logger.info({ jobId: job.id, part: part.part, batchId: batch.id, batchStatus: batch.status, unanswered, ...timing }, 'pseo batch part ingested');
 		if (!deps.signal.aborted) await discardPartFiles(provider, batch, job.id, logger);
-		// A twin a lost create left running could not be found when the part was stored; ended by now, it can.
-		if (!deps.signal.aborted && provider.twinsFoundOnceEnded) {
+		// A twin a lost create left running was cancelled, or not found, when the part was stored; ended by now, it is deleted.
+		if (!deps.signal.aborted && provider.twinsDeletedOnceEnded) {
 			await stopTwins(provider, job.id, `${job.id}:${part.part}`, batch.id, logger).catch((error: unknown) =>
 				logger.warn({ err: error, jobId: job.id, part: part.part, batchId: batch.id }, 'pseo batch part ingested; its twins could not be looked up at the provider'),
 			);

@@ -28,7 +28,7 @@ const PARTS_PER_SWEEP = 20;
 export async function stopTwins(provider: BatchCapableProvider, jobId: number, tag: string, kept: string, logger: Logger): Promise<number> {
 	const twins = (await provider.findBatchesByMetadata(BATCH_PART_KEY, tag)).filter((batch) => batch.id !== kept);
 	for (const twin of twins) {
-		if (provider.twinsFoundOnceEnded && FINAL_BATCH_STATES.has(twin.status)) {
+		if (provider.twinsDeletedOnceEnded && FINAL_BATCH_STATES.has(twin.status)) {
 			// An ended twin cannot be stopped, and its results go with it: deleting them deletes the batch.
 			for (const fileId of new Set([twin.inputFileId, twin.outputFileId, twin.errorFileId])) if (fileId) await deleteLogged(provider, fileId, { jobId, batchId: twin.id }, logger);
 			logger.warn({ jobId, tag, batchId: twin.id, keptBatchId: kept }, 'pseo batch twin of a stored part had ended; deleted at the provider');

@@ -22,11 +22,9 @@ export function encodeTag(metadata: Record<string, string>): string {
 	const end = metadata['route_end'] ?? '';
 	const resubmit = metadata['resubmit_of'] ?? '';
 	const digits = /^\d+$/;
-	if (!digits.test(job) || partJob !== job || !digits.test(part ?? '') || !digits.test(start) || !digits.test(end) || (resubmit !== NEW_PART && !digits.test(resubmit))) {
-		throw new TypeError(`Expected batch metadata of a job's part, got \`${JSON.stringify(metadata).slice(0, 200)}\``);
-	}
+	const valid = digits.test(job) && partJob === job && digits.test(part ?? '') && digits.test(start) && digits.test(end) && (resubmit === NEW_PART || digits.test(resubmit));
 	const tag = `g${job}_p${part}_s${start}_e${end}_r${resubmit === NEW_PART ? 'n' : resubmit}__`;
-	if (!TAGGED.test(`${tag}x`)) throw new TypeError(`Expected batch metadata of a job's part, got \`${JSON.stringify(metadata).slice(0, 200)}\``);
+	if (!valid || !TAGGED.test(`${tag}x`)) throw new TypeError(`Expected batch metadata of a job's part, got \`${JSON.stringify(metadata).slice(0, 200)}\``);
 	return tag;
 }
 

@@ -1,4 +1,6 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { startFakeProvider, type FakeProvider } from '../../test/support/fake-provider/server.ts';
 import { readConfig } from '../config/config.ts';
 import type { Logger } from '../shared/logger.ts';
@@ -137,18 +139,39 @@ describe('an OpenAI-compatible server without the Batch API', () => {
 		expect(typeof page).toBe('object');
 	});
 
-	it('runs them through the Batch API when the server answers it, and asks again when the server gave no answer', async () => {
+	it('runs them through the Batch API when the server answers it', async () => {
 		fake.reset();
 		const source = createProviderSource(readConfig({}), quiet, settingsStore(server()).read);
 		const provider = await source.current();
 		expect(hasBatchApi(provider as GenerationProvider)).toBe(true);
 		expect((await source.catalog()).providers.find((entry) => entry.provider === 'openai_compatible')?.bulk).toBe('batch');
 		expect(probes()).toBe(1);
+	});
 
-		// A server down answers nothing: the Batch API is assumed, and the question asked again.
-		const down = createProviderSource(readConfig({}), quiet, settingsStore(compatible('k')).read);
-		expect(hasBatchApi((await down.current()) as GenerationProvider)).toBe(true);
-		expect(hasBatchApi((await down.current()) as GenerationProvider)).toBe(true);
+	it('assumes the Batch API while the server gives no answer that decides, and asks again a minute later', async () => {
+		// A server that fails once (500), then answers its unknown route as LM Studio does: 200 with an error object.
+		let asked = 0;
+		const flaky = createServer((req, res) => {
+			if (req.url?.startsWith('/v1/batches')) asked++;
+			res.writeHead(asked === 1 ? 500 : 200, { 'content-type': 'application/json' });
+			res.end(JSON.stringify(asked === 1 ? { error: { message: 'down' } } : { error: 'Unexpected endpoint or method. (GET /v1/batches)' }));
+		});
+		await new Promise<void>((resolve) => flaky.listen(0, '127.0.0.1', resolve));
+		const { port } = flaky.address() as AddressInfo;
+		vi.useFakeTimers({ toFake: ['Date'] });
+		try {
+			const settings: AiSettings = { ...none, compatible: { baseUrl: `http://127.0.0.1:${port}/v1`, apiKey: 'k', name: 'studio', headers: {}, models: ['qwen'] } };
+			const source = createProviderSource(readConfig({}), quiet, settingsStore(settings).read);
+			expect(hasBatchApi((await source.current()) as GenerationProvider)).toBe(true);
+			expect(hasBatchApi((await source.current()) as GenerationProvider)).toBe(true);
+			expect(asked).toBe(1);
+			vi.setSystemTime(Date.now() + 61_000);
+			expect(hasBatchApi((await source.current()) as GenerationProvider)).toBe(false);
+			expect(asked).toBe(2);
+		} finally {
+			vi.useRealTimers();
+			await new Promise((resolve) => flaky.close(resolve));
+		}
 	});
 
 	it('is not asked under PSEO_BULK_MODE=concurrent', async () => {

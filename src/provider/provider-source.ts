@@ -72,6 +72,8 @@ interface ProviderCatalog {
 
 /** How long what was read of Settings → AI is used: a change saved on another instance is seen this late at most. */
 const SETTINGS_TTL_MS = 10_000;
+/** How long an OpenAI-compatible server that gave no answer about its Batch API is taken to have one before it is asked again. */
+const PROBE_RETRY_MS = 60_000;
 /** Clients kept, one per distinct provider, model and credentials; more are dropped and built again on need. */
 const MAX_CLIENTS = 32;
 
@@ -179,23 +181,26 @@ export function createProviderSource(config: PseoConfig, logger: Logger, readSet
 	/*
 	 * An OpenAI-compatible server may have no Batch API (Ollama, vLLM answer 404): its bulk jobs then run page by page.
 	 * Each client asks its server once; an answer that decides is kept, anything else (the server down, a refused
-	 * key) is asked again at the next call, and meanwhile the Batch API is assumed, as it was before the question.
+	 * key) is asked again after PROBE_RETRY_MS, and meanwhile the Batch API is assumed, as it was before the question.
 	 */
-	const probes = new WeakMap<GenerationProvider, Promise<BatchApiProbe>>();
+	const probes = new WeakMap<GenerationProvider, { answer: Promise<BatchApiProbe>; until: number }>();
 	const chatOnly = new WeakMap<GenerationProvider, JsonProvider>();
 	const batchApiOf = (client: GenerationProvider): Promise<BatchApiProbe> => {
 		const probe = (client as Partial<OpenAiProvider>).probeBatchApi;
 		if (!probe) return Promise.resolve('available');
-		let answer = probes.get(client);
-		if (!answer) {
-			answer = probe.call(client).then((found) => {
-				if (found === 'unknown') probes.delete(client);
+		const known = probes.get(client);
+		if (known && Date.now() < known.until) return known.answer;
+		const entry = { answer: Promise.resolve<BatchApiProbe>('unknown'), until: Number.POSITIVE_INFINITY };
+		entry.answer = probe
+			.call(client)
+			.catch((): BatchApiProbe => 'unknown')
+			.then((found) => {
+				if (found === 'unknown') entry.until = Date.now() + PROBE_RETRY_MS;
 				else if (found === 'missing') logger.info({ provider: 'openai_compatible' }, 'pseo-automation: the OpenAI-compatible server has no Batch API; its bulk jobs run page by page');
 				return found;
 			});
-			probes.set(client, answer);
-		}
-		return answer;
+		probes.set(client, entry);
+		return entry.answer;
 	};
 	/** The client a call runs with: without its batch operations when its server has no Batch API. */
 	const withBatchApiOf = async (kind: ProviderKind, client: GenerationProvider): Promise<GenerationProvider> => {

@@ -105,11 +105,12 @@ export interface BatchProvider {
 	 */
 	customIdFor?(route: string, position: number): string;
 	/**
-	 * True for a provider whose lookups by metadata only find batches that have ended (it keeps no metadata, and the
-	 * tag is read from a batch's results): a twin of a part, which a lost create left running, is then looked for
-	 * again once the part is ingested, and deleted rather than cancelled.
+	 * True for a provider whose ended batches hold their results until they are deleted (Anthropic, Google): a twin
+	 * of a part, which a lost create left running, is looked for again once the part is ingested and deleted once it
+	 * has ended, rather than left to an expiry. (Anthropic's lookups find a running twin not at all, Google's find it
+	 * and cancel it first.)
 	 */
-	twinsFoundOnceEnded?: boolean;
+	twinsDeletedOnceEnded?: boolean;
 	/** What one batch may hold at most, when the provider is stricter than the instance's PSEO_BATCH_MAX_*. */
 	limits?: { maxRequests: number; maxBytes: number };
 	/** One JSONL line for `/v1/chat/completions` with the same body as a direct {@link JsonProvider.completeJson} call. */

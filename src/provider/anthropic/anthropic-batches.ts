@@ -190,14 +190,17 @@ export function createAnthropicBatches(options: AnthropicBatchesOptions): BatchP
 			resultLines,
 			async deleteBatch(batchId) {
 				// Retried only after a 429, as every provider's delete: tidying up should not wait out an outage.
-				await withRetries({ op: 'delete_file', mayRetry: onlyRateLimits, logContext: { batchId } }, async () => ({
-					ok: true as const,
-					value: await client.messages.batches.delete(batchId),
-				}));
-				tags.delete(batchId);
+				try {
+					await withRetries({ op: 'delete_file', mayRetry: onlyRateLimits, logContext: { batchId } }, async () => ({
+						ok: true as const,
+						value: await client.messages.batches.delete(batchId),
+					}));
+				} finally {
+					tags.delete(batchId);
+				}
 			},
 		}),
-		twinsFoundOnceEnded: true,
+		twinsDeletedOnceEnded: true,
 		limits: { maxRequests: MAX_REQUESTS, maxBytes: MAX_BYTES },
 
 		customIdFor(route: string, position: number): string {
@@ -215,9 +218,10 @@ export function createAnthropicBatches(options: AnthropicBatchesOptions): BatchP
 
 		async createBatch(inputFileId: string, metadata: Record<string, string>): Promise<BatchInfo> {
 			checkId('inputFileId', inputFileId);
-			const tag = encodeTag(metadata);
+			let tag = '';
 			// The body is built once, whole, as the API takes it: within 256 MB, which the limits keep it under.
 			const batch = await readSpooledInput(inputFileId, async (lines) => {
+				tag = encodeTag(metadata);
 				const requests: { custom_id: string; params: Anthropic.Messages.MessageCreateParamsNonStreaming }[] = [];
 				for await (const line of lines) {
 					const request = line as { custom_id: string; params: Anthropic.Messages.MessageCreateParamsNonStreaming };

@@ -67,7 +67,11 @@ describe('Gemini batches', () => {
 
 		const ended = await untilFinal(batches, batch.id);
 		expect(ended).toMatchObject({ status: 'completed', outputFileId: `results:${batch.id}`, requestCounts: { total: 3, completed: 2, failed: 1 } });
+		// The results come with the retrieve that found the batch ended: they are not downloaded again.
+		const gets = () => fake.requests.filter((entry) => entry.method === 'GET' && entry.path === `/v1beta/${batch.id}`).length;
+		const before = gets();
 		const results = await linesOf(batches, ended.outputFileId!);
+		expect(gets()).toBe(before);
 		expect(results.map((result) => result.customId).sort()).toEqual(['/a', '/b', '/broken']);
 		const answered = results.filter((result) => result.ok);
 		expect(answered).toHaveLength(2);
@@ -80,7 +84,7 @@ describe('Gemini batches', () => {
 		expect(JSON.stringify(results)).not.toContain(API_KEY);
 	});
 
-	it('sends the page schema and the system instruction as a direct call does', async () => {
+	it('builds each batch line with the body of a direct call: the page schema and the system instruction', async () => {
 		await submit(['/a']);
 		const sent = creates()[0]!;
 		expect(sent.routes).toEqual(['/a']);
@@ -106,6 +110,8 @@ describe('Gemini batches', () => {
 		const { batches, batch } = await submit(['/a']);
 		const ended = await untilFinal(batches, batch.id);
 		expect(ended.status).toBe('failed');
+		// The SDK passes no reason on: the pages fail with what is known.
+		expect(ended.errors).toEqual([{ code: 'batch_failed', message: 'Gemini ended the batch as failed without a reason', line: null }]);
 		expect(await linesOf(batches, ended.outputFileId!)).toEqual([]);
 	});
 

@@ -93,13 +93,21 @@ export function createGoogleBatches(options: GoogleBatchesOptions): BatchProvide
 		}
 	}
 
+	// The last ended batch retrieved, results included: the engine reads its results right after the retrieve that
+	// found it ended, and a part's results are megabytes that would otherwise be downloaded twice.
+	let lastEnded: BatchJob | null = null;
+
 	async function retrieve(name: string): Promise<BatchJob> {
-		return call({ op: 'retrieve_batch', logContext: { batchId: name } }, () => client.batches.get({ name }));
+		const batch = await call({ op: 'retrieve_batch', logContext: { batchId: name } }, () => client.batches.get({ name }));
+		lastEnded = FINAL.has(statusOf(batch.state)) ? batch : null;
+		return batch;
 	}
 
 	/** The results of an ended batch, one JSON line each: `{ key, response }` or `{ key, error }`. */
 	async function* resultLines(name: string): AsyncGenerator<string> {
-		const batch = await call({ op: 'file_content', logContext: { batchId: name } }, () => client.batches.get({ name }));
+		const kept = lastEnded?.name === name ? lastEnded : null;
+		lastEnded = null;
+		const batch = kept ?? (await call({ op: 'file_content', logContext: { batchId: name } }, () => client.batches.get({ name })));
 		for (const item of batch.dest?.inlinedResponses ?? []) {
 			const key = typeof item.metadata?.['key'] === 'string' ? item.metadata['key'] : null;
 			yield JSON.stringify({ key, ...(item.response ? { response: item.response } : {}), ...(item.error ? { error: item.error } : {}) });
@@ -133,6 +141,8 @@ export function createGoogleBatches(options: GoogleBatchesOptions): BatchProvide
 			},
 		}),
 		limits: { maxRequests: MAX_REQUESTS, maxBytes: MAX_BYTES },
+		// An ended batch stays at Google with its results until it is deleted, a cancelled twin's too.
+		twinsDeletedOnceEnded: true,
 
 		buildBatchLine(customId: string, request: JsonCompletionRequest): string {
 			checkId('customId', customId);
@@ -143,9 +153,9 @@ export function createGoogleBatches(options: GoogleBatchesOptions): BatchProvide
 
 		async createBatch(inputFileId: string, metadata: Record<string, string>): Promise<BatchInfo> {
 			checkId('inputFileId', inputFileId);
-			const displayName = `${encodeTag(metadata)}${NAME_SUFFIX}`;
 			// The body is built once, whole, as the API takes it: within 20 MB, which the limits keep it under.
 			const batch = await readSpooledInput(inputFileId, async (lines) => {
+				const displayName = `${encodeTag(metadata)}${NAME_SUFFIX}`;
 				const src: InlinedRequest[] = [];
 				for await (const line of lines) {
 					const { key, request } = line as BatchLine;
@@ -190,12 +200,22 @@ function batchInfo(batch: BatchJob): BatchInfo {
 		errorFileId: null,
 		requestCounts: { total: responses.length, completed: responses.length - failed, failed },
 		metadata: tagOf(batch) ?? {},
-		errors: batch.error?.message ? [{ code: batch.error.code === undefined ? null : String(batch.error.code), message: batch.error.message.slice(0, 500), line: null }] : [],
+		errors: status === 'failed' ? [failureOf(batch)] : [],
 		createdAt: secondsOf(batch.createTime),
 	};
 }
 
 const FINAL: ReadonlySet<BatchStatus> = new Set(['completed', 'expired', 'cancelled', 'failed']);
+
+/**
+ * Why a batch failed. The SDK passes no reason on in the Gemini API's mode (its `batchJobFromMldev` drops the
+ * operation's `error`), so this says what is known rather than nothing.
+ */
+function failureOf(batch: BatchJob): { code: string | null; message: string; line: null } {
+	const error = batch.error;
+	if (error?.message) return { code: error.code === undefined ? null : String(error.code), message: error.message.slice(0, 500), line: null };
+	return { code: 'batch_failed', message: 'Gemini ended the batch as failed without a reason', line: null };
+}
 
 /** The engine's tag of a batch, read from its display name; null when it has none of ours. */
 function tagOf(batch: BatchJob): Record<string, string> | null {

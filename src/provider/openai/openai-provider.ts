@@ -141,11 +141,14 @@ export function createOpenAiProvider(options: OpenAiProviderOptions): OpenAiProv
 
 	return {
 		async probeBatchApi(): Promise<BatchApiProbe> {
-			const api = requireClient();
+			if (!client) return 'unknown';
 			try {
-				// One attempt, no retries: an answer decides, anything else is asked again at the next call.
-				await api.batches.list({ limit: 1 }, { timeout: PROBE_TIMEOUT_MS });
-				return 'available';
+				// One attempt, no retries: an answer decides, anything else is asked again later. The body is read raw:
+				// some servers (LM Studio) answer an unknown route with 200 and an error object, which the SDK's page
+				// would take for an empty list.
+				const response = await client.batches.list({ limit: 1 }, { timeout: PROBE_TIMEOUT_MS }).asResponse();
+				const body: unknown = await response.json().catch(() => null);
+				return typeof body === 'object' && body !== null && Array.isArray((body as { data?: unknown }).data) ? 'available' : 'missing';
 			} catch (error) {
 				return error instanceof OpenAI.APIError && NO_ROUTE.has(error.status ?? 0) ? 'missing' : 'unknown';
 			}
