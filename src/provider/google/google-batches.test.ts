@@ -2,7 +2,9 @@ import { existsSync } from 'node:fs';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { startFakeProvider, type FakeProvider } from '../../../test/support/fake-provider/server.ts';
 import { linesOf, pageRequest, partMetadata, recordingLogger, untilFinal } from '../../../test/support/batch-provider-kit.ts';
-import { statusOf } from './google-batches.ts';
+import { GoogleGenAI } from '@google/genai';
+import { createRetrier } from '../retry-policy.ts';
+import { createGoogleBatches, statusOf } from './google-batches.ts';
 import { createGoogleProvider } from './google-provider.ts';
 
 /*
@@ -159,6 +161,20 @@ describe('Gemini batches', () => {
 		expect(found).toHaveLength(101);
 		expect(found.at(-1)?.metadata['pseo_generation_part']).toBe('50:0');
 		expect(fake.requests.filter((entry) => entry.method === 'GET' && entry.path === '/v1beta/batches')).toHaveLength(2);
+	});
+
+	it('a lookup that stops at its scan limit with more listed says so, once', async () => {
+		for (let part = 0; part < 3; part++) await submit(['/a'], partMetadata(60, part));
+		const client = new GoogleGenAI({ apiKey: API_KEY, vertexai: false, apiVersion: 'v1beta', httpOptions: { baseUrl: fake.url.replace(/\/v1$/, '') } });
+		const withRetries = createRetrier({ maxAttempts: 1, backoff: { baseMs: 1, maxMs: 2 }, maxRetryAfterMs: 0, sleep: async () => {}, logger, secrets: [API_KEY] });
+		const batches = createGoogleBatches({ client, withRetries, model: 'gemini-2.5-flash', maxTokens: 1000, maxRetryAfterMs: 0, secrets: [API_KEY], logger, maxBatchScan: 2 });
+		logger.lines.length = 0;
+		// The two newest are looked at; the oldest, part 0, is beyond the limit.
+		expect(await batches.findBatchByMetadata('pseo_generation_part', '60:0')).toBeNull();
+		expect(await batches.findBatchByMetadata('pseo_generation_part', '60:2')).not.toBeNull();
+		expect(await batches.findBatchByMetadata('pseo_generation_part', '60:0')).toBeNull();
+		const warnings = logger.lines.filter((line) => JSON.stringify(line).includes('stopped at its limit'));
+		expect(warnings).toHaveLength(1);
 	});
 
 	it('a refused create is not sent again', async () => {

@@ -7,6 +7,7 @@ import { checkId, checkRequest } from '../call-checks.ts';
 import { describeFailure, redact, type ProviderFailure } from '../provider-failure.ts';
 import type { RetryContext, Attempt } from '../retry-policy.ts';
 import type { BatchInfo, BatchLineResult, BatchProvider, BatchStatus, JsonCompletionRequest } from '../types.ts';
+import type { Logger } from '../../shared/logger.ts';
 import { classifyGoogleError } from './google-failure.ts';
 import { generateParams, readGeminiContent, readGeminiUsage, type GenerateParams } from './google-message.ts';
 
@@ -48,6 +49,7 @@ export interface GoogleBatchesOptions {
 	maxTokens: number;
 	maxRetryAfterMs: number;
 	secrets: readonly string[];
+	logger: Logger;
 	/** How many recent batches a lookup by metadata looks at, newest first. Default 1000. */
 	maxBatchScan?: number;
 }
@@ -59,8 +61,9 @@ export interface GoogleBatchesOptions {
  * first as at OpenAI and Anthropic, and looks at `maxBatchScan` of them at most.
  */
 export function createGoogleBatches(options: GoogleBatchesOptions): BatchProvider {
-	const { client, withRetries, model, maxTokens, maxRetryAfterMs, secrets } = options;
+	const { client, withRetries, model, maxTokens, maxRetryAfterMs, secrets, logger } = options;
 	const maxBatchScan = options.maxBatchScan ?? 1000;
+	let warnedScanLimit = false;
 	const onlyRateLimits = (failure: ProviderFailure) => failure.reason === 'rate_limited';
 
 	/** One SDK call under the shared policy; this SDK's errors are classified here, as the chat call's are. */
@@ -88,8 +91,14 @@ export function createGoogleBatches(options: GoogleBatchesOptions): BatchProvide
 			}
 			scanned += page.length;
 			const next = (pager.params.config as { pageToken?: unknown } | undefined)?.pageToken;
-			if (page.length === 0 || typeof next !== 'string' || next === '') break;
+			if (page.length === 0 || typeof next !== 'string' || next === '') return;
 			pageToken = next;
+		}
+		// Google does not document the list's order: if it is not newest first, a key with this many batches may hide
+		// the one a lookup is for. Said once per provider, so that an admin can tidy the key's batches up.
+		if (!warnedScanLimit) {
+			warnedScanLimit = true;
+			logger.warn({ maxBatchScan }, 'pseo-automation: a lookup of Gemini batches stopped at its limit with more batches listed; lost creates among older ones are not adopted');
 		}
 	}
 

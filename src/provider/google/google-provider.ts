@@ -40,7 +40,7 @@ export function createGoogleProvider(options: GoogleProviderOptions): JsonProvid
 	const withRetries = createRetrier(retry);
 
 	return {
-		...createGoogleBatches({ client, withRetries, model, maxTokens, maxRetryAfterMs, secrets }),
+		...createGoogleBatches({ client, withRetries, model, maxTokens, maxRetryAfterMs, secrets, logger: retry.logger }),
 		async completeJson<T = unknown>(request: JsonCompletionRequest): Promise<T> {
 			checkRequest(request);
 			const { contents, config } = generateParams(maxTokens, request);
