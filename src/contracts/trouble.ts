@@ -6,7 +6,7 @@ const StepError = named(
 	'StepError',
 	z.strictObject({
 		code: doc(z.string(), {
-			description: 'What failed: the provider\'s failure (`bad_request`, `not_found`, `unauthorized`, `forbidden`, `server_error`, `rate_limited`, `timeout`, `connection`...), `missing_api_key`, or `internal`.',
+			description: 'What failed: the provider\'s failure (`bad_request`, `not_found`, `unauthorized`, `forbidden`, `server_error`, `rate_limited`, `timeout`, `connection`...), `missing_api_key`, `model_not_allowed` (Settings → AI no longer allows the job\'s model), or `internal`.',
 			examples: ['bad_request'],
 		}),
 		message: doc(z.string(), { description: 'What happened, for people; never a key.' }),

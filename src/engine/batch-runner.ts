@@ -40,7 +40,7 @@ export interface BatchSettings {
 export async function runBatchStep(job: JobHead, deps: RunnerDeps, instanceSettings: BatchSettings): Promise<void> {
 	const { database, worker, logger } = deps;
 	if ('unavailable' in deps.provider) {
-		await failJob(job, { ...deps, batchMode: false }, providerMissing(deps.provider.unavailable, Date.now()));
+		await failJob(job, { ...deps, batchMode: false }, providerMissing(deps.provider, Date.now()));
 		return;
 	}
 	// The runtime sends a bulk job here only when its provider has a batch API.

@@ -1,7 +1,7 @@
 import type { Knex } from 'knex';
 import type PQueue from 'p-queue';
 import type { Logger } from '../shared/logger.ts';
-import type { GenerationProvider } from '../provider/generation-provider.ts';
+import type { GenerationProvider, ProviderUnavailable } from '../provider/generation-provider.ts';
 import { loadJobContext, SHARED_CATALOG_ROUTES } from './job-context.ts';
 import { finishJob, LeaseLostError, recordOutcomes, type PageOutcome, type PageUsage } from './job-store.ts';
 import { readJobRouteRange } from './job-route-store.ts';
@@ -26,7 +26,7 @@ export interface RunnerDeps {
 	logger: Logger;
 	worker: string;
 	/** The provider, or the reason there is none (a missing OPENAI_API_KEY). */
-	provider: GenerationProvider | { unavailable: string };
+	provider: GenerationProvider | ProviderUnavailable;
 	queue: PQueue;
 	signal: AbortSignal;
 	/** Rewrites a post with a regenerated page, keeping the previous version as a revision. */
@@ -43,7 +43,7 @@ export interface RunnerDeps {
 export async function runPages(job: JobHead, deps: RunnerDeps): Promise<void> {
 	const { database, logger, worker, queue, signal } = deps;
 	if ('unavailable' in deps.provider) {
-		await failJob(job, { ...deps, batchMode: false }, providerMissing(deps.provider.unavailable, Date.now()));
+		await failJob(job, { ...deps, batchMode: false }, providerMissing(deps.provider, Date.now()));
 		return;
 	}
 	const provider = deps.provider;

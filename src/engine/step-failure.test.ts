@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { ProviderCallError } from '../provider/provider-call-error.ts';
-import { nextStepError, publicStepError, stepRetryDelay, storedStepError, type StoredStepError } from './step-failure.ts';
+import { nextStepError, providerMissing, publicStepError, stepRetryDelay, storedStepError, type StoredStepError } from './step-failure.ts';
 
 const settings = { providerMaxStepFailures: 3, authFailureGraceMs: 60_000 };
 const refused = new ProviderCallError('Provider rejected the request (HTTP 400): unknown model', { reason: 'bad_request', retryable: false, status: 400 });
@@ -71,5 +71,13 @@ describe('stepRetryDelay', () => {
 		expect(stepRetryDelay(30_000, 6)).toBe(600_000);
 		expect(stepRetryDelay(30_000, 1000)).toBe(600_000);
 		expect(stepRetryDelay(900_000, 3)).toBe(900_000);
+	});
+});
+
+describe('providerMissing', () => {
+	it('says why no provider can run the job: none configured, or a model Settings → AI no longer allows', () => {
+		const now = Date.parse('2026-11-27T09:00:00Z');
+		expect(providerMissing({ unavailable: 'No AI provider is configured.' }, now)).toMatchObject({ code: 'missing_api_key', message: 'No AI provider is configured.', attempts: 1 });
+		expect(providerMissing({ unavailable: 'The model "x" is not allowed.', code: 'model_not_allowed' }, now)).toMatchObject({ code: 'model_not_allowed', message: 'The model "x" is not allowed.', attempts: 1 });
 	});
 });

@@ -1,3 +1,4 @@
+import type { ProviderUnavailable } from '../provider/generation-provider.ts';
 import { isProviderCallError } from '../provider/provider-call-error.ts';
 
 /*
@@ -102,9 +103,12 @@ export function storedStepError(value: unknown): StoredStepError | null {
 	return { code: record.code, message: record.message, at: record.at, attempts: record.attempts, since: typeof record.since === 'number' ? record.since : Date.parse(record.at) };
 }
 
-/** The trouble of a job that fails at its first step: there is no provider to call at all (no API key). */
-export function providerMissing(message: string, now: number): StoredStepError {
-	return countFailure(null, { code: 'missing_api_key', message }, now);
+/**
+ * The trouble of a job that fails at its first step: there is no provider to call at all (no API key), or Settings
+ * → AI no longer allows the model it was accepted with.
+ */
+export function providerMissing(choice: ProviderUnavailable, now: number): StoredStepError {
+	return countFailure(null, { code: choice.code ?? 'missing_api_key', message: choice.unavailable }, now);
 }
 
 /** The longest wait between two failed steps of a job, unless its poll interval is longer. */

@@ -11,6 +11,12 @@ export type BatchCapableProvider = JsonProvider & BatchProvider;
  */
 export type GenerationProvider = JsonProvider | BatchCapableProvider;
 
+/** Why no provider can run a call: none is configured (`missing_api_key`), or Settings → AI does not allow its model. */
+export interface ProviderUnavailable {
+	unavailable: string;
+	code?: 'model_not_allowed';
+}
+
 /** Whether bulk jobs of this provider go through its batch API. */
 export function hasBatchApi(provider: GenerationProvider): provider is BatchCapableProvider {
 	return typeof (provider as Partial<BatchProvider>).createBatch === 'function';

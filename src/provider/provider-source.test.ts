@@ -86,7 +86,7 @@ describe('provider source', () => {
 		expect(await source.choose({ provider: 'anthropic' })).toEqual({ kind: 'anthropic', model: 'claude-haiku-4-5', origin: 'directus-settings', refused: null });
 		const refused = await source.choose({ provider: 'anthropic', model: 'claude-opus-4-7' });
 		expect(refused.refused).toBe('The model "claude-opus-4-7" is not allowed for Anthropic in Settings → AI; allowed: claude-haiku-4-5, claude-sonnet-4-6.');
-		expect(await source.current({ provider: 'anthropic', model: 'claude-opus-4-7' })).toEqual({ unavailable: expect.stringContaining('not allowed') });
+		expect(await source.current({ provider: 'anthropic', model: 'claude-opus-4-7' })).toEqual({ unavailable: expect.stringContaining('not allowed'), code: 'model_not_allowed' });
 		const claude = await source.current({ provider: 'anthropic', model: 'claude-sonnet-4-6' });
 		expect('unavailable' in claude).toBe(false);
 		expect(await source.current({ provider: 'anthropic', model: 'claude-sonnet-4-6' })).toBe(claude);

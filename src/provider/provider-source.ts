@@ -4,13 +4,13 @@ import type { Logger } from '../shared/logger.ts';
 import { DEFAULT_MODELS, isProviderKind, PROVIDER_KINDS, PROVIDER_NAMES, type ProviderKind } from '../shared/provider-kinds.ts';
 import type { AiSettings } from './ai-settings.ts';
 import { createAnthropicProvider } from './anthropic/anthropic-provider.ts';
-import type { GenerationProvider } from './generation-provider.ts';
+import type { GenerationProvider, ProviderUnavailable } from './generation-provider.ts';
 import type { BatchApiProbe, JsonProvider, OpenAiProvider } from './types.ts';
 import { createOpenAiProvider } from './openai/openai-provider.ts';
 import { createGoogleProvider } from './google/google-provider.ts';
 
 /** The provider a call runs with, or why there is none. */
-type ProviderChoice = GenerationProvider | { unavailable: string };
+type ProviderChoice = GenerationProvider | ProviderUnavailable;
 
 /** Where a provider's credentials come from. */
 type ProviderOrigin = 'environment' | 'directus-settings';
@@ -244,7 +244,7 @@ export function createProviderSource(config: PseoConfig, logger: Logger, readSet
 		},
 		async current(wish) {
 			const { kind, model, credentials, refused } = await plan(wish);
-			if (refused) return { unavailable: `${refused} The tokens were refunded.` };
+			if (refused) return { unavailable: `${refused} The tokens were refunded.`, code: 'model_not_allowed' };
 			if (!credentials) {
 				return { unavailable: wish?.provider && isProviderKind(wish.provider) && kind !== 'openai' ? `${PROVIDER_NAMES[kind]} is not configured: add its key in Settings → AI. The tokens were refunded.` : NOT_CONFIGURED };
 			}
