@@ -22,6 +22,11 @@ export function classifyGoogleError(error: unknown, secrets: readonly (string | 
 	if (error instanceof Error && (error.name === 'AbortError' || error.name === 'TimeoutError')) return { reason: 'timeout', retryable: true };
 	// A body that cannot be parsed as the JSON the SDK expects, or a socket dropped while reading it.
 	if (error instanceof SyntaxError) return { reason: 'malformed_output', retryable: true, detail: 'unreadable response body' };
+	// The SDK refuses an argument it cannot send (an invalid batch name) with a plain Error, before any network use:
+	// no retry would mend it. A network failure reaches us as fetch's TypeError, or with the socket's error as cause.
+	if (Object.getPrototypeOf(error) === Error.prototype && (error as Error).cause === undefined) {
+		return { reason: 'bad_request', retryable: false, detail: redact((error as Error).message, secrets) };
+	}
 	return { reason: 'connection', retryable: true };
 }
 
