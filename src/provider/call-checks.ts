@@ -21,6 +21,12 @@ export function checkId(name: string, value: unknown): void {
 	}
 }
 
+/** The arguments of a lookup of batches by metadata: a key, and the value it must hold. */
+export function checkLookup(key: unknown, value: unknown): void {
+	checkId('key', key);
+	if (typeof value !== 'string') throw new TypeError(`Expected \`value\` to be a string, got \`${String(value)}\` (${typeof value})`);
+}
+
 export function checkRequest(request: JsonCompletionRequest): void {
 	if (typeof request !== 'object' || request === null) {
 		throw new TypeError(`Expected a completion request object, got \`${String(request)}\``);

@@ -3,7 +3,7 @@ import type { Logger } from '../../shared/logger.ts';
 import { readSpooledInput } from '../batch-spool.ts';
 import { inlineBatchFiles, isRecord, resultObject, resultsFileOf, UNREADABLE_LINE } from '../inline-batch-files.ts';
 import { decodeTag, encodeTag } from '../batch-tag.ts';
-import { checkId, checkRequest } from '../call-checks.ts';
+import { checkId, checkLookup, checkRequest } from '../call-checks.ts';
 import { ProviderCallError } from '../provider-call-error.ts';
 import { classifyError, describeFailure, redact, type ProviderFailure } from '../provider-failure.ts';
 import type { RetryContext, Attempt } from '../retry-policy.ts';
@@ -112,8 +112,7 @@ export function createAnthropicBatches(options: AnthropicBatchesOptions): BatchP
 	}
 
 	async function* batchesTagged(key: string, value: string): AsyncGenerator<BatchInfo> {
-		checkId('key', key);
-		if (typeof value !== 'string') throw new TypeError(`Expected \`value\` to be a string, got \`${String(value)}\` (${typeof value})`);
+		checkLookup(key, value);
 		let after: string | undefined;
 		let scanned = 0;
 		while (scanned < maxBatchScan) {

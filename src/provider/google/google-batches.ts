@@ -3,7 +3,7 @@ import { allOf, firstOf } from '../batch-lookups.ts';
 import { readSpooledInput } from '../batch-spool.ts';
 import { inlineBatchFiles, isRecord, resultObject, resultsFileOf, UNREADABLE_LINE } from '../inline-batch-files.ts';
 import { decodeTag, encodeTag } from '../batch-tag.ts';
-import { checkId, checkRequest } from '../call-checks.ts';
+import { checkId, checkLookup, checkRequest } from '../call-checks.ts';
 import { describeFailure, redact, type ProviderFailure } from '../provider-failure.ts';
 import type { RetryContext, Attempt } from '../retry-policy.ts';
 import type { BatchInfo, BatchLineResult, BatchProvider, BatchStatus, JsonCompletionRequest } from '../types.ts';
@@ -78,8 +78,7 @@ export function createGoogleBatches(options: GoogleBatchesOptions): BatchProvide
 	}
 
 	async function* batchesTagged(key: string, value: string): AsyncGenerator<BatchInfo> {
-		checkId('key', key);
-		if (typeof value !== 'string') throw new TypeError(`Expected \`value\` to be a string, got \`${String(value)}\` (${typeof value})`);
+		checkLookup(key, value);
 		let pageToken: string | undefined;
 		let scanned = 0;
 		while (scanned < maxBatchScan) {

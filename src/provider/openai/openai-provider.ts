@@ -6,7 +6,7 @@ import type { Logger } from '../../shared/logger.ts';
 import { assertBackoff, DEFAULT_BACKOFF, defaultSleep } from '../backoff.ts';
 import { createRetrier } from '../retry-policy.ts';
 import { spoolLines } from '../batch-spool.ts';
-import { checkId, checkRequest, positiveInteger } from '../call-checks.ts';
+import { checkId, checkLookup, checkRequest, positiveInteger } from '../call-checks.ts';
 import type { BackoffOptions, Sleep } from '../backoff.ts';
 import { readLines } from '../line-reader.ts';
 import { ProviderCallError } from '../provider-call-error.ts';
@@ -118,8 +118,7 @@ export function createOpenAiProvider(options: OpenAiProviderOptions): OpenAiProv
 
 	/** The batches whose `metadata[key] === value` among the `maxBatchScan` most recent, newest first (as listed). */
 	async function* batchesTagged(key: string, value: string): AsyncGenerator<BatchInfo> {
-		checkId('key', key);
-		if (typeof value !== 'string') throw new TypeError(`Expected \`value\` to be a string, got \`${String(value)}\` (${typeof value})`);
+		checkLookup(key, value);
 		const api = requireClient();
 		let after: string | undefined;
 		let scanned = 0;
