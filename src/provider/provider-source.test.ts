@@ -1,4 +1,4 @@
-import { createServer } from 'node:http';
+import { createServer, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { startFakeProvider, type FakeProvider } from '../../test/support/fake-provider/server.ts';
@@ -172,6 +172,34 @@ describe('an OpenAI-compatible server without the Batch API', () => {
 			vi.useRealTimers();
 			await new Promise((resolve) => flaky.close(resolve));
 		}
+	});
+
+	it('GET /providers does not wait for the server\'s answer: it says what is known, and the next read says what it answered', async () => {
+		// A server that holds every request: a catalog waiting for it would wait out the probe's timeout.
+		const held: ServerResponse[] = [];
+		const silent = createServer((_req, res) => void held.push(res));
+		await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
+		try {
+			const { port } = silent.address() as AddressInfo;
+			const settings: AiSettings = { ...none, compatible: { baseUrl: `http://127.0.0.1:${port}/v1`, apiKey: 'k', name: 'slow', headers: {}, models: ['qwen'] } };
+			const source = createProviderSource(readConfig({}), quiet, settingsStore(settings).read);
+			const started = Date.now();
+			expect((await source.catalog()).providers.find((entry) => entry.provider === 'openai_compatible')?.bulk).toBe('batch');
+			expect(Date.now() - started).toBeLessThan(2000);
+			await vi.waitFor(() => expect(held).toHaveLength(1));
+		} finally {
+			for (const res of held) res.destroy();
+			silent.closeAllConnections();
+			await new Promise((resolve) => silent.close(resolve));
+		}
+
+		fake.reset();
+		fake.configure({ noBatchApi: true });
+		const source = createProviderSource(readConfig({}), quiet, settingsStore(server()).read);
+		const bulk = async () => (await source.catalog()).providers.find((entry) => entry.provider === 'openai_compatible')?.bulk;
+		expect(await bulk()).toBe('batch');
+		await vi.waitFor(async () => expect(await bulk()).toBe('page_by_page'));
+		expect(probes()).toBe(1);
 	});
 
 	it('is not asked under PSEO_BULK_MODE=concurrent', async () => {

@@ -183,18 +183,19 @@ export function createProviderSource(config: PseoConfig, logger: Logger, readSet
 	 * Each client asks its server once; an answer that decides is kept, anything else (the server down, a refused
 	 * key) is asked again after PROBE_RETRY_MS, and meanwhile the Batch API is assumed, as it was before the question.
 	 */
-	const probes = new WeakMap<GenerationProvider, { answer: Promise<BatchApiProbe>; until: number }>();
+	const probes = new WeakMap<GenerationProvider, { answer: Promise<BatchApiProbe>; settled: BatchApiProbe | null; until: number }>();
 	const chatOnly = new WeakMap<GenerationProvider, JsonProvider>();
 	const batchApiOf = (client: GenerationProvider): Promise<BatchApiProbe> => {
 		const probe = (client as Partial<OpenAiProvider>).probeBatchApi;
 		if (!probe) return Promise.resolve('available');
 		const known = probes.get(client);
 		if (known && Date.now() < known.until) return known.answer;
-		const entry = { answer: Promise.resolve<BatchApiProbe>('unknown'), until: Number.POSITIVE_INFINITY };
+		const entry = { answer: Promise.resolve<BatchApiProbe>('unknown'), settled: null as BatchApiProbe | null, until: Number.POSITIVE_INFINITY };
 		entry.answer = probe
 			.call(client)
 			.catch((): BatchApiProbe => 'unknown')
 			.then((found) => {
+				entry.settled = found;
 				if (found === 'unknown') entry.until = Date.now() + PROBE_RETRY_MS;
 				else if (found === 'missing') logger.info({ provider: 'openai_compatible' }, 'pseo-automation: the OpenAI-compatible server has no Batch API; its bulk jobs run page by page');
 				return found;
@@ -212,10 +213,17 @@ export function createProviderSource(config: PseoConfig, logger: Logger, readSet
 		}
 		return view;
 	};
-	const bulkOf = async (kind: ProviderKind, chosen: ProviderPlan & { credentials: Credentials | null }): Promise<CatalogEntry['bulk']> => {
+	/**
+	 * How a provider's bulk jobs run, as the catalog says it. The catalog does not wait for a server's answer (a
+	 * server that does not answer would hold `GET /providers` up to the probe's timeout): it says what is known, and
+	 * the question it starts is answered by the next read.
+	 */
+	const bulkOf = (kind: ProviderKind, chosen: ProviderPlan & { credentials: Credentials | null }): CatalogEntry['bulk'] => {
 		if (config.bulkMode !== 'batch') return 'page_by_page';
 		if (kind !== 'openai_compatible' || !chosen.credentials) return 'batch';
-		return (await batchApiOf(clientFor(kind, chosen.model, chosen.credentials))) === 'missing' ? 'page_by_page' : 'batch';
+		const client = clientFor(kind, chosen.model, chosen.credentials);
+		void batchApiOf(client);
+		return probes.get(client)?.settled === 'missing' ? 'page_by_page' : 'batch';
 	};
 
 	return {
@@ -233,7 +241,7 @@ export function createProviderSource(config: PseoConfig, logger: Logger, readSet
 					origin: chosen.origin,
 					models: allowed,
 					default_model: chosen.model,
-					bulk: await bulkOf(kind, chosen),
+					bulk: bulkOf(kind, chosen),
 				});
 			}
 			return { default: { provider: fallback.kind, model: fallback.model }, providers };
