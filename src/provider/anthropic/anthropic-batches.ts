@@ -217,10 +217,10 @@ export function createAnthropicBatches(options: AnthropicBatchesOptions): BatchP
 
 		async createBatch(inputFileId: string, metadata: Record<string, string>): Promise<BatchInfo> {
 			checkId('inputFileId', inputFileId);
-			let tag = '';
-			// The body is built once, whole, as the API takes it: within 256 MB, which the limits keep it under.
-			const batch = await readSpooledInput(inputFileId, async (lines) => {
-				tag = encodeTag(metadata);
+			// The body is built once, whole, as the API takes it: within 256 MB, which the limits keep it under. The tag is
+			// encoded inside the read, so that a refused one still removes the spool.
+			return readSpooledInput(inputFileId, async (lines) => {
+				const tag = encodeTag(metadata);
 				const requests: { custom_id: string; params: Anthropic.Messages.MessageCreateParamsNonStreaming }[] = [];
 				for await (const line of lines) {
 					const request = line as { custom_id: string; params: Anthropic.Messages.MessageCreateParamsNonStreaming };
@@ -228,13 +228,13 @@ export function createAnthropicBatches(options: AnthropicBatchesOptions): BatchP
 					if (!CUSTOM_ID.test(customId)) throw new TypeError(`Expected the tagged custom id \`${customId}\` to match ${CUSTOM_ID}`);
 					requests.push({ custom_id: customId, params: request.params });
 				}
-				return withRetries({ op: 'create_batch', mayRetry: onlyRateLimits, logContext: { requests: requests.length } }, async () => ({
+				const batch = await withRetries({ op: 'create_batch', mayRetry: onlyRateLimits, logContext: { requests: requests.length } }, async () => ({
 					ok: true as const,
 					value: await client.messages.batches.create({ requests }),
 				}));
+				remember(batch.id, { ...decodeTag(`${tag}x`)!.metadata });
+				return batchInfo(batch);
 			});
-			remember(batch.id, { ...decodeTag(`${tag}x`)!.metadata });
-			return batchInfo(batch);
 		},
 
 		findBatchByMetadata: (key: string, value: string) => firstOf(batchesTagged(key, value)),

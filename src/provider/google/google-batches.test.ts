@@ -177,6 +177,14 @@ describe('Gemini batches', () => {
 		expect(warnings).toHaveLength(1);
 	});
 
+	it('metadata that is not a part\'s is refused before anything is sent, and the spool is removed', async () => {
+		const batches = provider();
+		const input = await batches.uploadBatchFile([batches.buildBatchLine('/a', pageRequest('/a'))], 'pseo-generation-1-part-0.jsonl');
+		await expect(batches.createBatch(input, { ...partMetadata(1, 0), pseo_generation_part: '2:0' })).rejects.toThrow(TypeError);
+		expect(existsSync(input.slice('spool:'.length))).toBe(false);
+		expect(creates()).toEqual([]);
+	});
+
 	it('a refused create is not sent again', async () => {
 		fake.configure({ refuseBatchCreates: 400 });
 		await expect(submit(['/a'])).rejects.toMatchObject({ status: 400, reason: 'bad_request' });
