@@ -9,6 +9,7 @@
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import type { Reporter, TestModule, TestSpecification } from 'vitest/node';
+import { readBootLog } from './boot-log.ts';
 import { durationsFile, suiteKey } from './suite-durations.ts';
 
 export default class SuiteProgress implements Reporter {
@@ -48,6 +49,7 @@ export default class SuiteProgress implements Reporter {
 		const slowest = [...this.#durations].sort((a, b) => b[1] - a[1]).slice(0, 10);
 		const lines = slowest.map(([key, ms]) => `  ${(ms / 1000).toFixed(1).padStart(7)} s  ${key}`);
 		process.stdout.write(`\nThe ten slowest test files:\n${lines.join('\n')}\n`);
+		process.stdout.write(bootSummary());
 		this.#save();
 	}
 
@@ -64,4 +66,19 @@ export default class SuiteProgress implements Reporter {
 		mkdirSync(path.dirname(file), { recursive: true });
 		writeFileSync(file, `${JSON.stringify(known, null, '\t')}\n`);
 	}
+}
+
+/** How many times the run started Directus, what a start took, and the files that started it most. */
+function bootSummary(): string {
+	const boots = readBootLog();
+	if (boots.length === 0) return '';
+	const total = boots.reduce((sum, boot) => sum + boot.ms, 0);
+	const byFile = new Map<string, { count: number; ms: number }>();
+	for (const boot of boots) {
+		const known = byFile.get(boot.file) ?? { count: 0, ms: 0 };
+		byFile.set(boot.file, { count: known.count + 1, ms: known.ms + boot.ms });
+	}
+	const rows = [...byFile].sort((a, b) => b[1].ms - a[1].ms).slice(0, 10);
+	const lines = rows.map(([file, { count, ms }]) => `  ${String(count).padStart(4)} boots ${(ms / 1000).toFixed(1).padStart(7)} s  ${file}`);
+	return `\nDirectus boots: ${boots.length}, ${(total / 1000).toFixed(1)} s in all (${(total / boots.length / 1000).toFixed(1)} s each on average); the files that boot most:\n${lines.join('\n')}\n`;
 }

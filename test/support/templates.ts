@@ -2,6 +2,7 @@ import { spawn, spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { recordBoot } from './boot-log.ts';
 import { baseEnv, freePort } from './instance.ts';
 import { ADMIN_TOKEN, NODE22, ROOT, START_SCRIPT } from './paths.ts';
 
@@ -25,6 +26,7 @@ export async function bootstrapTemplate(dbEnv: Record<string, string>): Promise<
 		stdio: ['ignore', 'pipe', 'pipe'],
 	});
 	let log = '';
+	const began = performance.now();
 	child.stdout.on('data', (chunk: Buffer) => (log += chunk));
 	child.stderr.on('data', (chunk: Buffer) => (log += chunk));
 	const deadline = Date.now() + 180_000;
@@ -35,6 +37,7 @@ export async function bootstrapTemplate(dbEnv: Record<string, string>): Promise<
 		if (ok) break;
 		await new Promise((resolve) => setTimeout(resolve, 200));
 	}
+	recordBoot(`template ${dbEnv['DB_CLIENT']}`, performance.now() - began);
 	// The admin's static token must work on every copy.
 	const me = await fetch(`http://127.0.0.1:${port}/users/me`, { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } });
 	if (!me.ok) throw new Error(`template admin token does not work (${me.status}):\n${log}`);
