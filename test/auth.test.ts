@@ -1,13 +1,16 @@
-import { createHmac } from 'node:crypto';
+import { createHmac, randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { call, createUser, expectEnvelope, type TestUser } from './support/api.ts';
-import { startDirectus, type DirectusInstance } from './support/directus.ts';
+import { shareDirectus, type DirectusInstance } from './support/directus.ts';
 import { CORE_INTERFACE_LEGS, legAvailable } from './support/legs.ts';
 import { SECRET } from './support/paths.ts';
 
+/** This suite's own website address: the instance is shared, so "no website was created" counts only these. */
+const WEBSITE_URL = `https://auth-${randomBytes(4).toString('hex')}.example`;
+
 /** Every route that needs a Bearer token (interface section 4), with a body that would otherwise be valid. */
 const PROTECTED: { method: string; path: string; body?: unknown }[] = [
-	{ method: 'POST', path: '/pseo-endpoints/pseo', body: { website_url: 'https://a.example', master_prompt: 'x' } },
+	{ method: 'POST', path: '/pseo-endpoints/pseo', body: { website_url: WEBSITE_URL, master_prompt: 'x' } },
 	{ method: 'POST', path: '/pseo-endpoints/trigger/on-demand-generation', body: { pseo_id: 1, post_count: 1 } },
 	{ method: 'POST', path: '/pseo-endpoints/trigger/bulk-generation', body: { pseo_id: 1, post_count: 2 } },
 	{ method: 'GET', path: '/pseo-endpoints/generations/1' },
@@ -32,7 +35,7 @@ describe.each(CORE_INTERFACE_LEGS)('authentication on %s', (leg) => {
 		let failures: [string, string | null][];
 
 		beforeAll(async () => {
-			directus = await startDirectus({ leg });
+			directus = await shareDirectus(leg);
 			alice = await createUser(directus, { balance: 5 });
 			const now = Math.floor(Date.now() / 1000);
 			const claims = { id: alice.id, role: null, app_access: false, admin_access: false, iss: 'directus' };
@@ -71,8 +74,10 @@ describe.each(CORE_INTERFACE_LEGS)('authentication on %s', (leg) => {
 		});
 
 		it('5.3 a token failure changes nothing: no website is created and no token is charged', async () => {
-			const websites = async () => (await call(directus, 'GET', '/items/pseo?limit=-1', { token: directus.adminToken })).body.data.length;
+			const websites = async () => (await call(directus, 'GET', `/items/pseo?limit=-1&filter[website_url][_contains]=${new URL(WEBSITE_URL).hostname}`, { token: directus.adminToken })).body.data.length;
 			const before = await websites();
+			// The control case above made one: the count below can see a website made with this body.
+			expect(before).toBeGreaterThan(0);
 			const balance = async () => (await call(directus, 'GET', '/pseo-endpoints/balance', { token: alice.token })).body.data.balance;
 			const balanceBefore = await balance();
 			for (const [, token] of failures) {

@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startFixtureServer, type FixtureServer } from './support/sitemap-fixture-server.ts';
 import { call, createUser, createWebsite, expectEnvelope, type TestUser } from './support/api.ts';
-import { startDirectus, type DirectusInstance } from './support/directus.ts';
-import { LEGS, legAvailable } from './support/legs.ts';
+import { shareDirectus, type DirectusInstance } from './support/directus.ts';
+import { ENGINE_ENV, LEGS, legAvailable } from './support/legs.ts';
 
 /** A WordPress-style site: a Yoast index with an XSL stylesheet, a posts child, and a gzip pages child. */
 async function wordpressSite(): Promise<FixtureServer> {
@@ -33,7 +33,8 @@ describe.each(LEGS)('4.9 fetch-sitemap on %s', (leg) => {
 
 		beforeAll(async () => {
 			site = await wordpressSite();
-			open = await startDirectus({ leg, env: { PSEO_ALLOW_PRIVATE_NETWORKS: 'true' } });
+			// The engine suites' instance: it allows private networks, as this suite's fixture site on loopback needs.
+			open = await shareDirectus(leg, ENGINE_ENV);
 			user = await createUser(open);
 		});
 		afterAll(async () => {
@@ -75,7 +76,7 @@ describe.each(LEGS)('4.9 fetch-sitemap on %s', (leg) => {
 		});
 
 		it('4 with private networks disallowed (the default) the same request returns [] and the site sees no request', async () => {
-			const guarded = await startDirectus({ leg });
+			const guarded = await shareDirectus(leg);
 			try {
 				const owner = await createUser(guarded);
 				const { id } = await createWebsite(guarded, owner, { website_url: site.origin });

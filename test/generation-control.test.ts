@@ -1,9 +1,9 @@
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { startFakeProvider, type FakeProvider } from './support/fake-provider/server.ts';
+import { afterAll, afterEach, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
+import type { FakeProvider } from './support/fake-provider/server.ts';
 import { adminItems, balanceOf, call, createUser, eventually, expectEnvelope, ledgerOf, waitForJob } from './support/api.ts';
-import { startDirectus, type DirectusInstance } from './support/directus.ts';
+import { shareDirectusWithFake, type DirectusInstance } from './support/directus.ts';
 import { expectPostsOnce, jobRow, plannedSite, postedRoutes, waitForGiveUp } from './support/job-checks.ts';
-import { ENGINE_INTERFACE_LEGS, legAvailable } from './support/legs.ts';
+import { ACCOUNTING_ENV, ENGINE_ENV, ENGINE_INTERFACE_LEGS, legAvailable, USER_DAILY_CAP } from './support/legs.ts';
 
 /*
  * A job's controls: cancel (stored, fenced, refunded) and retry (a new job for the failed pages only). The
@@ -12,10 +12,10 @@ import { ENGINE_INTERFACE_LEGS, legAvailable } from './support/legs.ts';
 
 const ON_DEMAND = '/pseo-endpoints/trigger/on-demand-generation';
 const BULK = '/pseo-endpoints/trigger/bulk-generation';
+/** The default rates, which the shared instances keep. */
 const PAGE_RATE = 10;
 const BATCH_RATE = 5;
-/** Every other test of this file spends less than this per user. */
-const USER_CAP = 45;
+const USER_CAP = USER_DAILY_CAP;
 
 const cancel = (directus: DirectusInstance, token: string, id: number | string) =>
 	call(directus, 'POST', `/pseo-endpoints/generations/${id}/cancel`, { token });
@@ -28,20 +28,9 @@ describe.each(ENGINE_INTERFACE_LEGS)('job controls on %s', (leg) => {
 		let directus: DirectusInstance;
 
 		beforeAll(async () => {
-			fake = await startFakeProvider();
-			directus = await startDirectus({
-				leg,
-				env: {
-					OPENAI_BASE_URL: fake.url,
-					PSEO_PROVIDER_BACKOFF_MS: '50',
-					PSEO_TOKEN_PER_PAGE: String(PAGE_RATE),
-					PSEO_TOKEN_PER_BATCH_PAGE: String(BATCH_RATE),
-					PSEO_USER_DAILY_TOKEN_CAP: String(USER_CAP),
-					// These tests are about the controls, not takeovers: a lease that outlives a loaded machine's
-					// stalls keeps a cancel from being taken over (and carried out twice) halfway.
-					PSEO_LEASE_MS: '15000',
-				},
-			});
+			// These tests are about the controls, not takeovers: ENGINE_ENV's long lease keeps a cancel from being taken
+			// over (and carried out twice) halfway on a loaded machine.
+			({ directus, fake } = await shareDirectusWithFake(leg, ENGINE_ENV));
 		});
 		afterEach(() => fake.reset());
 		afterAll(async () => {
@@ -198,6 +187,12 @@ describe.each(ENGINE_INTERFACE_LEGS)('job controls on %s', (leg) => {
 		});
 
 		it('a per-user daily cap holds under parallel triggers: what fits is accepted, the rest is 402 naming the cap', async () => {
+			// The cap is set for the whole instance: this test takes the one whose users all stay under it.
+			const { directus, fake } = await shareDirectusWithFake(leg, ACCOUNTING_ENV);
+			onTestFinished(async () => {
+				await directus.dispose();
+				await fake.close();
+			});
 			const user = await createUser(directus, { balance: 1000 });
 			const capToday = async () => (await call(directus, 'GET', '/pseo-endpoints/balance', { token: user.token })).body.data.daily_cap;
 			expect(await capToday()).toEqual({ limit: USER_CAP, left: USER_CAP });

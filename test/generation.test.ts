@@ -1,5 +1,5 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { startFakeProvider, type FakeProvider } from './support/fake-provider/server.ts';
+import type { FakeProvider } from './support/fake-provider/server.ts';
 import {
 	adminItems,
 	balanceOf,
@@ -14,8 +14,8 @@ import {
 	seedPlan,
 	waitForJob,
 } from './support/api.ts';
-import { startDirectus, type DirectusInstance } from './support/directus.ts';
-import { ENGINE_INTERFACE_LEGS, legAvailable } from './support/legs.ts';
+import { shareDirectusWithFake, type DirectusInstance } from './support/directus.ts';
+import { ENGINE_ENV, ENGINE_INTERFACE_LEGS, legAvailable } from './support/legs.ts';
 
 const ON_DEMAND = '/pseo-endpoints/trigger/on-demand-generation';
 const BULK = '/pseo-endpoints/trigger/bulk-generation';
@@ -28,11 +28,7 @@ describe.each(ENGINE_INTERFACE_LEGS)('generation engine on %s', (leg) => {
 		let directus: DirectusInstance;
 
 		beforeAll(async () => {
-			fake = await startFakeProvider();
-			directus = await startDirectus({
-				leg,
-				env: { OPENAI_BASE_URL: fake.url, PSEO_PROVIDER_BACKOFF_MS: '50', PSEO_CONCURRENCY: '4' },
-			});
+			({ directus, fake } = await shareDirectusWithFake(leg, ENGINE_ENV));
 		});
 		afterEach(() => fake.reset());
 		afterAll(async () => {

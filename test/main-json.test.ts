@@ -1,9 +1,9 @@
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
 import { startFixtureServer, type FixtureServer } from './support/sitemap-fixture-server.ts';
 import { startFakeProvider, type FakeProvider } from './support/fake-provider/server.ts';
 import { adminItems, balanceOf, call, createUser, createWebsite, eventually, expectEnvelope, ledgerOf, waitForJob, type TestUser } from './support/api.ts';
-import { startDirectus, type DirectusInstance } from './support/directus.ts';
-import { ENGINE_INTERFACE_LEGS, legAvailable } from './support/legs.ts';
+import { shareDirectusWithFake, startDirectus, type DirectusInstance } from './support/directus.ts';
+import { ENGINE_ENV, ENGINE_INTERFACE_LEGS, legAvailable } from './support/legs.ts';
 
 const PLAN = '/pseo-endpoints/generate/main-json';
 const DESCRIPTION =
@@ -21,23 +21,14 @@ describe.each(ENGINE_INTERFACE_LEGS)('4.8 content plan on %s', (leg) => {
 		let directus: DirectusInstance;
 
 		beforeAll(async () => {
-			fake = await startFakeProvider();
 			site = await startFixtureServer({
 				'/sitemap.xml': {
 					headers: { 'content-type': 'application/xml' },
 					body: `<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9"><url><loc>{{origin}}/bread/sourdough</loc></url><url><loc>{{origin}}/cakes/wedding-cakes</loc></url></urlset>`,
 				},
 			});
-			directus = await startDirectus({
-				leg,
-				env: {
-					OPENAI_BASE_URL: fake.url,
-					PSEO_PROVIDER_BACKOFF_MS: '20',
-					PSEO_PLAN_PAGES: '12',
-					PSEO_ALLOW_PRIVATE_NETWORKS: 'true',
-					PSEO_PLAN_LOCK_MS: '3000',
-				},
-			});
+			// ENGINE_ENV: plans of 12 pages, a 3-second plan lock, and private networks for the loopback site.
+			({ directus, fake } = await shareDirectusWithFake(leg, ENGINE_ENV));
 		});
 		afterEach((context) => {
 			if (context.task.result?.state === 'fail') console.error(directus.output().slice(-5000));
@@ -49,9 +40,9 @@ describe.each(ENGINE_INTERFACE_LEGS)('4.8 content plan on %s', (leg) => {
 			await site?.close();
 		});
 
-		async function owner(balance = 100): Promise<{ user: TestUser; pseoId: number }> {
-			const user = await createUser(directus, { balance });
-			const { id } = await createWebsite(directus, user, { website_url: site.origin });
+		async function owner(balance = 100, on = directus): Promise<{ user: TestUser; pseoId: number }> {
+			const user = await createUser(on, { balance });
+			const { id } = await createWebsite(on, user, { website_url: site.origin });
 			return { user, pseoId: id };
 		}
 
@@ -190,7 +181,14 @@ describe.each(ENGINE_INTERFACE_LEGS)('4.8 content plan on %s', (leg) => {
 		});
 
 		it('4.8 a kill -9 during generation leaves no stale lock: the next request succeeds and the lost charge is refunded', async () => {
-			const { user, pseoId } = await owner(100);
+			// A kill needs an instance of its own, with a fake of its own.
+			const fake = await startFakeProvider();
+			const directus = await startDirectus({ leg, env: { ...ENGINE_ENV, OPENAI_BASE_URL: fake.url } });
+			onTestFinished(async () => {
+				await directus.dispose();
+				await fake.close();
+			});
+			const { user, pseoId } = await owner(100, directus);
 			// The provider never answers: the plan is provably in flight (charged, lock held) when the instance dies.
 			fake.configure({ hangChat: true });
 			const body = { pseo_id: pseoId, language_code: 'en-US', description: DESCRIPTION };
@@ -217,13 +215,12 @@ describe.each(ENGINE_INTERFACE_LEGS)('4.8 content plan on %s', (leg) => {
 			expect(await balanceOf(directus, user.id)).toBe(80);
 		});
 
-		// Two restarts and 500 rows: run where storing them differs most, SQLite's bound-variable limit and MariaDB's
+		// An instance of its own (its plans have 500 pages) and 500 rows: run where storing them differs most, SQLite's bound-variable limit and MariaDB's
 		// SQL; PostgreSQL takes the same statements as the smaller plans of the other tests here.
 		it.skipIf(leg === 'postgres')('4.8 a 500-page plan is generated in chunks with 500 unique routes, none already on the site', async () => {
-			await directus.stop();
-			await directus.restart({ PSEO_PLAN_PAGES: '500' });
+			const { directus, fake } = await shareDirectusWithFake(leg, { ...ENGINE_ENV, PSEO_PLAN_PAGES: '500' });
 			try {
-				const { user, pseoId } = await owner(100);
+				const { user, pseoId } = await owner(100, directus);
 				fake.configure({ planIncludeRoutes: ['/bread/sourdough', '/cakes/wedding-cakes'], planDuplicateRate: 0.2 });
 				const res = await call(directus, 'POST', PLAN, {
 					token: user.token,
@@ -239,8 +236,8 @@ describe.each(ENGINE_INTERFACE_LEGS)('4.8 content plan on %s', (leg) => {
 				expect(tasks.filter((task) => task === 'plan_clusters').length).toBeGreaterThanOrEqual(1);
 				expect(tasks.filter((task) => task === 'plan_pages').length).toBeGreaterThanOrEqual(13);
 			} finally {
-				await directus.stop();
-				await directus.restart({ PSEO_PLAN_PAGES: '12' });
+				await directus.dispose();
+				await fake.close();
 			}
 		});
 	});

@@ -1,11 +1,11 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { startFakeProvider, type FakeProvider } from './support/fake-provider/server.ts';
+import type { FakeProvider } from './support/fake-provider/server.ts';
 import { adminItems, balanceOf, call, eventually, createUser, createWebsite, expectEnvelope, grantFileLibrary, uploadFile, waitForJob, type TestUser } from './support/api.ts';
-import { startDirectus, type DirectusInstance } from './support/directus.ts';
+import { shareDirectusWithFake, type DirectusInstance } from './support/directus.ts';
 import { startFixtureServer, type FixtureServer } from './support/sitemap-fixture-server.ts';
-import { LEGS, legAvailable } from './support/legs.ts';
+import { ENGINE_ENV, LEGS, legAvailable } from './support/legs.ts';
 import { structuredDataProblems } from './support/structured-data.ts';
 
 /*
@@ -25,14 +25,13 @@ describe.each(LEGS)('facts per page on %s', (leg) => {
 		let directus: DirectusInstance;
 
 		beforeAll(async () => {
-			fake = await startFakeProvider();
 			site = await startFixtureServer({
 				'/sitemap.xml': {
 					headers: { 'content-type': 'application/xml' },
 					body: '<?xml version="1.0"?><urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9"></urlset>',
 				},
 			});
-			directus = await startDirectus({ leg, env: { OPENAI_BASE_URL: fake.url, PSEO_ALLOW_PRIVATE_NETWORKS: 'true' } });
+			({ directus, fake } = await shareDirectusWithFake(leg, ENGINE_ENV));
 		});
 		afterEach(() => fake.reset());
 		afterAll(async () => {

@@ -1,9 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startFakeProvider, type FakeProvider } from './support/fake-provider/server.ts';
+import type { FakeProvider } from './support/fake-provider/server.ts';
 import { adminItems, balanceOf, call, createUser, createWebsite, expectEnvelope, grantFileLibrary, uploadFile, type TestUser } from './support/api.ts';
-import { startDirectus, type DirectusInstance } from './support/directus.ts';
+import { shareDirectusWithFake, type DirectusInstance } from './support/directus.ts';
 import { startFixtureServer, type FixtureServer } from './support/sitemap-fixture-server.ts';
-import { ENGINE_INTERFACE_LEGS, legAvailable } from './support/legs.ts';
+import { ACCOUNTING_ENV, ENGINE_INTERFACE_LEGS, IMPORTED_PAGE_RATE, legAvailable } from './support/legs.ts';
 
 /*
  * POST /plan/import: plan pages from data, from inline rows and from a CSV file of the file library, with every
@@ -11,7 +11,8 @@ import { ENGINE_INTERFACE_LEGS, legAvailable } from './support/legs.ts';
  */
 
 const IMPORT = '/pseo-endpoints/plan/import';
-const RATE = 2;
+/** Tokens per imported page, on the instance this suite shares with the daily cap's test. */
+const RATE = IMPORTED_PAGE_RATE;
 const template = { route: '/{service}/{city}', title: '{service} in {city}', primary_keyword: '{service} {city}', priority: '{rank}', cluster: '{service}' };
 
 describe.each(ENGINE_INTERFACE_LEGS)('plan import on %s', (leg) => {
@@ -21,7 +22,6 @@ describe.each(ENGINE_INTERFACE_LEGS)('plan import on %s', (leg) => {
 		let directus: DirectusInstance;
 
 		beforeAll(async () => {
-			fake = await startFakeProvider();
 			// Every website of this file is this loopback site, whose sitemap lists one page: /roofing/york-on-site.
 			site = await startFixtureServer({
 				'/sitemap.xml': {
@@ -29,10 +29,7 @@ describe.each(ENGINE_INTERFACE_LEGS)('plan import on %s', (leg) => {
 					body: '<?xml version="1.0"?><urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9"><url><loc>{{origin}}/roofing/york-on-site/</loc></url></urlset>',
 				},
 			});
-			directus = await startDirectus({
-				leg,
-				env: { OPENAI_BASE_URL: fake.url, PSEO_TOKEN_PER_IMPORTED_PAGE: String(RATE), PSEO_ALLOW_PRIVATE_NETWORKS: 'true' },
-			});
+			({ directus, fake } = await shareDirectusWithFake(leg, ACCOUNTING_ENV));
 		});
 		afterAll(async () => {
 			await directus?.dispose();

@@ -1,8 +1,8 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { startFakeProvider, type FakeProvider } from './support/fake-provider/server.ts';
+import type { FakeProvider } from './support/fake-provider/server.ts';
 import { adminItems, call, createUser, createWebsite, eventually, expectEnvelope, planPages, seedPlan, waitForJob } from './support/api.ts';
-import { startDirectus, type DirectusInstance } from './support/directus.ts';
-import { ENGINE_INTERFACE_LEGS, legAvailable } from './support/legs.ts';
+import { shareDirectusWithFake, startDirectus, type DirectusInstance } from './support/directus.ts';
+import { ENGINE_ENV, ENGINE_INTERFACE_LEGS, legAvailable } from './support/legs.ts';
 
 /*
  * Plan pages as rows (`pseo_plan_pages`): what generation reads, what editors edit as a table in the app, and
@@ -18,8 +18,7 @@ describe.each(ENGINE_INTERFACE_LEGS)('plan pages on %s', (leg) => {
 		let directus: DirectusInstance;
 
 		beforeAll(async () => {
-			fake = await startFakeProvider();
-			directus = await startDirectus({ leg, env: { OPENAI_BASE_URL: fake.url, PSEO_PROVIDER_BACKOFF_MS: '50' } });
+			({ directus, fake } = await shareDirectusWithFake(leg, ENGINE_ENV));
 		});
 		afterEach(() => fake.reset());
 		afterAll(async () => {
@@ -179,16 +178,23 @@ describe.each(ENGINE_INTERFACE_LEGS)('plan pages on %s', (leg) => {
 		});
 
 		it('start-up migrates plans stored as JSON documents, additively, without losing a page', async () => {
-			const user = await createUser(directus, { balance: 1000 });
-			const { id: pseoId } = await createWebsite(directus, user);
-			const plan = planPages(30, `/boot${Date.now()}`);
-			await seedPlan(directus, user, pseoId, plan);
-			expect(await rowsOf(pseoId)).toEqual([]);
-			await directus.stop();
-			await directus.restart();
-			const rows = await rowsOf(pseoId);
-			expect(rows.map((row) => row.route)).toEqual(plan.map((page) => page.route));
-			expect(rows.map((row) => row.title)).toEqual(plan.map((page) => page.title));
+			// A restart needs an instance of its own.
+			const own = await startDirectus({ leg });
+			try {
+				const rowsOn = (pseoId: number) => adminItems(own, 'pseo_plan_pages', `filter[pseo_id][_eq]=${pseoId}&sort=-priority,id`);
+				const user = await createUser(own, { balance: 1000 });
+				const { id: pseoId } = await createWebsite(own, user);
+				const plan = planPages(30, `/boot${Date.now()}`);
+				await seedPlan(own, user, pseoId, plan);
+				expect(await rowsOn(pseoId)).toEqual([]);
+				await own.stop();
+				await own.restart();
+				const rows = await rowsOn(pseoId);
+				expect(rows.map((row) => row.route)).toEqual(plan.map((page) => page.route));
+				expect(rows.map((row) => row.title)).toEqual(plan.map((page) => page.title));
+			} finally {
+				await own.dispose();
+			}
 		});
 	});
 });

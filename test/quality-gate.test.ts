@@ -1,9 +1,9 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { startFakeProvider, type FakeProvider } from './support/fake-provider/server.ts';
+import type { FakeProvider } from './support/fake-provider/server.ts';
 import { adminItems, balanceOf, call, createUser, waitForJob } from './support/api.ts';
-import { startDirectus, type DirectusInstance } from './support/directus.ts';
+import { shareDirectusWithFake, type DirectusInstance } from './support/directus.ts';
 import { plannedSite } from './support/job-checks.ts';
-import { LEGS, legAvailable } from './support/legs.ts';
+import { ENGINE_ENV, LEGS, legAvailable } from './support/legs.ts';
 
 /*
  * The quality gate as a job runs it: every stored page carries its verdict, a page that fails is written once
@@ -28,16 +28,8 @@ describe.each(LEGS)('quality gate on %s', (leg) => {
 		let directus: DirectusInstance;
 
 		beforeAll(async () => {
-			fake = await startFakeProvider();
-			directus = await startDirectus({
-				leg,
-				env: {
-					OPENAI_BASE_URL: fake.url,
-					PSEO_PROVIDER_BACKOFF_MS: '50',
-					PSEO_TOKEN_PER_PAGE: String(PAGE_RATE),
-					PSEO_TOKEN_PER_BATCH_PAGE: String(BATCH_RATE),
-				},
-			});
+			// PAGE_RATE and BATCH_RATE are the defaults, which the engine's shared instance keeps.
+			({ directus, fake } = await shareDirectusWithFake(leg, ENGINE_ENV));
 		});
 		afterEach(() => fake.reset());
 		afterAll(async () => {

@@ -3,7 +3,7 @@ import manifest from '../package.json' with { type: 'json' };
 import { ROUTES } from '../src/contracts/route-table.ts';
 import { buildOpenApi } from '../src/openapi/build-openapi.ts';
 import { adminItems, balanceOf, call, createUser, createWebsite, eventually, expectEnvelope, ledgerOf, PSEO_USER_ROLE, type TestUser } from './support/api.ts';
-import { startDirectus, type DirectusInstance } from './support/directus.ts';
+import { shareDirectus, startDirectus, type DirectusInstance } from './support/directus.ts';
 import { CORE_INTERFACE_LEGS, legAvailable } from './support/legs.ts';
 
 describe.each(CORE_INTERFACE_LEGS)('foundation on %s', (leg) => {
@@ -13,7 +13,7 @@ describe.each(CORE_INTERFACE_LEGS)('foundation on %s', (leg) => {
 		let bob: TestUser;
 
 		beforeAll(async () => {
-			directus = await startDirectus({ leg });
+			directus = await shareDirectus(leg);
 			alice = await createUser(directus, { balance: 100 });
 			bob = await createUser(directus, { balance: 0 });
 		});
@@ -116,10 +116,12 @@ describe.each(CORE_INTERFACE_LEGS)('foundation on %s', (leg) => {
 			['numeric website_software', { website_url: 'https://example.com', master_prompt: 'x', website_software: 3 }],
 			['unknown field', { website_url: 'https://example.com', master_prompt: 'x', post_counts_total: 9 }],
 		])('4.3 rejects %s with 400 in the error envelope', async (_name, body) => {
-			const before = await adminItems(directus, 'pseo');
+			// Alice's websites: other suites share this instance and make their own meanwhile.
+			const hers = () => adminItems(directus, 'pseo', `filter[backend_user_id][_eq]=${alice.id}`);
+			const before = await hers();
 			const res = await call(directus, 'POST', '/pseo-endpoints/pseo', { token: alice.token, body });
 			expectEnvelope(res, 400);
-			expect(await adminItems(directus, 'pseo')).toHaveLength(before.length);
+			expect(await hers()).toHaveLength(before.length);
 		});
 
 		it.each([
@@ -337,14 +339,21 @@ describe.each(CORE_INTERFACE_LEGS)('foundation on %s', (leg) => {
 			expect(body.body.data.meta.interface).toBe('input-rich-text-md');
 		});
 
+		// A restart needs an instance of its own: the one above is shared with other suites.
 		it('1 a restart on the same database keeps every record and changes no schema', async () => {
-			const website = await createWebsite(directus, alice, { website_url: 'https://restart.example.com' });
-			expect(await directus.stop()).toBe(0);
-			await directus.restart();
-			const [row] = await adminItems(directus, 'pseo', `filter[id][_eq]=${website.id}`);
-			expect(row.website_url).toBe('https://restart.example.com');
-			const fields = await call(directus, 'GET', '/fields/pseo_posts', { token: directus.adminToken });
-			expect(fields.body.data.map((f: { field: string }) => f.field)).toContain('body');
+			const own = await startDirectus({ leg });
+			try {
+				const owner = await createUser(own, { balance: 0 });
+				const website = await createWebsite(own, owner, { website_url: 'https://restart.example.com' });
+				expect(await own.stop()).toBe(0);
+				await own.restart();
+				const [row] = await adminItems(own, 'pseo', `filter[id][_eq]=${website.id}`);
+				expect(row.website_url).toBe('https://restart.example.com');
+				const fields = await call(own, 'GET', '/fields/pseo_posts', { token: own.adminToken });
+				expect(fields.body.data.map((f: { field: string }) => f.field)).toContain('body');
+			} finally {
+				await own.dispose();
+			}
 		});
 	});
 });

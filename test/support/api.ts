@@ -84,7 +84,7 @@ export async function createWebsite(
 ): Promise<{ id: number }> {
 	const res = await call(instance, 'POST', '/pseo-endpoints/pseo', {
 		token: user.token,
-		body: { website_url: 'https://example.com', master_prompt: 'Write helpful pages.', ...body },
+		body: { website_url: 'https://example.com', master_prompt: 'Write helpful pages.', ...(instance.websiteModel ? { model: instance.websiteModel } : {}), ...body },
 	});
 	if (res.status !== 201) throw new Error(`createWebsite failed: ${res.status} ${JSON.stringify(res.body)}`);
 	return res.body.data;

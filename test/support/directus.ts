@@ -1,4 +1,8 @@
+import { randomBytes } from 'node:crypto';
+import { readFileSync } from 'node:fs';
 import { inject } from 'vitest';
+import { startFakeProvider, type FakeProvider } from './fake-provider/server.ts';
+import type { SharedInstanceInfo } from './instance-broker.ts';
 import { copyDatabase as copyFrom, launchDirectus, type DatabaseCopy, type DirectusInstance, type Leg } from './instance.ts';
 
 export type { DatabaseCopy, DirectusInstance, Leg } from './instance.ts';
@@ -15,7 +19,11 @@ export function copyDatabase(leg: Leg): Promise<DatabaseCopy> {
 	return copyFrom(leg, template, inject('pgPrefix'));
 }
 
-/** Starts Directus (as `npm start` does) on a fresh copy of the template, or on `database`. */
+/**
+ * Starts a private Directus (as `npm start` does) on a fresh copy of the template, or on `database`: for a suite
+ * that stops, kills, pauses or restarts it, or sets what every user of an instance would see. Any other suite
+ * takes `shareDirectus`.
+ */
 export async function startDirectus(options: {
 	leg: Leg;
 	env?: Record<string, string>;
@@ -23,4 +31,55 @@ export async function startDirectus(options: {
 }): Promise<DirectusInstance> {
 	const database = options.database ?? (await copyDatabase(options.leg));
 	return launchDirectus({ leg: options.leg, database, ...(options.env ? { env: options.env } : {}) });
+}
+
+/**
+ * The Directus of `leg` with `env` that every suite asking the same shares (instance-broker.ts): already running
+ * when another suite asked for it, booted otherwise. The suite makes its own users and websites on it; it may not
+ * stop, kill or restart it. `dispose()` lets it go without stopping it.
+ */
+export async function shareDirectus(leg: Leg, env: Record<string, string> = {}): Promise<DirectusInstance> {
+	const info = await broker<SharedInstanceInfo>('POST', '/instances', { leg, env });
+	return sharedHandle(leg, env, info, async () => {});
+}
+
+/**
+ * `shareDirectus`, with a fake provider of this suite's own behind the instance's provider address: the websites
+ * that `createWebsite` makes on it name a model that only this suite uses, and the instance's tenant router passes
+ * their calls to this fake, so its counters and knobs are this suite's alone. Close the fake after `dispose()`.
+ */
+export async function shareDirectusWithFake(leg: Leg, env: Record<string, string> = {}): Promise<{ directus: DirectusInstance; fake: FakeProvider }> {
+	const [info, fake] = await Promise.all([broker<SharedInstanceInfo>('POST', '/instances', { leg, env }), startFakeProvider()]);
+	const model = `pseo-suite-${randomBytes(5).toString('hex')}`;
+	await broker('POST', '/tenants', { key: info.key, model, origin: fake.url });
+	const directus = sharedHandle(leg, env, info, () => broker('DELETE', '/tenants', { key: info.key, model }).then(() => {}), model);
+	return { directus, fake };
+}
+
+function sharedHandle(leg: Leg, env: Record<string, string>, info: SharedInstanceInfo, release: () => Promise<void>, websiteModel?: string): DirectusInstance {
+	const refuse = (what: string) => () => {
+		throw new Error(`This Directus is shared by other suites: a suite that must ${what} it starts a private one (startDirectus).`);
+	};
+	return {
+		url: info.url,
+		leg,
+		adminToken: info.adminToken,
+		...(websiteModel ? { websiteModel } : {}),
+		output: () => readFileSync(info.logFile, 'utf8'),
+		stop: refuse('stop'),
+		running: () => true,
+		kill: refuse('kill'),
+		pause: refuse('pause'),
+		resume: refuse('resume'),
+		restart: refuse('restart'),
+		startedWith: () => env,
+		dispose: release,
+	};
+}
+
+async function broker<T>(method: string, path: string, body: unknown): Promise<T> {
+	const res = await fetch(`${inject('instanceBroker')}${path}`, { method, headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+	const answer = (await res.json()) as T & { error?: string };
+	if (!res.ok) throw new Error(`the instance broker answered ${res.status}: ${answer.error ?? JSON.stringify(answer)}`);
+	return answer;
 }

@@ -5,6 +5,8 @@ import path from 'node:path';
 import type { TestProject } from 'vitest/node';
 import { ensureHosts } from '../../scripts/lib/hosts.mjs';
 import { copyDatabase, launchDirectus, legHome, mariadbEnv, postgresEnv } from './instance.ts';
+import { resetBootLog } from './boot-log.ts';
+import { startInstanceBroker } from './instance-broker.ts';
 import { packBundle } from './stock-install.ts';
 import { dropMariaDatabase, mariaDatabasesLike, mariadbAdmin, mariadbReachable } from './mariadb.ts';
 import { bootstrapTemplate, buildExtension } from './templates.ts';
@@ -24,6 +26,8 @@ declare module 'vitest' {
 		pgPrefix: string;
 		mariadbTemplate: string;
 		mariadbAvailable: boolean;
+		/** The address of the broker of shared instances (instance-broker.ts). */
+		instanceBroker: string;
 	}
 }
 
@@ -34,6 +38,7 @@ declare module 'vitest' {
  * across runs, keyed by everything that shapes them.
  */
 export default async function setup(project: TestProject) {
+	resetBootLog();
 	buildExtension();
 	ensureHosts();
 	const key = templateKey();
@@ -77,8 +82,15 @@ export default async function setup(project: TestProject) {
 	project.provide('pgPrefix', pgPrefix);
 	project.provide('mariadbTemplate', mariadbTemplate);
 	project.provide('mariadbAvailable', mariadbAvailable);
+	const broker = await startInstanceBroker({
+		templates: { sqlite: sqliteTemplate, 'sqlite-d11': sqliteD11Template, stock: stockTemplate, postgres: pgTemplate, mariadb: mariadbTemplate },
+		prefix: pgPrefix,
+	});
+	project.provide('instanceBroker', broker.url);
 
 	return async () => {
+		// The shared instances first: their databases are among those dropped below.
+		await broker.close();
 		if (postgresAvailable) {
 			const leftovers = await pgAdmin<{ datname: string }>(
 				`SELECT datname FROM pg_database WHERE datname LIKE '${pgPrefix}\\_%' OR datname = '${pgTemplate}'`,

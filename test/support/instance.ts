@@ -1,9 +1,10 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { appendFileSync, copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
+import { recordBoot } from './boot-log.ts';
 import { cloneMariaDatabase, dropMariaDatabase } from './mariadb.ts';
 import { cloneDatabase, dropDatabase } from './postgres.ts';
 import { ADMIN_EMAIL, ADMIN_PASSWORD, ADMIN_TOKEN, CACHE_DIR, MARIADB, PG, ROOT, SECRET, START_SCRIPT } from './paths.ts';
@@ -50,6 +51,11 @@ export interface DirectusInstance {
 	url: string;
 	leg: Leg;
 	adminToken: string;
+	/**
+	 * The model every website made by `createWebsite` names, on an instance shared with other suites: the one its
+	 * tenant router passes to this suite's own fake (directus.ts, `shareDirectusWithFake`).
+	 */
+	websiteModel?: string;
 	/** Output of the process, for assertions on logs and for failure reports. */
 	output(): string;
 	/** SIGTERM and wait for exit. */
@@ -169,6 +175,8 @@ export async function launchDirectus(options: {
 	leg: Leg;
 	database: DatabaseCopy;
 	env?: Record<string, string>;
+	/** A file that receives the output as well, for processes that read it without this object (a shared instance). */
+	logFile?: string;
 }): Promise<DirectusInstance> {
 	const database = options.database;
 	const workDir = mkdtempSync(path.join(os.tmpdir(), 'pseo-instance-'));
@@ -180,15 +188,20 @@ export async function launchDirectus(options: {
 	let log = '';
 	let launchedWith: Record<string, string> = {};
 
+	const note = (text: string) => {
+		log += text;
+		if (options.logFile) appendFileSync(options.logFile, text);
+	};
 	const capture = (started: ChildProcess) => {
-		started.stdout?.on('data', (chunk: Buffer) => (log += chunk.toString()));
-		started.stderr?.on('data', (chunk: Buffer) => (log += chunk.toString()));
+		started.stdout?.on('data', (chunk: Buffer) => note(chunk.toString()));
+		started.stderr?.on('data', (chunk: Buffer) => note(chunk.toString()));
 		return started;
 	};
 	// A copy of the stock template is bootstrapped already, as the other legs' copies are.
 	let bootstrapped = typeof database.env['DB_FILENAME'] === 'string' && existsSync(database.env['DB_FILENAME']);
 	const launch = async (extraEnv: Record<string, string> = {}) => {
-		log += `\n--- start ${new Date().toISOString()} ---\n`;
+		note(`\n--- start ${new Date().toISOString()} ---\n`);
+		const began = performance.now();
 		launchedWith = { ...extraEnv };
 		if (options.leg === 'stock') {
 			// As an admin runs it: the configuration in the project's .env, `directus bootstrap` once, then `directus start`.
@@ -214,6 +227,7 @@ export async function launchDirectus(options: {
 			);
 		}
 		await waitForPing(url, child, () => log);
+		recordBoot(options.leg, performance.now() - began);
 	};
 
 	const waitExit = (signal: NodeJS.Signals) =>

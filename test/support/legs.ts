@@ -36,3 +36,36 @@ export function legAvailable(leg: Leg): boolean {
 	if (leg === 'mariadb') return inject('mariadbAvailable');
 	return true;
 }
+
+/**
+ * The environment of the Directus that the engine's suites share (directus.ts, `shareDirectusWithFake`): what they
+ * all agree on, so that one instance per leg serves them all. A suite that needs other values asks for its own
+ * environment, and shares that instance with the suites that ask for the same.
+ */
+export const ENGINE_ENV: Record<string, string> = {
+	// Retries of a refused provider call are the point of some tests, not their waiting time.
+	PSEO_PROVIDER_BACKOFF_MS: '20',
+	// The sitemap and data fixtures are served on loopback.
+	PSEO_ALLOW_PRIVATE_NETWORKS: 'true',
+	// A lease that outlives a loaded machine's stalls: no job of a shared instance is taken over halfway by its own
+	// sweeper. The suites that test takeovers run their own instances with short leases.
+	PSEO_LEASE_MS: '15000',
+	// Plans of 12 pages are quick to generate and to check; a plan lock lapses in 3 seconds after a killed request.
+	PSEO_PLAN_PAGES: '12',
+	PSEO_PLAN_LOCK_MS: '3000',
+};
+
+/** Tokens per imported plan page on the accounting instance below. */
+export const IMPORTED_PAGE_RATE = 2;
+/** Each user's daily cap on the accounting instance below: every user of it spends less than this a day but one. */
+export const USER_DAILY_CAP = 45;
+
+/**
+ * The engine's environment with charges for imported pages and a per-user daily cap: the plan import's suite and
+ * the cap's test share it. Each user of this instance spends less than the cap a day, but the cap's own.
+ */
+export const ACCOUNTING_ENV: Record<string, string> = {
+	...ENGINE_ENV,
+	PSEO_TOKEN_PER_IMPORTED_PAGE: String(IMPORTED_PAGE_RATE),
+	PSEO_USER_DAILY_TOKEN_CAP: String(USER_DAILY_CAP),
+};
