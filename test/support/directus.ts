@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
-import { inject } from 'vitest';
+import { afterAll, afterEach, beforeAll, inject } from 'vitest';
 import { startFakeProvider, type FakeProvider } from './fake-provider/server.ts';
 import type { SharedInstanceInfo } from './instance-broker.ts';
 import { copyDatabase as copyFrom, launchDirectus, type DatabaseCopy, type DirectusInstance, type Leg } from './instance.ts';
@@ -36,11 +36,11 @@ export async function startDirectus(options: {
 /**
  * The Directus of `leg` with `env` that every suite asking the same shares (instance-broker.ts): already running
  * when another suite asked for it, booted otherwise. The suite makes its own users and websites on it; it may not
- * stop, kill or restart it. `dispose()` lets it go without stopping it.
+ * stop, kill or restart it. `dispose()` lets it go: the broker stops it once no suite has held it for a while.
  */
 export async function shareDirectus(leg: Leg, env: Record<string, string> = {}): Promise<DirectusInstance> {
 	const info = await broker<SharedInstanceInfo>('POST', '/instances', { leg, env });
-	return sharedHandle(leg, env, info, async () => {});
+	return sharedHandle(leg, env, info, () => broker('POST', '/release', { key: info.key }).then(() => {}));
 }
 
 /**
@@ -52,7 +52,11 @@ export async function shareDirectusWithFake(leg: Leg, env: Record<string, string
 	const [info, fake] = await Promise.all([broker<SharedInstanceInfo>('POST', '/instances', { leg, env }), startFakeProvider()]);
 	const model = `pseo-suite-${randomBytes(5).toString('hex')}`;
 	await broker('POST', '/tenants', { key: info.key, model, origin: fake.url });
-	const directus = sharedHandle(leg, env, info, () => broker('DELETE', '/tenants', { key: info.key, model }).then(() => {}), model);
+	const release = async () => {
+		await broker('DELETE', '/tenants', { key: info.key, model });
+		await broker('POST', '/release', { key: info.key });
+	};
+	const directus = sharedHandle(leg, env, info, release, model);
 	return { directus, fake };
 }
 
@@ -82,4 +86,37 @@ async function broker<T>(method: string, path: string, body: unknown): Promise<T
 	const answer = (await res.json()) as T & { error?: string };
 	if (!res.ok) throw new Error(`the instance broker answered ${res.status}: ${answer.error ?? JSON.stringify(answer)}`);
 	return answer;
+}
+
+/**
+ * The hooks of a suite on a shared Directus, registered in the calling `describe`: the instance of `leg` and `env`
+ * with this suite's own fake behind it, asked for before the tests, the fake reset after each test, both let go
+ * after the last. Returns stand-ins for the two, usable in the tests as the objects themselves once the suite runs.
+ */
+export function useSharedDirectus(leg: Leg, env: Record<string, string>): { directus: DirectusInstance; fake: FakeProvider } {
+	let current: { directus: DirectusInstance; fake: FakeProvider } | null = null;
+	beforeAll(async () => {
+		current = await shareDirectusWithFake(leg, env);
+	});
+	afterEach(() => current?.fake.reset());
+	afterAll(async () => {
+		await current?.directus.dispose();
+		await current?.fake.close();
+	});
+	const use = <K extends 'directus' | 'fake'>(key: K) => {
+		if (!current) throw new Error(`the shared Directus of ${leg} is used before the suite's beforeAll asked for it`);
+		return current[key];
+	};
+	return { directus: standIn(() => use('directus')), fake: standIn(() => use('fake')) };
+}
+
+/** An object that forwards every property to `target()`, its methods bound to it (a fake keeps `#private` state). */
+function standIn<T extends object>(target: () => T): T {
+	return new Proxy({} as T, {
+		get(_, property) {
+			const real = target();
+			const value: unknown = Reflect.get(real, property, real);
+			return typeof value === 'function' ? (value as (...args: unknown[]) => unknown).bind(real) : value;
+		},
+	});
 }

@@ -52,12 +52,30 @@ interface Shared {
 	instance: DirectusInstance;
 }
 
+/** A shared instance and how many suites hold it now. */
+interface Entry {
+	shared: Promise<Shared>;
+	holders: number;
+	/** Set while nobody holds it: when it fires, the instance is stopped. */
+	linger: NodeJS.Timeout | null;
+}
+
+/**
+ * How long an instance nobody holds keeps running for the next suite that asks for it. Idle, an instance sweeps its
+ * database five times a second (instance.ts), about two percent of a core; a boot costs about eight seconds of one.
+ * Two minutes of idling cost less than a boot. (The sweep is not slowed on shared instances: a batch job moves on at
+ * each sweep, and the suites on them waited for it.)
+ */
+const LINGER_MS = 120_000;
+
 class Broker implements InstanceBroker {
 	readonly #options: InstanceBrokerOptions;
 	readonly #server: Server;
 	readonly #logDir = mkdtempSync(path.join(os.tmpdir(), 'pseo-shared-'));
-	/** By key; a promise while the instance boots, so that two suites asking at once share one boot. */
-	readonly #instances = new Map<string, Promise<Shared>>();
+	/** By key; its promise is pending while the instance boots, so that two suites asking at once share one boot. */
+	readonly #instances = new Map<string, Entry>();
+	/** Instances being stopped: the run's end waits for them. */
+	readonly #stopping = new Set<Promise<void>>();
 	#boots = 0;
 	#url = '';
 
@@ -73,7 +91,7 @@ class Broker implements InstanceBroker {
 	}
 
 	started(): number {
-		return this.#instances.size;
+		return this.#boots;
 	}
 
 	async listen(): Promise<void> {
@@ -86,14 +104,8 @@ class Broker implements InstanceBroker {
 			this.#server.close(() => resolve());
 			this.#server.closeAllConnections();
 		});
-		const all = await Promise.allSettled(this.#instances.values());
-		await Promise.all(
-			all.map(async (settled) => {
-				if (settled.status !== 'fulfilled') return;
-				await settled.value.instance.dispose();
-				await settled.value.router.close();
-			}),
-		);
+		for (const key of [...this.#instances.keys()]) this.#stop(key);
+		await Promise.all(this.#stopping);
 		rmSync(this.#logDir, { recursive: true, force: true });
 	}
 
@@ -103,8 +115,12 @@ class Broker implements InstanceBroker {
 			const shared = await this.#acquire(body['leg'] as Leg, (body['env'] ?? {}) as Record<string, string>);
 			return reply(res, 200, shared.info);
 		}
+		if (req.method === 'POST' && req.url === '/release') {
+			this.#release(String(body['key']));
+			return reply(res, 200, {});
+		}
 		if (req.url === '/tenants' && (req.method === 'POST' || req.method === 'DELETE')) {
-			const shared = await this.#instances.get(String(body['key']));
+			const shared = await this.#instances.get(String(body['key']))?.shared;
 			if (!shared) return reply(res, 404, { error: `no shared instance ${String(body['key'])}` });
 			if (req.method === 'POST') shared.router.register(String(body['model']), String(body['origin']));
 			else shared.router.unregister(String(body['model']));
@@ -115,14 +131,44 @@ class Broker implements InstanceBroker {
 
 	#acquire(leg: Leg, env: Record<string, string>): Promise<Shared> {
 		const key = instanceKey(leg, env);
-		let shared = this.#instances.get(key);
-		if (!shared) {
-			shared = this.#boot(key, leg, env);
+		let entry = this.#instances.get(key);
+		if (!entry) {
+			const shared = this.#boot(key, leg, env);
+			entry = { shared, holders: 0, linger: null };
 			// A boot that failed is not kept: the next suite to ask tries again, and reports its own failure.
-			shared.catch(() => this.#instances.delete(key));
-			this.#instances.set(key, shared);
+			shared.catch(() => {
+				if (this.#instances.get(key)?.shared === shared) this.#instances.delete(key);
+			});
+			this.#instances.set(key, entry);
 		}
-		return shared;
+		entry.holders += 1;
+		if (entry.linger) clearTimeout(entry.linger);
+		entry.linger = null;
+		return entry.shared;
+	}
+
+	/** A suite let its instance go: once nobody holds it, it lingers, then stops. */
+	#release(key: string): void {
+		const entry = this.#instances.get(key);
+		if (!entry || entry.holders === 0) return;
+		entry.holders -= 1;
+		if (entry.holders === 0) entry.linger = setTimeout(() => this.#stop(key), LINGER_MS);
+	}
+
+	/** Forgets the instance at once (a suite that asks now gets a new one) and stops it. */
+	#stop(key: string): void {
+		const entry = this.#instances.get(key);
+		if (!entry) return;
+		this.#instances.delete(key);
+		if (entry.linger) clearTimeout(entry.linger);
+		const stopped = entry.shared
+			.then(async ({ instance, router }) => {
+				await instance.dispose();
+				await router.close();
+			})
+			.catch(() => {})
+			.finally(() => this.#stopping.delete(stopped));
+		this.#stopping.add(stopped);
 	}
 
 	async #boot(key: string, leg: Leg, env: Record<string, string>): Promise<Shared> {

@@ -1,4 +1,4 @@
-import { inject } from 'vitest';
+import { describe, inject } from 'vitest';
 import type { Leg } from './directus.ts';
 
 /**
@@ -69,3 +69,13 @@ export const ACCOUNTING_ENV: Record<string, string> = {
 	PSEO_TOKEN_PER_IMPORTED_PAGE: String(IMPORTED_PAGE_RATE),
 	PSEO_USER_DAILY_TOKEN_CAP: String(USER_DAILY_CAP),
 };
+
+/**
+ * One `describe` per leg, titled with it (`title` with `%s`), each skipped, and reported so, where this machine does
+ * not have the leg's database.
+ */
+export function describeLegs(title: string, legs: Leg[], body: (leg: Leg) => void): void {
+	describe.each(legs)(title, (leg) => {
+		describe.skipIf(!legAvailable(leg))(`${leg}`, () => body(leg));
+	});
+}
