@@ -50,7 +50,7 @@ function drawSharersTogether(files: TestSpecification[]): TestSpecification[] {
 }
 
 /**
- * The environments a test file asks the broker for, as written in its source (`shareDirectus(leg, ENGINE_ENV)`):
+ * The environments a test file asks the broker for, as written in its source (`useSharedDirectus(leg, ENGINE_ENV)`):
  * an ordering hint read without running the file, so a clean clone gets it too. A call without an environment
  * asks for the plain instance.
  */
@@ -62,7 +62,7 @@ function sharedEnvironments(file: string): Set<string> {
 		return new Set();
 	}
 	const environments = new Set<string>();
-	for (const match of source.matchAll(/shareDirectus(?:WithFake)?\(\s*[\w.]+\s*(?:,\s*([^)]*?))?\s*\)/g)) {
+	for (const match of source.matchAll(/(?:shareDirectus|shareDirectusWithFake|useSharedDirectus)\(\s*[\w.]+\s*(?:,\s*([^)]*?))?\s*\)/g)) {
 		environments.add(match[1]?.trim() || 'plain');
 	}
 	return environments;
