@@ -40,8 +40,6 @@ export interface InstanceBrokerOptions {
 export interface InstanceBroker {
 	/** The broker's own address, for the workers. */
 	readonly url: string;
-	/** How many instances it started. */
-	started(): number;
 	/** Stops every instance and router, and drops their databases. */
 	close(): Promise<void>;
 }
@@ -88,10 +86,6 @@ class Broker implements InstanceBroker {
 
 	get url(): string {
 		return this.#url;
-	}
-
-	started(): number {
-		return this.#boots;
 	}
 
 	async listen(): Promise<void> {
