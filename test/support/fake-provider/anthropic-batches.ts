@@ -71,6 +71,8 @@ export interface AnthropicBatchStoreOptions {
 	resultsUrl: (id: string) => string;
 	/** Answers one request through the same path as `/v1/messages`. */
 	answer: (request: ChatRequest, customId: string) => MessageOutcome;
+	/** Called with a valid batch about to be stored; it throws the answer to send instead (nothing is stored then). */
+	admit?: (batch: MessageBatchObject, lines: MessageBatchLine[]) => void;
 }
 
 export class AnthropicBatchStore {
@@ -118,6 +120,7 @@ export class AnthropicBatchStore {
 			archived_at: null,
 			results_url: null,
 		};
+		this.#options.admit?.(meta, lines);
 		const record: MessageBatchRecord = { meta, lines, results: null, endState: this.#options.config().batchEndState, released: false, chain: Promise.resolve() };
 		this.#batches.set(meta.id, record);
 		this.#order.push(meta.id);

@@ -142,6 +142,11 @@ export interface BatchStoreOptions {
 	config: () => FakeConfig;
 	/** Answers one line through the same path as chat completions. */
 	answer: (request: ChatRequest, customId: string) => ChatOutcome;
+	/**
+	 * Called at create with a batch whose file passed validation: the error it returns fails the batch at its
+	 * validation step instead (OpenAI accepts a batch over the enqueued-token limit, then fails it so).
+	 */
+	admit?: (batch: BatchObject, lines: BatchLine[]) => BatchErrorItem | null;
 }
 
 export class BatchStore {
@@ -195,7 +200,8 @@ export class BatchStore {
 			model: lines.find((line) => line.request)?.request?.model ?? null,
 			usage: null,
 		};
-		const record: BatchRecord = { meta, lines, validationErrors: errors, endState: this.#options.config().batchEndState, released: false, chain: Promise.resolve() };
+		const refusal = errors.length === 0 ? (this.#options.admit?.(meta, lines) ?? null) : null;
+		const record: BatchRecord = { meta, lines, validationErrors: refusal ? [refusal] : errors, endState: this.#options.config().batchEndState, released: false, chain: Promise.resolve() };
 		this.#batches.set(meta.id, record);
 		this.#order.push(meta.id);
 		return { ok: true, batch: meta, lines };

@@ -89,6 +89,25 @@ export interface FakeConfig {
 	lowQualityPersists: boolean;
 	/** Replacement responders by task, in-process only. Default {}. */
 	responders: Record<string, Responder>;
+	/**
+	 * The account's enqueued-token limit for batches, in input tokens (`estimateInputTokens` of limits.ts, per
+	 * request), over the batches of every protocol not yet ended. A batch that would take the count above it is, as
+	 * each vendor does: OpenAI, created (200, `validating`), then `failed` at its next step with `errors.data[0].code`
+	 * `token_limit_exceeded`; Anthropic and Gemini, refused with 429 (`rate_limit_error` with `retry-after`;
+	 * `RESOURCE_EXHAUSTED` with a `google.rpc.Help` detail), nothing created. Decided at create; a refused batch
+	 * counts nothing. Default null (no limit).
+	 */
+	enqueuedTokenLimit: number | null;
+	/**
+	 * The account's request-rate window for online calls (chat completions, messages, generateContent): a token
+	 * bucket of `requests`, refilled continuously at `requests` per `perMs`, and, when `tokens` is set, a second one
+	 * of input tokens (`estimateInputTokens` of limits.ts) with the same period. A valid call that finds a bucket
+	 * short is answered 429 as its vendor does (OpenAI with `retry-after-ms` and `retry-after`, Anthropic with
+	 * `retry-after`, Gemini with `QuotaFailure` and `RetryInfo` details); with `headers` (true when omitted), every
+	 * answer of OpenAI and Anthropic carries their rate-limit headers (`x-ratelimit-*`, `anthropic-ratelimit-*`).
+	 * Configuring it starts with full buckets. Independent of `rateLimit`. Default null (no window).
+	 */
+	requestRate: { requests: number; perMs: number; tokens?: number | null; headers: boolean } | null;
 }
 
 /** How a route listed in `lowQualityRoutes` comes out. */
@@ -129,6 +148,8 @@ export function defaultConfig(): FakeConfig {
 		lowQualityRoutes: {},
 		lowQualityPersists: false,
 		responders: {},
+		enqueuedTokenLimit: null,
+		requestRate: null,
 	};
 }
 
@@ -151,6 +172,20 @@ function nonNegativeNumber(name: string, value: unknown): number {
 function nonNegativeInteger(name: string, value: unknown): number {
 	if (typeof value !== 'number' || !Number.isInteger(value) || value < 0) {
 		throw new TypeError(`${name} must be a non-negative integer, got ${show(value)}`);
+	}
+	return value;
+}
+
+function positiveInteger(name: string, value: unknown): number {
+	if (typeof value !== 'number' || !Number.isInteger(value) || value < 1) {
+		throw new TypeError(`${name} must be a positive integer, got ${show(value)}`);
+	}
+	return value;
+}
+
+function positiveNumber(name: string, value: unknown): number {
+	if (typeof value !== 'number' || !Number.isFinite(value) || value <= 0) {
+		throw new TypeError(`${name} must be a positive finite number, got ${show(value)}`);
 	}
 	return value;
 }
@@ -250,6 +285,17 @@ const PARSERS: { [K in keyof FakeConfig]: Parser } = {
 			throw new TypeError(`responders must be an object of task to function, got ${show(v)}`);
 		}
 		return { ...v };
+	},
+	enqueuedTokenLimit: (v) => (v === null ? null : nonNegativeInteger('enqueuedTokenLimit', v)),
+	requestRate: (v) => {
+		if (v === null) return null;
+		if (!isRecord(v)) throw new TypeError(`requestRate must be { requests, perMs, tokens?, headers } or null, got ${show(v)}`);
+		return {
+			requests: positiveInteger('requestRate.requests', v.requests),
+			perMs: positiveNumber('requestRate.perMs', v.perMs),
+			tokens: v.tokens === undefined || v.tokens === null ? null : positiveInteger('requestRate.tokens', v.tokens),
+			headers: boolean('requestRate.headers', v.headers ?? true),
+		};
 	},
 };
 

@@ -159,6 +159,8 @@ export interface GoogleBatchStoreOptions {
 	config: () => FakeConfig;
 	/** Answers one request through the same path as `generateContent`; `key` is the request's `metadata.key`. */
 	answer: (request: ChatRequest, key: string) => { ok: true; response: GenerateContentResponse } | { ok: false; status: number; error: ApiError };
+	/** Called with a valid batch about to be stored; it throws the answer to send instead (nothing is stored then). */
+	admit?: (operation: GoogleBatchOperation, lines: GoogleBatchLine[]) => void;
 }
 
 export class GoogleBatchStore {
@@ -218,6 +220,7 @@ export class GoogleBatchStore {
 				state: 'BATCH_STATE_PENDING',
 			},
 		};
+		this.#options.admit?.(operation, lines);
 		const record: GoogleBatchRecord = {
 			operation,
 			lines,

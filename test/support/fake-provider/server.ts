@@ -4,7 +4,8 @@
  * process can drive it. It speaks the Anthropic protocol too, under `/v1/messages`: messages and message batches
  * answered by the same responders and faults (anthropic-messages.ts, anthropic-batches.ts), and the Gemini API's
  * `generateContent` under `/v1beta/models` (google-generate.ts) and its Batch API with inline requests
- * (`:batchGenerateContent`, `/v1beta/batches`: google-batches.ts).
+ * (`:batchGenerateContent`, `/v1beta/batches`: google-batches.ts). When configured, it enforces the vendors' capacity
+ * limits as each vendor does (limits.ts): an enqueued-token limit on batches and a request-rate window on online calls.
  */
 import { createServer } from 'node:http';
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
@@ -29,6 +30,8 @@ import {
 	parseGenerateContentRequest,
 } from './google-generate.ts';
 import { HttpError, readBody, readJson, sendChunks, sendError, sendJson } from './http.ts';
+import { LimitRefusal, ProviderLimits } from './limits.ts';
+import type { LimitProtocol } from './limits.ts';
 import { countBatchedRoute, countBatchesCreated, countChat } from './request-log.ts';
 import type { RequestLogEntry } from './request-log.ts';
 
@@ -80,6 +83,19 @@ export interface FakeProvider {
 	countBatchesCreated(): number;
 	/** Times a route was submitted in created batches. */
 	countBatchedRoute(route: string): number;
+	/**
+	 * Input tokens of the batches not yet ended, of every protocol (`estimateInputTokens` of limits.ts per request),
+	 * counted whether or not `enqueuedTokenLimit` is set.
+	 */
+	enqueuedTokens(): number;
+	/** The most input tokens ever enqueued at once since the last `reset()`. */
+	maxEnqueuedTokens(): number;
+	/** Batches refused (Anthropic, Gemini: 429) or failed (OpenAI: `token_limit_exceeded`) for `enqueuedTokenLimit`. */
+	capacityRefusals(): number;
+	/** Valid online calls the `requestRate` window let through (all of them when it is off), of one protocol or all. */
+	rateAdmitted(protocol?: LimitProtocol): number;
+	/** Online calls the `requestRate` window answered 429, of one protocol or all. */
+	rateLimited(protocol?: LimitProtocol): number;
 }
 
 interface RouteContext {
@@ -196,6 +212,8 @@ class FakeProviderServer implements FakeProvider {
 	#batches: BatchStore;
 	#messageBatches: AnthropicBatchStore;
 	#googleBatches: GoogleBatchStore;
+	/** The account's enqueued-token ledger and request-rate window (`enqueuedTokenLimit`, `requestRate`). */
+	readonly #limits = new ProviderLimits(() => this.#config);
 	#routes: Route[];
 
 	constructor() {
@@ -203,15 +221,18 @@ class FakeProviderServer implements FakeProvider {
 			files: this.#files,
 			config: () => this.#config,
 			answer: (request, customId) => answerChat(request, this.#chatState(), customId),
+			admit: (batch, lines) => this.#limits.enqueueOpenAiBatch(batch, lines),
 		});
 		this.#messageBatches = new AnthropicBatchStore({
 			config: () => this.#config,
 			resultsUrl: (id) => `${this.#url}/messages/batches/${id}/results`,
 			answer: (request, customId) => answerMessage(request, this.#chatState(), customId),
+			admit: (batch, lines) => this.#limits.enqueueMessageBatch(batch, lines),
 		});
 		this.#googleBatches = new GoogleBatchStore({
 			config: () => this.#config,
 			answer: (request, key) => answerGenerateContent(request, this.#chatState(), key),
+			admit: (operation, lines) => this.#limits.enqueueGoogleBatch(operation, lines),
 		});
 		this.#routes = [
 			{ method: 'POST', pattern: /^\/v1\/chat\/completions$/, handler: (c) => this.#chat(c) },
@@ -245,6 +266,7 @@ class FakeProviderServer implements FakeProvider {
 			{ method: 'POST', pattern: new RegExp(`^/v1beta/batches/${ID}:cancel$`), handler: (c) => this.#cancelGoogleBatch(c) },
 			{ method: 'DELETE', pattern: new RegExp(`^/v1beta/batches/${ID}$`), handler: (c) => this.#deleteGoogleBatch(c) },
 			{ method: 'GET', pattern: /^\/_fake\/requests$/, handler: ({ res }) => sendJson(res, 200, this.#log) },
+			{ method: 'GET', pattern: /^\/_fake\/limits$/, handler: ({ res }) => sendJson(res, 200, this.#limitCounters()) },
 			{ method: 'GET', pattern: /^\/_fake\/config$/, handler: ({ res }) => sendJson(res, 200, configToJson(this.#config)) },
 			{ method: 'POST', pattern: /^\/_fake\/config$/, handler: (c) => this.#adminConfigure(c) },
 			{
@@ -311,6 +333,7 @@ class FakeProviderServer implements FakeProvider {
 		this.#batches.clear();
 		this.#messageBatches.clear();
 		this.#googleBatches.clear();
+		this.#limits.clear();
 	}
 
 	releaseBatches(): void {
@@ -362,6 +385,37 @@ class FakeProviderServer implements FakeProvider {
 		return countBatchedRoute(this.#log, route);
 	}
 
+	enqueuedTokens(): number {
+		return this.#limits.enqueuedTokens();
+	}
+
+	maxEnqueuedTokens(): number {
+		return this.#limits.maxEnqueuedTokens();
+	}
+
+	capacityRefusals(): number {
+		return this.#limits.capacityRefusals();
+	}
+
+	rateAdmitted(protocol?: LimitProtocol): number {
+		return this.#limits.rateAdmitted(protocol);
+	}
+
+	rateLimited(protocol?: LimitProtocol): number {
+		return this.#limits.rateLimited(protocol);
+	}
+
+	/** The limits' counters for another process (`GET /_fake/limits`). */
+	#limitCounters(): Record<string, unknown> {
+		const protocols: LimitProtocol[] = ['openai', 'anthropic', 'google'];
+		return {
+			enqueuedTokens: this.enqueuedTokens(),
+			maxEnqueuedTokens: this.maxEnqueuedTokens(),
+			capacityRefusals: this.capacityRefusals(),
+			rate: Object.fromEntries(protocols.map((protocol) => [protocol, { admitted: this.rateAdmitted(protocol), limited: this.rateLimited(protocol) }])),
+		};
+	}
+
 	#chatState(): ChatState {
 		return { config: this.#config, attempts: this.#attempts };
 	}
@@ -404,6 +458,9 @@ class FakeProviderServer implements FakeProvider {
 		} catch (error) {
 			if (res.headersSent) {
 				res.destroy();
+			} else if (error instanceof LimitRefusal) {
+				// A limit's refusal is already in its vendor's words and shape (Gemini's details included).
+				sendJson(res, error.status, error.body, error.headers);
 			} else {
 				const status = error instanceof HttpError ? error.status : 500;
 				const body = error instanceof HttpError ? error.error : apiError(error instanceof Error ? error.message : String(error), 'server_error');
@@ -422,12 +479,13 @@ class FakeProviderServer implements FakeProvider {
 		if (entry && parsed.ok) logPrompt(entry, parsed.request);
 		if (!(await this.#chatTransportFaults(res))) return;
 		if (!parsed.ok) throw new HttpError(parsed.status, parsed.error);
+		const rateHeaders = this.#limits.admitCall('openai', parsed.request);
 		const config = this.#config;
 		if (config.latencyMs > 0 && !(await wait(res, config.latencyMs))) return;
 		const outcome = answerChat(parsed.request, this.#chatState());
 		if (!outcome.ok) throw new HttpError(outcome.status, outcome.error);
 		if (entry) entry.usage = { prompt_tokens: outcome.body.usage.prompt_tokens, completion_tokens: outcome.body.usage.completion_tokens };
-		sendJson(res, 200, outcome.body, { 'x-request-id': newId('req_'), 'openai-processing-ms': String(config.latencyMs) });
+		sendJson(res, 200, outcome.body, { 'x-request-id': newId('req_'), 'openai-processing-ms': String(config.latencyMs), ...rateHeaders });
 	}
 
 	/** `POST /v1/messages`: the same faults and answers as chat completions, in Anthropic's shape. */
@@ -436,12 +494,13 @@ class FakeProviderServer implements FakeProvider {
 		if (entry && parsed.ok) logPrompt(entry, parsed.request);
 		if (!(await this.#chatTransportFaults(res))) return;
 		if (!parsed.ok) throw new HttpError(parsed.status, parsed.error);
+		const rateHeaders = this.#limits.admitCall('anthropic', parsed.request);
 		const config = this.#config;
 		if (config.latencyMs > 0 && !(await wait(res, config.latencyMs))) return;
 		const outcome = answerMessage(parsed.request, this.#chatState());
 		if (!outcome.ok) throw new HttpError(outcome.status, outcome.error);
 		if (entry) entry.usage = usageForLog(outcome.message);
-		sendJson(res, 200, outcome.message, { 'request-id': newId('req_') });
+		sendJson(res, 200, outcome.message, { 'request-id': newId('req_'), ...rateHeaders });
 	}
 
 	/** `POST /v1beta/models/{model}:generateContent`: the same faults and answers as chat completions, in Gemini's shape. */
@@ -450,6 +509,8 @@ class FakeProviderServer implements FakeProvider {
 		if (entry && parsed.ok) logPrompt(entry, parsed.request);
 		if (!(await this.#chatTransportFaults(res))) return;
 		if (!parsed.ok) throw new HttpError(parsed.status, parsed.error);
+		// Gemini sends no rate-limit headers: its window only refuses.
+		this.#limits.admitCall('google', parsed.request);
 		const config = this.#config;
 		if (config.latencyMs > 0 && !(await wait(res, config.latencyMs))) return;
 		const outcome = answerGenerateContent(parsed.request, this.#chatState());
