@@ -36,9 +36,16 @@ describe('readConfig', () => {
 			authFailureGraceMs: 3_600_000,
 			userDailyTokenCap: null,
 			quality: { minWords: 300, maxSimilarity: 0.8 },
+			batchMaxEnqueuedTokens: {},
+			providerCapacityWaitMs: 86_400_000,
 		});
 		expect(config.sitemap.allowPrivateNetworks).toBe(false);
 		expect(config.announceChanges).toBe(false);
+	});
+
+	it('reads the batch queue limits per provider', () => {
+		expect(readConfig({ PSEO_BATCH_MAX_ENQUEUED_TOKENS: 'openai=2000000, anthropic = 500000' }).batchMaxEnqueuedTokens).toEqual({ openai: 2_000_000, anthropic: 500_000 });
+		expect(readConfig({ PSEO_BATCH_MAX_ENQUEUED_TOKENS: '' }).batchMaxEnqueuedTokens).toEqual({});
 	});
 
 	it('announces changes only with Directus\'s WebSockets and their REST subscriptions on', () => {
@@ -97,6 +104,11 @@ describe('readConfig', () => {
 		['PSEO_BATCH_POLL_INTERVAL_MS', '5'],
 		['PSEO_BATCH_MAX_REQUESTS', '0'],
 		['PSEO_BATCH_MAX_BYTES', '100'],
+		['PSEO_BATCH_MAX_ENQUEUED_TOKENS', '2000000'],
+		['PSEO_BATCH_MAX_ENQUEUED_TOKENS', 'openai=0'],
+		['PSEO_BATCH_MAX_ENQUEUED_TOKENS', 'mistral=1000'],
+		['PSEO_BATCH_MAX_ENQUEUED_TOKENS', 'openai=1000,openai=2000'],
+		['PSEO_PROVIDER_CAPACITY_WAIT_MS', '10'],
 		['PSEO_TOKEN_PER_PAGE', '-1'],
 		['PSEO_TOKEN_PER_BATCH_PAGE', '1e3'],
 		['PSEO_TOKEN_PER_MAIN_JSON', 'twenty'],

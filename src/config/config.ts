@@ -40,6 +40,17 @@ export interface PseoConfig {
 	batchMaxRequests: number;
 	/** `PSEO_BATCH_MAX_BYTES`, bytes of JSONL per provider batch, default 190 MiB (OpenAI accepts 200 MB). */
 	batchMaxBytes: number;
+	/**
+	 * `PSEO_BATCH_MAX_ENQUEUED_TOKENS`, per provider (`openai=2000000,anthropic=5000000`): the input tokens the parts of
+	 * every instance together may hold in that provider's batch queue. A provider it does not name has its limit learnt
+	 * from its refusals. Default: none named.
+	 */
+	batchMaxEnqueuedTokens: Partial<Record<ProviderKind, number>>;
+	/**
+	 * `PSEO_PROVIDER_CAPACITY_WAIT_MS`, how long a job may wait for its provider's capacity (a full batch queue, rate
+	 * limits) without any progress before its remaining pages fail and are refunded, default 86400000 (24 hours).
+	 */
+	providerCapacityWaitMs: number;
 	/** `PSEO_TOKEN_PER_PAGE`, default 10. */
 	tokenPerPage: number;
 	/** `PSEO_TOKEN_PER_BATCH_PAGE`, default 5. */
@@ -81,6 +92,25 @@ export interface PseoConfig {
 	metricsToken: string | undefined;
 	/** `PSEO_AUTH_FAILURE_GRACE_MS`, how long a job's steps refused with 401 or 403 keep being retried, so that a key can be rotated, default 3600000. */
 	authFailureGraceMs: number;
+	/**
+	 * The pacing of online provider calls: `PSEO_PROVIDER_RPM` and `PSEO_PROVIDER_TPM`, requests and input tokens per
+	 * minute that every instance together may send with one key and model, either one number for every provider or
+	 * per provider (`openai=500,anthropic=50`); a provider without one is paced to the limits its answers' headers
+	 * state, or, without those, to what its 429s teach. `PSEO_PROVIDER_RATE_WAIT_MS`, how long one call may wait for
+	 * the limit in all (slots, and the waits its 429s ask for) before its page is handed back for a later step,
+	 * default 300000.
+	 */
+	pacing: {
+		requestsPerMinute: Partial<Record<ProviderKind, number>>;
+		tokensPerMinute: Partial<Record<ProviderKind, number>>;
+		rateWaitMs: number;
+	};
+	/**
+	 * Directus's own Redis (`REDIS`, or `REDIS_HOST`, `REDIS_PORT`, `REDIS_USERNAME`, `REDIS_PASSWORD`, `REDIS_DB`...;
+	 * `REDIS_ENABLED` decides when set), as Directus connects to it: the instances share their provider pacing
+	 * through it. Null when Directus has none: they share it through the database.
+	 */
+	redis: string | Record<string, unknown> | null;
 	/**
 	 * The quality gate: `PSEO_QUALITY_MIN_WORDS` (default 300), `PSEO_QUALITY_MAX_SIMILARITY` (default 0.8) and
 	 * `PSEO_QUALITY_FIGURES` (`fail`, the default, `warn` or `off`: what a page with facts that states a figure
@@ -125,6 +155,8 @@ export function readConfig(env: Env): PseoConfig {
 		batchPollIntervalMs: int(env, 'PSEO_BATCH_POLL_INTERVAL_MS', 30_000, 10),
 		batchMaxRequests: int(env, 'PSEO_BATCH_MAX_REQUESTS', 50_000, 1),
 		batchMaxBytes: int(env, 'PSEO_BATCH_MAX_BYTES', 190 * 1024 * 1024, 1024),
+		batchMaxEnqueuedTokens: perProvider(env, 'PSEO_BATCH_MAX_ENQUEUED_TOKENS'),
+		providerCapacityWaitMs: int(env, 'PSEO_PROVIDER_CAPACITY_WAIT_MS', 86_400_000, 100),
 		tokenPerPage: int(env, 'PSEO_TOKEN_PER_PAGE', 10, 0),
 		tokenPerBatchPage: int(env, 'PSEO_TOKEN_PER_BATCH_PAGE', 5, 0),
 		tokenPerMainJson: int(env, 'PSEO_TOKEN_PER_MAIN_JSON', 20, 0),
@@ -142,6 +174,12 @@ export function readConfig(env: Env): PseoConfig {
 		planSitemapBudgetMs: int(env, 'PSEO_PLAN_SITEMAP_BUDGET_MS', 8000, 0),
 		providerMaxStepFailures: int(env, 'PSEO_PROVIDER_MAX_STEP_FAILURES', 5, 1),
 		authFailureGraceMs: int(env, 'PSEO_AUTH_FAILURE_GRACE_MS', 3_600_000, 0),
+		pacing: {
+			requestsPerMinute: ratePerProvider(env, 'PSEO_PROVIDER_RPM'),
+			tokensPerMinute: ratePerProvider(env, 'PSEO_PROVIDER_TPM'),
+			rateWaitMs: int(env, 'PSEO_PROVIDER_RATE_WAIT_MS', 300_000, 0),
+		},
+		redis: redisConnection(env),
 		metricsToken: secretString(env, 'PSEO_METRICS_TOKEN', 16),
 		quality: {
 			minWords: int(env, 'PSEO_QUALITY_MIN_WORDS', 300, 0),
@@ -214,6 +252,71 @@ function int(env: Env, name: string, fallback: number, min: number): number {
 		throw new TypeError(`${name} must be an integer >= ${min}, received ${JSON.stringify(value)}`);
 	}
 	return parsed;
+}
+
+/** Positive integers per provider, written `openai=2000000,anthropic=500000`; a provider may be named once. */
+function perProvider(env: Env, name: string): Partial<Record<ProviderKind, number>> {
+	const value = optionalString(env, name);
+	const out: Partial<Record<ProviderKind, number>> = {};
+	if (value === undefined || value.trim() === '') return out;
+	for (const entry of value.split(',')) {
+		const match = /^\s*([a-z_]+)\s*=\s*(\d+)\s*$/.exec(entry);
+		const kind = match?.[1];
+		const amount = Number(match?.[2]);
+		if (!kind || !(PROVIDER_KINDS as readonly string[]).includes(kind) || !Number.isSafeInteger(amount) || amount < 1 || kind in out) {
+			throw new TypeError(`${name} must list provider=tokens pairs (providers: ${PROVIDER_KINDS.join(', ')}; tokens a positive integer; each provider once), received ${JSON.stringify(value)}`);
+		}
+		out[kind as ProviderKind] = amount;
+	}
+	return out;
+}
+
+/** A limit per minute: one positive integer for every provider, or `provider=amount` pairs, each provider once. */
+function ratePerProvider(env: Env, name: string): Partial<Record<ProviderKind, number>> {
+	const value = optionalString(env, name)?.trim();
+	if (value === undefined || value === '') return {};
+	const fail = () => {
+		throw new TypeError(`${name} must be a positive integer, or provider=integer pairs separated by commas (providers: ${PROVIDER_KINDS.join(', ')}; each once), received ${JSON.stringify(value)}`);
+	};
+	if (/^\d+$/.test(value)) {
+		const amount = Number(value);
+		if (!Number.isSafeInteger(amount) || amount < 1) fail();
+		return Object.fromEntries(PROVIDER_KINDS.map((kind) => [kind, amount]));
+	}
+	const out: Partial<Record<ProviderKind, number>> = {};
+	for (const entry of value.split(',')) {
+		const match = /^\s*([a-z_]+)\s*=\s*(\d+)\s*$/.exec(entry);
+		const kind = match?.[1];
+		const amount = Number(match?.[2]);
+		if (!kind || !(PROVIDER_KINDS as readonly string[]).includes(kind) || kind in out || !Number.isSafeInteger(amount) || amount < 1) fail();
+		out[kind as ProviderKind] = amount;
+	}
+	return out;
+}
+
+/** Directus's names that configure its own Redis client but are not connection options. */
+const REDIS_NOT_OPTIONS = /^REDIS_(ENABLED|.*_NAMESPACE)$/;
+
+/**
+ * Directus's Redis connection, read as Directus reads it (`redis-config-available`, `create-redis` in
+ * @directus/api): configured when `REDIS_ENABLED` is true, or, without it, when `REDIS` or any `REDIS_*` is set;
+ * `REDIS` is a connection string, else the `REDIS_*` variables are ioredis options (`REDIS_HOST` → `host`).
+ */
+function redisConnection(env: Env): string | Record<string, unknown> | null {
+	const enabled = raw(env, 'REDIS_ENABLED');
+	const names = Object.keys(env).filter((name) => name.startsWith('REDIS_') && !REDIS_NOT_OPTIONS.test(name) && raw(env, name) !== undefined);
+	const configured = enabled !== undefined ? directusFlag(env, 'REDIS_ENABLED', false) : 'REDIS' in env || Object.keys(env).some((name) => name.startsWith('REDIS_'));
+	if (!configured) return null;
+	const url = optionalString(env, 'REDIS');
+	if (url !== undefined) return url;
+	const options: Record<string, unknown> = {};
+	for (const name of names) {
+		if (name.includes('__')) continue;
+		const option = name.slice('REDIS_'.length).toLowerCase().replace(/_([a-z0-9])/g, (_, letter: string) => letter.toUpperCase());
+		const value = env[name];
+		options[option] = typeof value === 'string' && /^\d+$/.test(value) ? Number(value) : value;
+	}
+	return options;
 }
 
 /** A number from 0 to 1. */

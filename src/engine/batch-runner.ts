@@ -1,17 +1,20 @@
 import { FINAL_BATCH_STATES, type BatchInfo, type BatchCapableProvider } from '../provider/generation-provider.ts';
 import { ingestPart, INGESTED_TABLES } from './batch-ingest.ts';
-import { submitPart } from './batch-submit.ts';
+import { submitPart, type PartPlan } from './batch-submit.ts';
 import { faultPoint } from '../shared/fault-injection.ts';
 import type { Logger } from '../shared/logger.ts';
 import { ProviderCallError } from '../provider/provider-call-error.ts';
 import { loadJobContext, type JobContext } from './job-context.ts';
 import { finishJob, releaseJob } from './job-store.ts';
 import { failJob } from './end-job.ts';
-import { providerMissing } from './step-failure.ts';
+import { providerMissing, PROVIDER_CAPACITY } from './step-failure.ts';
 import { batchParts } from '../metrics/metrics.ts';
 import type { JobHead } from './job-types.ts';
 import type { RunnerDeps } from './page-runner.ts';
-import { readParts, savePart, setPartStatus, type JobPart } from './part-store.ts';
+import { enqueuedTokens, readParts, refusePart, savePart, setPartStatus, type JobPart } from './part-store.ts';
+import { capacityKeyOf, learnLimit, withBatchCapacity, type CapacityWait } from './batch-capacity.ts';
+import { waitForCapacity, batchWaitMessage, type CapacitySettings } from './capacity-wait.ts';
+import { setWaitingFor, wakeJobsWaitingFor } from './job-store.ts';
 import { discardPartFiles } from './batch-files.ts';
 import { stopTwins } from './stray-batches.ts';
 import { createStatisticsSchedule, refreshStatistics, type StatisticsSchedule } from '../shared/table-statistics.ts';
@@ -24,6 +27,8 @@ export interface BatchSettings {
 	maxRequests: number;
 	/** PSEO_BATCH_MAX_BYTES: bytes of JSONL per provider batch (OpenAI accepts 200 MB). */
 	maxBytes: number;
+	/** PSEO_BATCH_MAX_ENQUEUED_TOKENS: the input tokens a provider's batch queue takes, per provider that has it set. */
+	maxEnqueuedTokens: Partial<Record<string, number>>;
 }
 
 /**
@@ -37,7 +42,7 @@ export interface BatchSettings {
  * - ends the job when every part is ingested, else comes back after the poll interval (the schedule lives in the
  *   database; Azure's batches may run for days and are simply polled on).
  */
-export async function runBatchStep(job: JobHead, deps: RunnerDeps, instanceSettings: BatchSettings): Promise<void> {
+export async function runBatchStep(job: JobHead, deps: RunnerDeps, instanceSettings: BatchSettings & CapacitySettings): Promise<void> {
 	const { database, worker, logger } = deps;
 	if ('unavailable' in deps.provider) {
 		await failJob(job, { ...deps, batchMode: false }, providerMissing(deps.provider, Date.now()));
@@ -55,8 +60,15 @@ export async function runBatchStep(job: JobHead, deps: RunnerDeps, instanceSetti
 		// A job submitted before jobs had parts: its one batch runs every route.
 		const legacy = { part: 0, route_start: 0, route_end: job.route_count, batch_id: job.batch_id, input_file_id: job.batch_input_file_id, resubmit_of: null };
 		await savePart(database, job.id, worker, legacy);
-		parts.push({ ...legacy, status: 'running' });
+		parts.push({ ...legacy, status: 'running', estimated_tokens: null, capacity_key: null });
 	}
+	// The provider whose batch queue the job's parts go to, and what is known of its limit.
+	const capacityKey = capacityKeyOf(job);
+	const configured = settings.maxEnqueuedTokens[capacityKey] ?? null;
+	let wait: CapacityWait | null = null;
+	// Whether the step moved the job on (a part's results stored): a job waiting for capacity that moves on starts its
+	// wait afresh. A submission alone is not progress: a part the provider keeps refusing is submitted again and again.
+	let progress = false;
 
 	// Loaded once per step, on first need: the plan's pages and their sibling index are large for a large plan.
 	let context: JobContext | undefined;
@@ -78,6 +90,19 @@ export async function runBatchStep(job: JobHead, deps: RunnerDeps, instanceSetti
 			logger.debug({ jobId: job.id, part: part.part, batchId: batch.id, status: batch.status }, 'pseo batch still running');
 			continue;
 		}
+		if (refusedForCapacity(batch)) {
+			// The provider's batch queue was full: nothing of the part ran. Its routes go again in a later part, when
+			// there is room; the limit that refused it is learnt, unless it is set.
+			await refusePart(database, job.id, worker, part.part);
+			part.status = 'refused';
+			batchParts.inc({ state: 'refused' });
+			const besides = await enqueuedTokens(database, capacityKey);
+			const limit = await learnLimit(database, capacityKey, besides, part.estimated_tokens);
+			wait = { reason: 'refused', enqueued: besides, limit };
+			logger.warn({ jobId: job.id, part: part.part, batchId: batch.id, enqueuedBesides: besides, limit }, 'pseo batch part refused for the provider\'s batch queue limit; its routes go again when there is room');
+			if (!deps.signal.aborted) await discardPartFiles(provider, batch, job.id, logger);
+			continue;
+		}
 		// An expired first submission leaves its unanswered lines for one resubmission; anything else settles them.
 		const resubmit = batch.status === 'expired' && part.resubmit_of === null;
 		const { unanswered, timing } = await ingestPart(job, part, batch, await jobContext(), await ingestStatistics(), deps, provider, resubmit);
@@ -85,6 +110,9 @@ export async function runBatchStep(job: JobHead, deps: RunnerDeps, instanceSetti
 		part.status = unanswered > 0 ? 'expired' : 'ingested';
 		await setPartStatus(database, job.id, worker, part.part, part.status);
 		batchParts.inc({ state: part.status });
+		progress = true;
+		// Its room in the provider's queue is free: the jobs waiting for it go now rather than at their next poll.
+		await wakeJobsWaitingFor(database, capacityKey, job.id);
 		logger.info({ jobId: job.id, part: part.part, batchId: batch.id, batchStatus: batch.status, unanswered, ...timing }, 'pseo batch part ingested');
 		if (!deps.signal.aborted) await discardPartFiles(provider, batch, job.id, logger);
 		// A twin a lost create left running was cancelled, or not found, when the part was stored; ended by now, it is deleted.
@@ -98,21 +126,41 @@ export async function runBatchStep(job: JobHead, deps: RunnerDeps, instanceSetti
 	// Parts are numbered in the order they are submitted, resubmissions of expired parts first. A part's batch may
 	// come back from a lost create as something else than this step planned (a new part lost before an expiry, whose
 	// resubmission now takes its number): it is stored as what its metadata says it is, and what the step planned
-	// waits for the next step.
-	const coveredBy = () => parts.reduce((end, part) => (part.resubmit_of === null ? Math.max(end, part.route_end) : end), 0);
-	let covered = coveredBy();
+	// waits for the next step. New parts cover the job's routes that no part holds: the ranges after the last part,
+	// and those of parts the provider refused for its queue limit.
 	let next = parts.length;
+	/** Ranges this step found already settled, which need no part. */
+	const settledRanges: { start: number; end: number }[] = [];
 	const stored = (saved: JobPart) => {
 		parts.push(saved);
 		next++;
 		const repeated = saved.resubmit_of === null ? undefined : parts.find((part) => part.part === saved.resubmit_of);
 		if (repeated) repeated.status = 'ingested';
-		covered = coveredBy();
+	};
+	// Each part goes when its provider's batch queue has room for it and the job's turn has come (batch-capacity.ts).
+	const submitWithin = async (plan: Omit<PartPlan, 'capacityKey' | 'tokenBudget' | 'queueEmpty'>): Promise<JobPart | null | 'wait'> => {
+		const context = await jobContext();
+		const outcome = await withBatchCapacity(database, { key: capacityKey, jobId: job.id, worker, configured }, (budget, enqueued) =>
+			submitPart(job, deps, provider, context, settings, { ...plan, capacityKey, tokenBudget: budget, queueEmpty: enqueued === 0 }),
+		);
+		if (!outcome.ran) {
+			wait = outcome.wait;
+			return 'wait';
+		}
+		const result = outcome.value;
+		if (result === null || 'batch_id' in result) return result;
+		// Refused at the create (Anthropic's and Google's full queue), or too big for the room left.
+		const besides = await enqueuedTokens(database, capacityKey);
+		const limit = result.short === 'refused' ? await learnLimit(database, capacityKey, besides, result.tokens) : (configured ?? besides + result.tokens);
+		wait = { reason: result.short === 'refused' ? 'refused' : 'full', enqueued: besides, limit };
+		if (result.short === 'refused') logger.warn({ jobId: job.id, part: plan.part, tokens: result.tokens, enqueuedBesides: besides, limit }, 'pseo batch part refused at its create for the provider\'s batch queue; it goes when there is room');
+		return 'wait';
 	};
 	for (const expired of parts.filter((part) => part.status === 'expired')) {
 		// An adopted batch may have been this part's resubmission already.
 		if (expired.status !== 'expired') continue;
-		const saved = await submitPart(job, deps, provider, await jobContext(), settings, { part: next, start: expired.route_start, end: expired.route_end, resubmitOf: expired.part });
+		const saved = await submitWithin({ part: next, start: expired.route_start, end: expired.route_end, resubmitOf: expired.part });
+		if (saved === 'wait') break;
 		if (saved) {
 			stored(saved);
 		} else {
@@ -120,14 +168,21 @@ export async function runBatchStep(job: JobHead, deps: RunnerDeps, instanceSetti
 			await setPartStatus(database, job.id, worker, expired.part, 'ingested');
 		}
 	}
-	while (covered < job.route_count) {
-		const saved = await submitPart(job, deps, provider, await jobContext(), settings, { part: next, start: covered, end: null, resubmitOf: null });
-		if (!saved) break; // every route left is already settled
-		stored(saved);
-		if (covered < job.route_count) faultPoint('between-parts');
+	for (let gap = wait ? null : uncovered(parts, settledRanges, job.route_count); gap; gap = uncovered(parts, settledRanges, job.route_count)) {
+		const saved = await submitWithin({ part: next, start: gap.start, end: null, until: gap.end, resubmitOf: null });
+		if (saved === 'wait') break;
+		if (saved) stored(saved);
+		else settledRanges.push(gap); // every route of the range is already settled
+		if (uncovered(parts, settledRanges, job.route_count)) faultPoint('between-parts');
 	}
 
-	if (parts.some((part) => part.status !== 'ingested')) {
+	if (wait) {
+		await waitForCapacity(job, { ...deps, batchMode: true }, settings, batchWaitMessage(wait, capacityKey), progress, { waitingFor: capacityKey, pollAt: Date.now() + settings.pollIntervalMs });
+		return;
+	}
+	// A job that waited for its turn and has now sent every part leaves its provider's queue.
+	if (job.last_error?.code === PROVIDER_CAPACITY) await setWaitingFor(database, job.id, worker, null);
+	if (parts.some((part) => part.status !== 'ingested' && part.status !== 'refused')) {
 		// A step that got this far went well: the job's trouble, if it had any, is over.
 		await releaseJob(database, job.id, worker, Date.now() + settings.pollIntervalMs, job.last_error !== null);
 		return;
@@ -151,4 +206,26 @@ async function retrievePart(provider: BatchCapableProvider, part: JobPart, jobId
 		const errors = [{ code: 'batch_not_found', message: 'the provider no longer knows this batch', line: null }];
 		return { id: part.batch_id, status: 'failed', inputFileId: null, outputFileId: null, errorFileId: null, requestCounts: { total: 0, completed: 0, failed: 0 }, metadata: {}, errors, createdAt: null };
 	}
+}
+
+/** Whether a failed batch ran nothing because the provider's batch queue was full (OpenAI's `token_limit_exceeded`). */
+function refusedForCapacity(batch: BatchInfo): boolean {
+	return batch.status === 'failed' && batch.errors.some((error) => error.code === 'token_limit_exceeded');
+}
+
+/**
+ * The first range of the job's routes that no part holds, from its start: parts refused for capacity hold nothing,
+ * resubmissions repeat a part's range, and `settled` are ranges found to need no part.
+ */
+function uncovered(parts: readonly JobPart[], settled: readonly { start: number; end: number }[], routeCount: number): { start: number; end: number } | null {
+	const held = [
+		...parts.filter((part) => part.resubmit_of === null && part.status !== 'refused').map((part) => ({ start: part.route_start, end: part.route_end })),
+		...settled,
+	].sort((a, b) => a.start - b.start);
+	let cursor = 0;
+	for (const range of held) {
+		if (range.start > cursor) return { start: cursor, end: range.start };
+		cursor = Math.max(cursor, range.end);
+	}
+	return cursor < routeCount ? { start: cursor, end: routeCount } : null;
 }

@@ -10,7 +10,8 @@ import { batchParts } from '../metrics/metrics.ts';
 import type { JobHead } from './job-types.ts';
 import { buildPageRequest } from './page-request.ts';
 import type { RunnerDeps } from './page-runner.ts';
-import { BATCH_PART_KEY, readParts, savePart, type JobPart } from './part-store.ts';
+import { BATCH_PART_KEY, readParts, savePart, type JobPart, type NewPart } from './part-store.ts';
+import { estimateTokens } from './batch-capacity.ts';
 import { discardFile } from './batch-files.ts';
 import { stopTwins } from './stray-batches.ts';
 import type { PlanPage } from '../plan/plan-page.ts';
@@ -44,6 +45,24 @@ export interface PartPlan {
 	/** Fixed for a resubmission; null for a new part, which ends where the limits say. */
 	end: number | null;
 	resubmitOf: number | null;
+	/** For a new part: the position it must end by at the latest (the next part's start, or the job's end). */
+	until?: number;
+	/** The provider whose batch queue it goes to (batch-capacity.ts). */
+	capacityKey: string;
+	/** Input tokens the part may hold of that queue; null when the queue has no known limit. */
+	tokenBudget: number | null;
+	/** Whether nothing else is in the queue: a first line bigger than the budget then goes alone rather than never. */
+	queueEmpty: boolean;
+}
+
+/**
+ * A part that could not go for its provider's capacity: its first line is bigger than the room left in the batch
+ * queue (`room`), or the provider refused the create because its queue is full (`refused`, 429). Nothing was stored.
+ */
+export interface CapacityShort {
+	short: 'room' | 'refused';
+	/** The estimated tokens of what would have gone. */
+	tokens: number;
 }
 
 /**
@@ -58,14 +77,14 @@ export async function submitPart(
 	context: JobContext,
 	settings: BatchSettings,
 	plan: PartPlan,
-): Promise<JobPart | null> {
+): Promise<JobPart | CapacityShort | null> {
 	const { database, worker, logger } = deps;
 	const tag = `${job.id}:${plan.part}`;
 	// A create whose answer was lost (a timeout, a dropped connection) may have made a batch we never heard of.
 	const existing = await provider.findBatchByMetadata(BATCH_PART_KEY, tag);
 	if (existing) return adoptPart(job.id, existing, plan, deps, provider, 'pseo batch part adopted after a lost create');
 
-	const limit = plan.end ?? job.route_count;
+	const limit = plan.end ?? plan.until ?? job.route_count;
 	// The range's unsettled routes, read from the job's rows a page at a time, with the position they end.
 	async function* unsettled(from: number): AsyncGenerator<{ item: PlanPage; position: number; end: number } | { item: null; end: number }> {
 		for await (const { routes, settled } of walkJobRoutes(database, job, from, limit)) {
@@ -82,21 +101,50 @@ export async function submitPart(
 	let end = first;
 	let count = 0;
 	let bytes = 0;
-	// Lines are built as the upload reads them, so a part never sits in memory whole.
+	let tokens = 0;
+	const source = unsettled(first)[Symbol.asyncIterator]();
+	const lineOf = async (next: { item: PlanPage; position: number }) => {
+		const customId = provider.customIdFor ? provider.customIdFor(next.item.route, next.position) : next.item.route;
+		return provider.buildBatchLine(customId, await buildPageRequest(context, next.item));
+	};
+	// The first line is built before anything is uploaded: a queue without room for it gets no upload at all.
+	let head: { item: PlanPage; position: number; end: number } | undefined;
+	for (let next = await source.next(); !next.done; next = await source.next()) {
+		if (next.value.item) {
+			head = next.value as { item: PlanPage; position: number; end: number };
+			break;
+		}
+	}
+	if (!head) return null;
+	const firstLine = await lineOf(head);
+	const budget = plan.tokenBudget;
+	if (budget !== null && estimateTokens(firstLine) > budget && !plan.queueEmpty) {
+		await source.return?.(undefined);
+		return { short: 'room', tokens: estimateTokens(firstLine) };
+	}
+	// Lines are built as the upload reads them, so a part never sits in memory whole. A new part ends at the
+	// instance's request and byte limits, and at the room its provider's batch queue has left.
 	async function* lines(): AsyncGenerator<string> {
-		for await (const next of unsettled(first)) {
-			if (!next.item) {
+		let next: { item: PlanPage | null; position?: number; end: number } | undefined = head;
+		let line: string | undefined = firstLine;
+		while (next) {
+			if (next.item) {
+				line ??= await lineOf(next as { item: PlanPage; position: number });
+				const size = Buffer.byteLength(line) + 1;
+				const lineTokens = estimateTokens(line);
+				const full = count >= settings.maxRequests || bytes + size > settings.maxBytes || (budget !== null && tokens + lineTokens > budget);
+				if (plan.end === null && count > 0 && full) return;
+				count++;
+				bytes += size;
+				tokens += lineTokens;
 				end = next.end;
-				continue;
+				yield line;
+				line = undefined;
+			} else {
+				end = next.end;
 			}
-			const customId = provider.customIdFor ? provider.customIdFor(next.item.route, next.position) : next.item.route;
-			const line = provider.buildBatchLine(customId, await buildPageRequest(context, next.item));
-			const size = Buffer.byteLength(line) + 1;
-			if (plan.end === null && count > 0 && (count >= settings.maxRequests || bytes + size > settings.maxBytes)) return;
-			count++;
-			bytes += size;
-			end = next.end;
-			yield line;
+			const following = await source.next();
+			next = following.done ? undefined : following.value;
 		}
 	}
 	const inputFileId = await provider.uploadBatchFile(lines(), `pseo-generation-${job.id}-part-${plan.part}.jsonl`);
@@ -130,10 +178,21 @@ export async function submitPart(
 		});
 	} catch (error) {
 		if (refusedCreate(error)) await unused();
+		// A create refused for the provider's queue (Anthropic's and Google's 429) made nothing: the part waits.
+		if (isProviderCallError(error) && error.reason === 'rate_limited') return { short: 'refused', tokens };
 		throw error;
 	}
 	faultPoint('after-batch-create');
-	const saved = { part: plan.part, route_start: plan.start, route_end: routeEnd, batch_id: batch.id, input_file_id: inputFileId, resubmit_of: plan.resubmitOf };
+	const saved: NewPart = {
+		part: plan.part,
+		route_start: plan.start,
+		route_end: routeEnd,
+		batch_id: batch.id,
+		input_file_id: inputFileId,
+		resubmit_of: plan.resubmitOf,
+		estimated_tokens: tokens,
+		capacity_key: plan.capacityKey,
+	};
 	try {
 		await savePart(database, job.id, worker, saved);
 	} catch (error) {
@@ -145,9 +204,9 @@ export async function submitPart(
 		throw error;
 	}
 	batchParts.inc({ state: 'submitted' });
-	logger.info({ jobId: job.id, part: plan.part, batchId: batch.id, lines: count, bytes, resubmitOf: plan.resubmitOf }, 'pseo batch part submitted');
+	logger.info({ jobId: job.id, part: plan.part, batchId: batch.id, lines: count, bytes, tokens, resubmitOf: plan.resubmitOf }, 'pseo batch part submitted');
 	await stopTwinsOf(provider, job.id, tag, batch.id, logger);
-	return { ...saved, status: 'running' };
+	return { ...saved, status: 'running', estimated_tokens: tokens, capacity_key: plan.capacityKey };
 }
 
 /**
@@ -169,7 +228,8 @@ async function adoptPart(jobId: number, batch: BatchInfo, plan: PartPlan, deps: 
 	// A batch created before its metadata said so is taken as planned, as it always was.
 	const recorded = batch.metadata[RESUBMIT_KEY];
 	const resubmitOf = recorded === NEW_PART ? null : recorded !== undefined && /^\d+$/.test(recorded) ? Number(recorded) : plan.resubmitOf;
-	const adopted = { part: plan.part, route_start: start, route_end: end, batch_id: batch.id, input_file_id: null, resubmit_of: resubmitOf };
+	// Its size was not stored before the create was lost: it counts in its provider's queue as the room it was given.
+	const adopted = { part: plan.part, route_start: start, route_end: end, batch_id: batch.id, input_file_id: null, resubmit_of: resubmitOf, estimated_tokens: plan.tokenBudget, capacity_key: plan.capacityKey };
 	await savePart(deps.database, jobId, deps.worker, adopted);
 	batchParts.inc({ state: 'adopted' });
 	deps.logger.info({ jobId, part: plan.part, batchId: batch.id, routeStart: start, resubmitOf }, message);
@@ -184,7 +244,7 @@ async function adoptPart(jobId: number, batch: BatchInfo, plan: PartPlan, deps: 
  * cancelled at the provider, which would otherwise run it, and bill for it, for nothing. A batch whose part is still
  * to be stored is left alone: whoever holds the job adopts it by its metadata.
  */
-async function cancelIfOrphaned(provider: BatchCapableProvider, deps: RunnerDeps, jobId: number, saved: Omit<JobPart, 'status'>): Promise<void> {
+async function cancelIfOrphaned(provider: BatchCapableProvider, deps: RunnerDeps, jobId: number, saved: NewPart): Promise<void> {
 	const { database, logger } = deps;
 	const job = await readJobHead(database, jobId);
 	const stored = (await readParts(database, jobId)).find((part) => part.part === saved.part);

@@ -177,6 +177,14 @@ export async function assignPart(trx: Knex.Transaction, jobId: number, start: nu
 }
 
 /**
+ * Gives the routes a refused part held back to the job, inside the transaction that marks the part refused: they
+ * are sent again by a later part, as routes no part holds.
+ */
+export async function releasePart(trx: Knex.Transaction, jobId: number, part: number): Promise<void> {
+	await trx(JOB_ROUTES).where({ generation_id: jobId, part, state: 'in_part' }).update({ state: 'queued', part: null, date_updated: dbTimestamp(trx) });
+}
+
+/**
  * Jobs stored before routes were rows carry them as JSON arrays (`routes`, `failed_routes`): gives each such job
  * its rows, once, on start-up, with their states from what is stored (a post of the job's website, a recorded
  * failure). The arrays are left in place. Safe on several instances at once: a job's rows are written in one

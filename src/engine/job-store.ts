@@ -230,6 +230,43 @@ export async function recordStepFailure(knex: Knex, jobId: number, worker: strin
 	itemsChanged(JOBS, [jobId]);
 }
 
+/**
+ * Hands a job back while it waits for its provider's capacity (capacity-wait.ts): the wait is on its record as
+ * `last_error`, with `attention` off, since nothing is wrong; it is due again at `pollAt`. `waitingFor` keeps the job
+ * in its provider's queue of bulk jobs, where jobs take turns for the batch capacity (batch-capacity.ts).
+ */
+export async function recordCapacityWait(knex: Knex, jobId: number, worker: string, record: StoredStepError, waitingFor: string | null, pollAt: number): Promise<void> {
+	const updated = await leasedBy(knex, jobId, worker).update({
+		last_error: JSON.stringify(record),
+		attention: false,
+		waiting_for: waitingFor,
+		waiting_since: record.since,
+		date_updated: dbTimestamp(knex),
+		lease_owner: null,
+		lease_expires_at: null,
+		next_poll_at: pollAt,
+	});
+	if (updated !== 1) throw new LeaseLostError(jobId);
+	itemsChanged(JOBS, [jobId]);
+}
+
+/** Puts a job in its provider's queue for batch capacity (`provider`), or takes it out (null), fenced by its lease. */
+export async function setWaitingFor(knex: Knex, jobId: number, worker: string, provider: string | null): Promise<void> {
+	const updated = await leasedBy(knex, jobId, worker).update(provider === null ? { waiting_for: null, waiting_since: null } : { waiting_for: provider });
+	if (updated !== 1) throw new LeaseLostError(jobId);
+}
+
+/** Unfinished jobs in a provider's queue for batch capacity, oldest first. */
+export async function jobsWaitingFor(knex: Knex, provider: string): Promise<number[]> {
+	const rows = (await knex(JOBS).where('waiting_for', provider).whereIn('status', ['pending', 'running']).orderBy('id').select('id')) as { id: number }[];
+	return rows.map((row) => Number(row.id));
+}
+
+/** Makes the jobs in a provider's queue due now, when a part of that provider ended and freed some of its capacity. */
+export async function wakeJobsWaitingFor(knex: Knex, provider: string, except: number): Promise<void> {
+	await knex(JOBS).where('waiting_for', provider).andWhere('status', 'running').andWhereNot('id', except).whereNull('lease_owner').update({ next_poll_at: Date.now() });
+}
+
 /** Unfinished jobs whose steps keep failing (step-failure.ts), across every user: for the admins' health check. */
 export async function countJobsNeedingAttention(knex: Knex): Promise<number> {
 	const row = (await knex(JOBS).where('attention', true).whereIn('status', ['pending', 'running']).count({ n: '*' }).first()) as { n: number | string } | undefined;
@@ -483,6 +520,9 @@ export async function finishJob(
 			// An ended job needs nobody's attention; the trouble that ended it (or that a cancel cut short) stays readable.
 			attention: false,
 			...(keepLastError ? {} : { last_error: null }),
+			// An ended job waits for no provider capacity: other jobs no longer take turns with it.
+			waiting_for: null,
+			waiting_since: null,
 			date_completed: now,
 			date_updated: now,
 		});

@@ -17,6 +17,10 @@ import { createQualityGate, type QualitySettings } from '../quality/quality-gate
 import type { QualityIssue } from '../quality/page-checks.ts';
 import { passQualityGate } from './quality-pass.ts';
 import { isAbortError } from '../shared/abort-error.ts';
+import { isCapacityError, rateWaitMessage, waitForCapacity, type CapacitySettings } from './capacity-wait.ts';
+import { capacityKeyOf } from './batch-capacity.ts';
+
+const DEFAULT_CAPACITY = { capacityWaitMs: 86_400_000, retryMs: 30_000 };
 
 /** A chat job's pages in the queue at once, per slot of PSEO_CONCURRENCY: enough that no slot waits for the next. */
 const PAGES_QUEUED_PER_SLOT = 2;
@@ -33,6 +37,11 @@ export interface RunnerDeps {
 	revise?: PostReviser;
 	/** The quality gate's thresholds. */
 	quality: QualitySettings;
+	/**
+	 * How long a job may wait for its provider's capacity without progress, and when pages the provider kept
+	 * answering 429 go again. Default: PSEO_PROVIDER_CAPACITY_WAIT_MS's and PSEO_BATCH_POLL_INTERVAL_MS's defaults.
+	 */
+	capacity?: CapacitySettings & { retryMs: number };
 }
 
 /**
@@ -61,6 +70,9 @@ export async function runPages(job: JobHead, deps: RunnerDeps): Promise<void> {
 		}
 	});
 	let dropped = false;
+	// Pages the provider kept answering 429 for: they wait for the job's next step, neither failed nor refunded.
+	const waiting: { count: number; detail: string } = { count: 0, detail: '' };
+	let stored = 0;
 	const runPage = (item: PlanPage) =>
 		queue
 			.add(
@@ -81,6 +93,11 @@ export async function runPages(job: JobHead, deps: RunnerDeps): Promise<void> {
 					} catch (error) {
 						// Shutting down: leave the page for whoever resumes the job.
 						if (signal.aborted) return null;
+						if (isCapacityError(error)) {
+							waiting.count++;
+							waiting.detail = errorMessage(error);
+							return null;
+						}
 						const outcome = { route: item.route, error: errorMessage(error), usage };
 						logger.warn({ jobId: job.id, route: item.route, error: outcome.error }, 'pseo page failed');
 						return outcome;
@@ -90,7 +107,11 @@ export async function runPages(job: JobHead, deps: RunnerDeps): Promise<void> {
 			)
 			// Stored once the queue slot is free: PSEO_CONCURRENCY bounds provider calls, and a page waiting for the
 			// database must not keep the next call from starting.
-			.then((outcome) => (outcome ? store(outcome) : undefined))
+			.then(async (outcome) => {
+				if (!outcome) return;
+				await store(outcome);
+				stored++;
+			})
 			.catch((error: unknown) => {
 				// A write refused by the fence says more than the abort that may have come with it: the runtime logs it.
 				if (error instanceof LeaseLostError) throw error;
@@ -128,6 +149,12 @@ export async function runPages(job: JobHead, deps: RunnerDeps): Promise<void> {
 	await Promise.all(inFlight);
 	if (failure) throw failure.error;
 	if (signal.aborted || dropped) return;
+	if (waiting.count > 0) {
+		const capacity = deps.capacity ?? DEFAULT_CAPACITY;
+		const message = rateWaitMessage(capacityKeyOf(job), waiting.count, waiting.detail);
+		await waitForCapacity(job, { ...deps, batchMode: false }, capacity, message, stored > 0, { waitingFor: null, pollAt: Date.now() + capacity.retryMs });
+		return;
+	}
 	await finishJob(database, job.id, worker);
 }
 

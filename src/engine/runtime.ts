@@ -10,6 +10,7 @@ import type { ProviderSource } from '../provider/provider-source.ts';
 import { hasBatchApi } from '../provider/generation-provider.ts';
 import { claimJob, findClaimable, LeaseLostError, readJobHead, recordStepFailure, releaseJob, renewLease } from './job-store.ts';
 import { nextStepError, stepRetryDelay } from './step-failure.ts';
+import { isCapacityError, waitForCapacity } from './capacity-wait.ts';
 import { runPages, type RunnerDeps } from './page-runner.ts';
 import type { PostReviser } from '../posts/post-revisions.ts';
 import { releaseAbandonedPlans } from '../plan/plan-store.ts';
@@ -192,6 +193,7 @@ export class GenerationRuntime {
 			queue: this.#queue,
 			signal: controller.signal,
 			quality: config.quality,
+			capacity: { capacityWaitMs: config.providerCapacityWaitMs, retryMs: config.batchPollIntervalMs },
 			...(this.#options.revise ? { revise: this.#options.revise } : {}),
 		};
 		const batchMode = config.bulkMode === 'batch';
@@ -206,7 +208,13 @@ export class GenerationRuntime {
 				// Its owner cancelled it and the request that began the cancel did not finish it.
 				await runCancel(job, { ...deps, batchMode });
 			} else if (job.mode === 'bulk' && batchMode && !('unavailable' in deps.provider) && hasBatchApi(deps.provider)) {
-				await runBatchStep(job, deps, { pollIntervalMs: config.batchPollIntervalMs, maxRequests: config.batchMaxRequests, maxBytes: config.batchMaxBytes });
+				await runBatchStep(job, deps, {
+					pollIntervalMs: config.batchPollIntervalMs,
+					maxRequests: config.batchMaxRequests,
+					maxBytes: config.batchMaxBytes,
+					maxEnqueuedTokens: config.batchMaxEnqueuedTokens,
+					capacityWaitMs: config.providerCapacityWaitMs,
+				});
 			} else {
 				await runPages(job, deps);
 			}
@@ -240,6 +248,13 @@ export class GenerationRuntime {
 		const { database, logger, config } = this.#options;
 		const job = await readJobHead(database, jobId);
 		if (!job || job.lease_owner !== this.worker || job.status !== 'running') return;
+		if (isCapacityError(error)) {
+			// The provider's rate limit, on a poll or a lookup: the job waits, it does not fail (capacity-wait.ts).
+			const message = `Waiting for provider capacity: ${error instanceof Error ? error.message : String(error)}`;
+			const pollAt = Date.now() + stepRetryDelay(config.batchPollIntervalMs, 1);
+			await waitForCapacity(job, deps, { capacityWaitMs: config.providerCapacityWaitMs }, message, false, { waitingFor: null, pollAt });
+			return;
+		}
 		const { record, fail } = nextStepError(job.last_error, error, Date.now(), config);
 		if (fail) {
 			logger.error({ err: error, jobId, code: record.code, attempts: record.attempts }, 'pseo job step failed again, in a way no retry mends; the job fails');

@@ -87,6 +87,17 @@ export function publicStepError(stored: StoredStepError | null): StepError | nul
 	return { code: stored.code, message: stored.message, at: stored.at, attempts: stored.attempts };
 }
 
+/** `last_error.code` of a job that waits for its provider's capacity (capacity-wait.ts): not a failure, no attention. */
+export const PROVIDER_CAPACITY = 'provider_capacity';
+
+/**
+ * The record of a job waiting for its provider's capacity: the wait goes on from `previous` (a wait without progress
+ * since), or starts now.
+ */
+export function capacityRecord(previous: StoredStepError | null, message: string, now: number): StoredStepError {
+	return countFailure(previous?.code === PROVIDER_CAPACITY ? previous : null, { code: PROVIDER_CAPACITY, message }, now);
+}
+
 /** A stored record read back from the database (a JSON column: a string on SQLite and MariaDB, an object on PostgreSQL). */
 export function storedStepError(value: unknown): StoredStepError | null {
 	let parsed = value;

@@ -171,7 +171,10 @@ class Broker implements InstanceBroker {
 		writeFileSync(logFile, '');
 		try {
 			const database = await copyDatabase(leg, this.#options.templates[leg], this.#options.prefix);
-			const instance = await launchDirectus({ leg, database, env: { ...env, OPENAI_BASE_URL: router.url }, logFile });
+			// The router speaks every vendor's protocol: an instance whose environment gives an Anthropic or Gemini key
+			// reaches the suites' fakes through it too (both SDKs take the address without /v1).
+			const root = router.url.replace(/\/v1$/, '');
+			const instance = await launchDirectus({ leg, database, env: { ...env, OPENAI_BASE_URL: router.url, ANTHROPIC_BASE_URL: root, GOOGLE_GEMINI_BASE_URL: root }, logFile });
 			return { info: { key, url: instance.url, adminToken: instance.adminToken, logFile }, router, instance };
 		} catch (error) {
 			await router.close();

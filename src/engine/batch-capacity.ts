@@ -1,0 +1,128 @@
+import type { Knex } from 'knex';
+import type { JobHead } from './job-types.ts';
+import { jobsWaitingFor } from './job-store.ts';
+import { enqueuedTokens, runningPartCounts } from './part-store.ts';
+
+/*
+ * The batch queue of each provider, shared by the cluster. A provider lets an account hold only so many input tokens
+ * in running batches (OpenAI: 2,000,000 for a small model on a first tier; Google per model; Anthropic by requests),
+ * and a part beyond it fails (OpenAI: `token_limit_exceeded` at validation) or its create is refused (429). So parts
+ * are submitted as the queue has room, not all at once:
+ * - what is enqueued is the sum of the estimated tokens of the running parts of that provider, read from the
+ *   database, so every instance counts every instance's parts;
+ * - the limit is PSEO_BATCH_MAX_ENQUEUED_TOKENS for the provider, else the one learnt from its last refusal (kept an
+ *   hour, so that a raised limit is found again), else there is none and parts go as they come, as they always did;
+ * - one instance at a time submits against a limited queue (a lease on the provider's row), so two instances never
+ *   both fill the same room;
+ * - bulk jobs waiting for the queue take turns: the job with the fewest parts running goes first, the oldest on a
+ *   tie, so a small job gets its part in between the parts of a huge one.
+ */
+
+/** The owner of `pseo_batch_capacity`: one row per provider. */
+export const CAPACITY = 'pseo_batch_capacity';
+
+/** A learnt limit is forgotten after this: the provider may have raised it (a tier upgrade). */
+const LEARNT_FOR_MS = 3_600_000;
+
+/**
+ * How long one instance may hold a provider's submissions. A submission uploads its part first, which takes
+ * minutes for the largest parts; a holder that died lets the others in after this.
+ */
+const SUBMIT_HOLD_MS = 10 * 60_000;
+
+/** Input tokens of one request line, estimated from its size: about four bytes a token, counting the schema and envelope too, so never under. */
+export function estimateTokens(line: string): number {
+	return Math.ceil(Buffer.byteLength(line) / 4);
+}
+
+/** The provider whose batch queue a job's parts count in: the one it was accepted with (OpenAI for jobs from before jobs named it). */
+export function capacityKeyOf(job: Pick<JobHead, 'provider'>): string {
+	return job.provider ?? 'openai';
+}
+
+/** Why a job's next part waits. */
+export type CapacityWait =
+	| { reason: 'full' | 'refused'; enqueued: number; limit: number }
+	| { reason: 'turn'; ahead: number; enqueued: number; limit: number }
+	| { reason: 'busy'; limit: number };
+
+export interface CapacityRequest {
+	/** The provider whose queue the part goes to. */
+	key: string;
+	jobId: number;
+	worker: string;
+	/** PSEO_BATCH_MAX_ENQUEUED_TOKENS for that provider, if set. */
+	configured: number | null;
+}
+
+/**
+ * Runs `submit` when the job may send a part now, with the tokens the part may hold (`budget`, null when the
+ * provider's queue has no known limit); otherwise says why the part waits. While `submit` runs, no other instance
+ * submits to that provider's limited queue.
+ */
+export async function withBatchCapacity<T>(
+	knex: Knex,
+	request: CapacityRequest,
+	submit: (budget: number | null, enqueued: number) => Promise<T>,
+): Promise<{ ran: true; value: T } | { ran: false; wait: CapacityWait }> {
+	const learnt = await learntLimit(knex, request.key);
+	const limit = request.configured === null ? learnt : learnt === null ? request.configured : Math.min(request.configured, learnt);
+	if (limit === null) return { ran: true, value: await submit(null, 0) };
+	if (!(await takeSubmissions(knex, request.key, request.worker))) return { ran: false, wait: { reason: 'busy', limit } };
+	try {
+		const ahead = await jobsAhead(knex, request.key, request.jobId);
+		const enqueued = await enqueuedTokens(knex, request.key);
+		if (ahead > 0) return { ran: false, wait: { reason: 'turn', ahead, enqueued, limit } };
+		if (enqueued >= limit) return { ran: false, wait: { reason: 'full', enqueued, limit } };
+		return { ran: true, value: await submit(limit - enqueued, enqueued) };
+	} finally {
+		await knex(CAPACITY).where({ provider: request.key, submit_owner: request.worker }).update({ submit_owner: null, submit_until: null });
+	}
+}
+
+/**
+ * Learns a provider's queue limit from a refusal: what was enqueued when the provider refused a part is what it
+ * accepts; when nothing else was enqueued, the part alone was too big, and half of it is tried (so it is split).
+ */
+export async function learnLimit(knex: Knex, key: string, enqueuedBesides: number, refusedTokens: number | null): Promise<number> {
+	const tokens = Math.max(1, enqueuedBesides > 0 ? enqueuedBesides : Math.floor((refusedTokens ?? 2) / 2));
+	await ensureRow(knex, key);
+	const now = Date.now();
+	await knex(CAPACITY)
+		.where('provider', key)
+		.andWhere((q) => q.whereNull('learnt_tokens').orWhere('learnt_tokens', '>', tokens).orWhere('learnt_at', '<', now - LEARNT_FOR_MS))
+		.update({ learnt_tokens: tokens, learnt_at: now });
+	return tokens;
+}
+
+/** The limit learnt from the provider's latest refusal, while it is fresh; null when none is known. */
+export async function learntLimit(knex: Knex, key: string): Promise<number | null> {
+	const row = (await knex(CAPACITY).where('provider', key).first('learnt_tokens', 'learnt_at')) as { learnt_tokens: number | string | null; learnt_at: number | string | null } | undefined;
+	if (!row || row.learnt_tokens === null || row.learnt_at === null || Number(row.learnt_at) < Date.now() - LEARNT_FOR_MS) return null;
+	return Number(row.learnt_tokens);
+}
+
+async function ensureRow(knex: Knex, key: string): Promise<void> {
+	await knex(CAPACITY).insert({ provider: key }).onConflict('provider').ignore();
+}
+
+/** Takes the provider's submissions for this worker, with one conditional UPDATE; false when another worker holds them. */
+async function takeSubmissions(knex: Knex, key: string, worker: string): Promise<boolean> {
+	await ensureRow(knex, key);
+	const now = Date.now();
+	const updated = await knex(CAPACITY)
+		.where('provider', key)
+		.andWhere((q) => q.whereNull('submit_owner').orWhere('submit_until', '<', now).orWhere('submit_owner', worker))
+		.update({ submit_owner: worker, submit_until: now + SUBMIT_HOLD_MS });
+	return updated === 1;
+}
+
+/** How many jobs of the provider's queue go before this one: fewer parts running first, then the oldest. */
+async function jobsAhead(knex: Knex, key: string, jobId: number): Promise<number> {
+	const queue = await jobsWaitingFor(knex, key);
+	if (queue.length === 0 || (queue.length === 1 && queue[0] === jobId)) return 0;
+	const ids = queue.includes(jobId) ? queue : [...queue, jobId];
+	const running = await runningPartCounts(knex, ids);
+	const order = [...ids].sort((a, b) => (running.get(a) ?? 0) - (running.get(b) ?? 0) || a - b);
+	return order.indexOf(jobId);
+}
