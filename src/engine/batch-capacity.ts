@@ -1,7 +1,7 @@
 import type { Knex } from 'knex';
 import type { JobHead } from './job-types.ts';
 import { jobsWaitingFor } from './job-store.ts';
-import { enqueuedTokens, runningPartCounts } from './part-store.ts';
+import { enqueuedTokens, partsTaken } from './part-store.ts';
 
 /*
  * The batch queue of each provider, shared by the cluster. A provider lets an account hold only so many input tokens
@@ -14,8 +14,8 @@ import { enqueuedTokens, runningPartCounts } from './part-store.ts';
  *   hour, so that a raised limit is found again), else there is none and parts go as they come, as they always did;
  * - one instance at a time submits against a limited queue (a lease on the provider's row), so two instances never
  *   both fill the same room;
- * - bulk jobs waiting for the queue take turns: the job with the fewest parts running goes first, the oldest on a
- *   tie, so a small job gets its part in between the parts of a huge one.
+ * - bulk jobs waiting for the queue take turns: the job that has had the fewest parts taken goes first, the oldest on
+ *   a tie, so a small job gets its part in between the parts of a huge one, and two huge ones alternate.
  */
 
 /** The owner of `pseo_batch_capacity`: one row per provider. */
@@ -117,12 +117,12 @@ async function takeSubmissions(knex: Knex, key: string, worker: string): Promise
 	return updated === 1;
 }
 
-/** How many jobs of the provider's queue go before this one: fewer parts running first, then the oldest. */
+/** How many jobs of the provider's queue go before this one: fewer parts taken first, then the oldest. */
 async function jobsAhead(knex: Knex, key: string, jobId: number): Promise<number> {
 	const queue = await jobsWaitingFor(knex, key);
 	if (queue.length === 0 || (queue.length === 1 && queue[0] === jobId)) return 0;
 	const ids = queue.includes(jobId) ? queue : [...queue, jobId];
-	const running = await runningPartCounts(knex, ids);
-	const order = [...ids].sort((a, b) => (running.get(a) ?? 0) - (running.get(b) ?? 0) || a - b);
+	const taken = await partsTaken(knex, ids);
+	const order = [...ids].sort((a, b) => (taken.get(a) ?? 0) - (taken.get(b) ?? 0) || a - b);
 	return order.indexOf(jobId);
 }

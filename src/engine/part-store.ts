@@ -98,10 +98,13 @@ export async function enqueuedTokens(knex: Knex, capacityKey: string): Promise<n
 	return Number(row?.n ?? 0);
 }
 
-/** How many parts each of these jobs has running at the provider (absent: none). */
-export async function runningPartCounts(knex: Knex, jobIds: readonly number[]): Promise<Map<number, number>> {
+/**
+ * How many parts each of these jobs has sent that the provider took (running, or run): the turns each has had at its
+ * provider's batch queue (absent: none).
+ */
+export async function partsTaken(knex: Knex, jobIds: readonly number[]): Promise<Map<number, number>> {
 	if (jobIds.length === 0) return new Map();
-	const rows = (await knex(PARTS).whereIn('generation_id', jobIds).andWhere('status', 'running').groupBy('generation_id').select('generation_id').count({ n: '*' })) as {
+	const rows = (await knex(PARTS).whereIn('generation_id', jobIds).andWhereNot('status', 'refused').groupBy('generation_id').select('generation_id').count({ n: '*' })) as {
 		generation_id: number;
 		n: number | string;
 	}[];
