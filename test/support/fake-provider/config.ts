@@ -55,14 +55,17 @@ export interface FakeConfig {
 	 * create in flight while something else happens to its job. Default false.
 	 */
 	holdBatchCreates: boolean;
-	/** `DELETE /v1/files/:id` answers 403, as for an API key allowed to read files but not to delete them. Default false. */
+	/**
+	 * `DELETE /v1/files/:id` (and Gemini's `DELETE /v1beta/files/{id}`) answers 403, as for an API key allowed to read
+	 * files but not to delete them. Default false.
+	 */
 	refuseFileDeletes: boolean;
 	/**
 	 * `/v1/files` and `/v1/batches` answer 404, as an OpenAI-compatible server without the Batch API (Ollama, vLLM)
 	 * does. Default false.
 	 */
 	noBatchApi: boolean;
-	/** Uploads are stamped this many seconds in the past (`created_at`), as files uploaded a while ago. Default 0. */
+	/** Uploads are stamped this many seconds in the past (`created_at`, Gemini's `createTime`), as files uploaded a while ago. Default 0. */
 	uploadAgeS: number;
 	/**
 	 * `POST /v1/batches` answers this status and creates nothing: a 400 as for a model the Batch API does not serve, a

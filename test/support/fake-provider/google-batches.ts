@@ -1,8 +1,13 @@
 /**
- * The Gemini API's Batch API with inline requests (`POST /v1beta/models/{model}:batchGenerateContent`): a batch is a
- * long-running Operation whose metadata goes `BATCH_STATE_PENDING`, `BATCH_STATE_RUNNING`, then an end state, and
- * whose ended metadata carries the answers inline (`output.inlinedResponses.inlinedResponses`), one per answered
- * request with the request's metadata. Requests given as an uploaded file (`inputConfig.fileName`) are not supported.
+ * The Gemini API's Batch API (`POST /v1beta/models/{model}:batchGenerateContent`): a batch is a long-running
+ * Operation whose metadata goes `BATCH_STATE_PENDING`, `BATCH_STATE_RUNNING`, then an end state. Its requests come
+ * inline (`inputConfig.requests.requests`, each with its metadata), and its ended metadata then carries the answers
+ * inline (`output.inlinedResponses.inlinedResponses`), one per answered request with the request's metadata; or they
+ * come as an uploaded file (`inputConfig.fileName`, google-files.ts) of `{ "key", "request" }` lines, and the
+ * answers go to a results file the batch names (`output.responsesFile`, and the done Operation's `response`), one
+ * line per answered request, `{ "key", "response" }` or `{ "key", "error" }`. The input file is read at the create
+ * (a line that is not such an object refuses it); deleting it afterwards does not touch the batch, nor does deleting
+ * the batch its results file.
  *
  * The batch knobs of the OpenAI side apply with their closest meaning:
  * - `holdBatches`: a batch may become RUNNING but does not leave RUNNING until `release()` (a pending cancel still
@@ -12,16 +17,18 @@
  *   answered; `expired` ends `BATCH_STATE_EXPIRED` and `cancelled` `BATCH_STATE_CANCELLED`, each answering only the
  *   first `batchPartialFraction` of the requests (the rest are absent from the output); `failed` ends
  *   `BATCH_STATE_FAILED` with the Operation's `error` set and no output at all;
- * - `batchOutputOrder`: the order of the inline responses (`reversed` or `input`).
+ * - `batchOutputOrder`: the order of the answers, inline or in the results file (`reversed` or `input`).
  *
- * A request that is not a valid `generateContent` request does not fail the create: it ends as an inline response
- * with an `error`, as do the requests the answering core fails (the chat faults: `failRoutes`, which may also name a
- * request's `metadata.key`, `chatErrorsForTask`, `planFail`).
+ * A request that is not a valid `generateContent` request does not fail the create: it ends as an answer with an
+ * `error`, as do the requests the answering core fails (the chat faults: `failRoutes`, which may also name a
+ * request's key, `chatErrorsForTask`, `planFail`).
  */
 import { randomBytes } from 'node:crypto';
 import { apiError } from './chat.ts';
 import type { ApiError, ChatRequest } from './chat.ts';
 import type { BatchEndState, FakeConfig } from './config.ts';
+import { ChunkWriter } from './files.ts';
+import type { GoogleFileStore } from './google-files.ts';
 import { googleErrorBody, parseGenerateContentRequest } from './google-generate.ts';
 import type { GenerateContentResponse } from './google-generate.ts';
 
@@ -66,10 +73,14 @@ export interface GoogleBatchOperation {
 		endTime?: string;
 		batchStats: BatchStats;
 		state: BatchState;
-		output?: { inlinedResponses: { inlinedResponses: InlinedResponse[] } };
+		/** Echoed for a batch of an uploaded file. */
+		inputConfig?: { fileName: string };
+		output?: { inlinedResponses: { inlinedResponses: InlinedResponse[] } } | { responsesFile: string };
 	};
 	done?: true;
 	error?: { code: number; message: string };
+	/** A done batch's output, where a long-running Operation puts its result (set for a batch of an uploaded file). */
+	response?: { '@type': typeof OUTPUT_TYPE; responsesFile: string };
 }
 
 /** One request of a batch: its metadata (and key), and either a valid request or the error it will end with. */
@@ -84,6 +95,8 @@ export interface GoogleBatchLine {
 interface GoogleBatchRecord {
 	operation: GoogleBatchOperation;
 	lines: GoogleBatchLine[];
+	/** Whether the requests came as an uploaded file: the answers then go to a results file. */
+	fromFile: boolean;
 	endState: BatchEndState;
 	released: boolean;
 	cancelPending: boolean;
@@ -98,6 +111,9 @@ type OperationResult = { ok: true; operation: GoogleBatchOperation } | Failure;
 export const MAX_INLINE_BATCH_BYTES = 20 * 1024 * 1024;
 export const INLINE_BATCH_TOO_LARGE = `Request payload size exceeds the limit: ${MAX_INLINE_BATCH_BYTES} bytes.`;
 const OPERATION_TYPE = 'type.googleapis.com/google.ai.generativelanguage.v1beta.GenerateContentBatch';
+const OUTPUT_TYPE = 'type.googleapis.com/google.ai.generativelanguage.v1beta.GenerateContentBatchOutput';
+/** The type a results file is written with. */
+const RESULTS_TYPE = 'application/jsonl';
 const YIELD_EVERY = 250;
 /** gRPC codes by HTTP status, as a google.rpc.Status carries them. */
 const RPC_CODES: Record<string, number> = {
@@ -157,6 +173,8 @@ function decodePageToken(token: string): { offset: number; lastId: string } | nu
 
 export interface GoogleBatchStoreOptions {
 	config: () => FakeConfig;
+	/** The Files API: the input files batches read, and where their results files go. */
+	files: GoogleFileStore;
 	/** Answers one request through the same path as `generateContent`; `key` is the request's `metadata.key`. */
 	answer: (request: ChatRequest, key: string) => { ok: true; response: GenerateContentResponse } | { ok: false; status: number; error: ApiError };
 	/** Called with a valid batch about to be stored; it throws the answer to send instead (nothing is stored then). */
@@ -183,28 +201,11 @@ export class GoogleBatchStore {
 		const { displayName, inputConfig } = batch;
 		if (displayName !== undefined && typeof displayName !== 'string') return fail(400, '* GenerateContentBatch.display_name: must be a string');
 		if (!isRecord(inputConfig)) return fail(400, '* GenerateContentBatch.input_config: input_config is required');
-		if (inputConfig.fileName !== undefined) {
-			return fail(400, 'inputConfig.fileName is not supported by this fake provider: give the requests inline in inputConfig.requests.');
-		}
-		const requests = isRecord(inputConfig.requests) ? inputConfig.requests.requests : undefined;
-		if (!Array.isArray(requests) || requests.length === 0) {
-			return fail(400, '* GenerateContentBatch.input_config.requests.requests: at least one request is required');
-		}
-		const lines: GoogleBatchLine[] = [];
-		for (const [index, item] of requests.entries()) {
-			if (!isRecord(item)) return fail(400, `* GenerateContentBatch.input_config.requests.requests[${index}]: must be an object`);
-			const { metadata } = item;
-			if (metadata !== undefined && !isRecord(metadata)) {
-				return fail(400, `* GenerateContentBatch.input_config.requests.requests[${index}].metadata: must be an object`);
-			}
-			const parsed = parseGenerateContentRequest(model, item.request);
-			lines.push({
-				key: typeof metadata?.key === 'string' ? metadata.key : '',
-				metadata: metadata ?? null,
-				request: parsed.ok ? parsed.request : null,
-				requestError: parsed.ok ? null : parsed.error,
-			});
-		}
+		const { fileName } = inputConfig;
+		if (fileName !== undefined && typeof fileName !== 'string') return fail(400, '* GenerateContentBatch.input_config.file_name: must be a string');
+		const read = fileName === undefined ? inlineLines(model, inputConfig.requests) : this.#fileLines(model, fileName);
+		if (!read.ok) return read;
+		const { lines } = read;
 		const id = batchId();
 		const now = rfc3339(Date.now());
 		const operation: GoogleBatchOperation = {
@@ -218,12 +219,14 @@ export class GoogleBatchStore {
 				updateTime: now,
 				batchStats: { requestCount: String(lines.length), pendingRequestCount: String(lines.length) },
 				state: 'BATCH_STATE_PENDING',
+				...(fileName === undefined ? {} : { inputConfig: { fileName } }),
 			},
 		};
 		this.#options.admit?.(operation, lines);
 		const record: GoogleBatchRecord = {
 			operation,
 			lines,
+			fromFile: fileName !== undefined,
 			endState: this.#options.config().batchEndState,
 			released: false,
 			cancelPending: false,
@@ -232,6 +235,29 @@ export class GoogleBatchStore {
 		this.#batches.set(id, record);
 		this.#order.push(id);
 		return { ok: true, operation, lines };
+	}
+
+	/** The requests of an uploaded input file: one `{ "key", "request" }` object a line, the key a string. */
+	#fileLines(model: string, fileName: string): { ok: true; lines: GoogleBatchLine[] } | Failure {
+		const text = /^files\/[^/]+$/.test(fileName) ? this.#options.files.text(fileName.slice('files/'.length)) : null;
+		if (text === null) return fail(400, `* GenerateContentBatch.input_config.file_name: ${fileName} does not exist.`);
+		const lines: GoogleBatchLine[] = [];
+		for (const [index, raw] of text.split('\n').entries()) {
+			if (raw.trim() === '') continue;
+			let item: unknown;
+			try {
+				item = JSON.parse(raw);
+			} catch {
+				return fail(400, `${fileName}, line ${index + 1}: not valid JSON.`);
+			}
+			if (!isRecord(item) || typeof item.key !== 'string' || !isRecord(item.request)) {
+				return fail(400, `${fileName}, line ${index + 1}: expected an object with a string "key" and a "request" object.`);
+			}
+			const parsed = parseGenerateContentRequest(model, item.request);
+			lines.push({ key: item.key, metadata: null, request: parsed.ok ? parsed.request : null, requestError: parsed.ok ? null : parsed.error });
+		}
+		if (lines.length === 0) return fail(400, `${fileName}: the input file holds no request.`);
+		return { ok: true, lines };
 	}
 
 	/** The batch after advancing it by `batchStepsPerPoll` steps (fewer when held or ended). */
@@ -339,6 +365,8 @@ export class GoogleBatchStore {
 		const partial = final === 'expired' || final === 'cancelled';
 		const answered = final === 'failed' ? 0 : partial ? Math.floor(lines.length * config.batchPartialFraction) : lines.length;
 		const responses: InlinedResponse[] = [];
+		// A batch of an uploaded file writes its answers as lines named by their key, ~1 MB a buffer.
+		const results = record.fromFile ? new ChunkWriter() : null;
 		let succeeded = 0;
 		let failed = 0;
 		for (let n = 0; n < lines.length; n++) {
@@ -349,16 +377,13 @@ export class GoogleBatchStore {
 			const outcome = line.request
 				? this.#options.answer(line.request, line.key)
 				: { ok: false as const, status: 400, error: line.requestError ?? apiError('Invalid request.') };
-			const withMetadata = line.metadata === null ? {} : { metadata: line.metadata };
-			if (outcome.ok) {
-				responses.push({ response: outcome.response, ...withMetadata });
-				succeeded++;
-			} else {
-				responses.push({ error: rpcStatus(outcome.status, outcome.error.message), ...withMetadata });
-				failed++;
-			}
+			const answer: InlinedResponse = outcome.ok ? { response: outcome.response } : { error: rpcStatus(outcome.status, outcome.error.message) };
+			if (results) results.writeLine(JSON.stringify({ key: line.key, ...answer }));
+			else responses.push(line.metadata === null ? answer : { ...answer, metadata: line.metadata });
+			if (outcome.ok) succeeded++;
+			else failed++;
 		}
-		// The answers are in the Operation now; the parsed requests are no longer needed.
+		// The answers are in the Operation or its results file now; the parsed requests are no longer needed.
 		record.lines = [];
 		const now = rfc3339(Date.now());
 		metadata.state = { completed: 'BATCH_STATE_SUCCEEDED', expired: 'BATCH_STATE_EXPIRED', cancelled: 'BATCH_STATE_CANCELLED', failed: 'BATCH_STATE_FAILED' }[final] as BatchState;
@@ -370,10 +395,40 @@ export class GoogleBatchStore {
 			failedRequestCount: String(failed),
 			pendingRequestCount: String(lines.length - succeeded - failed),
 		};
-		if (responses.length > 0) metadata.output = { inlinedResponses: { inlinedResponses: responses } };
+		if (results && succeeded + failed > 0) {
+			const responsesFile = this.#options.files.addGenerated(results.finish().chunks, RESULTS_TYPE).name;
+			metadata.output = { responsesFile };
+			operation.response = { '@type': OUTPUT_TYPE, responsesFile };
+		} else if (responses.length > 0) {
+			metadata.output = { inlinedResponses: { inlinedResponses: responses } };
+		}
 		operation.done = true;
 		if (final === 'failed') operation.error = { code: 13, message: 'Internal error encountered.' };
 	}
+}
+
+/** The requests given inline, each with its metadata (its `key` names it). */
+function inlineLines(model: string, given: unknown): { ok: true; lines: GoogleBatchLine[] } | Failure {
+	const requests = isRecord(given) ? given.requests : undefined;
+	if (!Array.isArray(requests) || requests.length === 0) {
+		return fail(400, '* GenerateContentBatch.input_config.requests.requests: at least one request is required');
+	}
+	const lines: GoogleBatchLine[] = [];
+	for (const [index, item] of requests.entries()) {
+		if (!isRecord(item)) return fail(400, `* GenerateContentBatch.input_config.requests.requests[${index}]: must be an object`);
+		const { metadata } = item;
+		if (metadata !== undefined && !isRecord(metadata)) {
+			return fail(400, `* GenerateContentBatch.input_config.requests.requests[${index}].metadata: must be an object`);
+		}
+		const parsed = parseGenerateContentRequest(model, item.request);
+		lines.push({
+			key: typeof metadata?.key === 'string' ? metadata.key : '',
+			metadata: metadata ?? null,
+			request: parsed.ok ? parsed.request : null,
+			requestError: parsed.ok ? null : parsed.error,
+		});
+	}
+	return { ok: true, lines };
 }
 
 function notFound(): Failure {

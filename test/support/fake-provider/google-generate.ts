@@ -45,17 +45,18 @@ type GenerateOutcome = { ok: true; response: GenerateContentResponse } | { ok: f
 
 type Invalid = { ok: false; status: 400; error: ApiError };
 
-const GOOGLE_PREFIX = '/v1beta/';
+/** The Gemini API's paths, its Files API's upload and download included. */
+const GOOGLE_PATH = /^\/(?:upload\/|download\/)?v1beta\//;
 
 /** `POST /v1beta/models/{model}:generateContent`; model names carry dots (`gemini-2.5-flash`). */
 export const GENERATE_CONTENT_PATH = /^\/v1beta\/models\/([A-Za-z0-9._-]+):generateContent$/;
 
-/** `POST /v1beta/models/{model}:batchGenerateContent`: a batch of inline requests (google-batches.ts). */
+/** `POST /v1beta/models/{model}:batchGenerateContent`: a batch, of inline requests or of an uploaded file (google-batches.ts). */
 export const BATCH_GENERATE_CONTENT_PATH = /^\/v1beta\/models\/([A-Za-z0-9._-]+):batchGenerateContent$/;
 
 /** True for the routes that speak the Gemini API's protocol, so that their errors take its shape. */
 export function isGooglePath(path: string): boolean {
-	return path.startsWith(GOOGLE_PREFIX);
+	return GOOGLE_PATH.test(path);
 }
 
 /** The canonical code the real API sends with a status; the status decides, whatever produced the error. */

@@ -1,5 +1,8 @@
+import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import { ApiError, FinishReason, GoogleGenAI, JobState } from '@google/genai';
-import type { BatchJob, GenerateContentParameters, InlinedRequest } from '@google/genai';
+import type { BatchJob, File as GoogleFile, GenerateContentParameters, InlinedRequest } from '@google/genai';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { validateJsonSchema } from './json-schema.ts';
 import type { JsonSchema } from './json-schema.ts';
@@ -502,10 +505,7 @@ describe('Gemini Batch API (inline requests)', () => {
 		expect(fake.countBatchesCreated()).toBe(1);
 	});
 
-	it('refuses a file source, an empty batch, and a body over the 20 MB inline limit with 400', async () => {
-		const file = await caught(ai.batches.create({ model: MODEL, src: 'files/batch-input' }));
-		expect((file as ApiError).status).toBe(400);
-		expect(errorBody(file).error.message).toContain('fileName is not supported');
+	it('refuses an empty batch, and a body over the 20 MB inline limit with 400', async () => {
 		const empty = await caught(ai.batches.create({ model: MODEL, src: [] }));
 		expect((empty as ApiError).status).toBe(400);
 		const padding = 'x'.repeat(20 * 1024 * 1024);
@@ -517,6 +517,243 @@ describe('Gemini Batch API (inline requests)', () => {
 			status: 'INVALID_ARGUMENT',
 			message: 'Request payload size exceeds the limit: 20971520 bytes.',
 		});
+		expect(fake.countBatchesCreated()).toBe(0);
+	});
+});
+
+/** A JSONL input file of page requests in Google's batch format, `{ key, request }` a line, at a temporary path. */
+function inputFile(routes: string[], extra: string[] = []): string {
+	const lines = routes.map((route, index) => {
+		const { contents, systemInstruction, ...generationConfig } = inlinedPage(route, `p${index}`).config as Record<string, unknown>;
+		void contents;
+		return JSON.stringify({
+			key: `p${index}`,
+			request: { contents: inlinedPage(route, `p${index}`).contents, systemInstruction: { parts: [{ text: systemInstruction }] }, generationConfig },
+		});
+	});
+	const dir = mkdtempSync(path.join(os.tmpdir(), 'fake-google-files-'));
+	temporary.push(dir);
+	const file = path.join(dir, 'requests.jsonl');
+	writeFileSync(file, [...lines, ...extra].map((line) => `${line}\n`).join(''));
+	return file;
+}
+
+const temporary: string[] = [];
+afterAll(() => {
+	for (const dir of temporary) rmSync(dir, { recursive: true, force: true });
+});
+
+async function upload(file: string | Blob, displayName = 'pseo-generation-1-part-0.jsonl'): Promise<GoogleFile> {
+	return ai.files.upload({ file, config: { mimeType: 'application/jsonl', displayName } });
+}
+
+/** The lines of a file, downloaded by the SDK's `files.download` (which writes it to a path). */
+async function downloaded(name: string): Promise<Record<string, unknown>[]> {
+	const dir = mkdtempSync(path.join(os.tmpdir(), 'fake-google-download-'));
+	temporary.push(dir);
+	const target = path.join(dir, 'results.jsonl');
+	await ai.files.download({ file: name, downloadPath: target });
+	return readFileSync(target, 'utf8')
+		.split('\n')
+		.filter((line) => line !== '')
+		.map((line) => JSON.parse(line) as Record<string, unknown>);
+}
+
+const uploadEntries = () => fake.requests.filter((entry) => entry.path === '/upload/v1beta/files');
+
+describe('Gemini Files API', () => {
+	it('takes the SDK\'s resumable upload: a start answered with the upload URL, then the bytes, finalized', async () => {
+		const file = inputFile(['/a', '/b']);
+		const size = statSync(file).size;
+		const uploaded = await upload(file);
+		expect(uploaded).toMatchObject({
+			name: expect.stringMatching(/^files\/[a-z0-9]+$/),
+			displayName: 'pseo-generation-1-part-0.jsonl',
+			mimeType: 'application/jsonl',
+			sizeBytes: String(size),
+			state: 'ACTIVE',
+			source: 'UPLOADED',
+			uri: `${rootUrl()}/v1beta/${uploaded.name}`,
+		});
+		expect(uploaded).not.toHaveProperty('downloadUri');
+		expect(Number.isNaN(Date.parse(uploaded.expirationTime ?? ''))).toBe(false);
+		// The start declares the protocol, the size and the type; the bytes go in one request that finalizes.
+		expect(uploadEntries().map((entry) => [entry.method, entry.status, entry.apiKey, entry.extraHeaders])).toEqual([
+			[
+				'POST',
+				200,
+				'test-key',
+				expect.objectContaining({
+					'x-goog-upload-protocol': 'resumable',
+					'x-goog-upload-command': 'start',
+					'x-goog-upload-header-content-length': String(size),
+					'x-goog-upload-header-content-type': 'application/jsonl',
+				}),
+			],
+			['POST', 200, 'test-key', expect.objectContaining({ 'x-goog-upload-command': 'upload, finalize', 'x-goog-upload-offset': '0' })],
+		]);
+		expect(uploadEntries()[1]?.fileId).toBe(uploaded.name);
+		expect(await ai.files.get({ name: uploaded.name ?? '' })).toEqual(uploaded);
+		// A Blob goes up the same way.
+		const blob = await upload(new Blob([readFileSync(file)]), 'from-a-blob.jsonl');
+		expect(blob).toMatchObject({ displayName: 'from-a-blob.jsonl', sizeBytes: String(size) });
+	});
+
+	it('lists files newest first, page by page through the Pager, and deletes them', async () => {
+		const names: string[] = [];
+		for (let i = 0; i < 3; i++) names.push((await upload(inputFile(['/a']), `file-${i}.jsonl`)).name ?? '');
+		const pager = await ai.files.list({ config: { pageSize: 2 } });
+		expect(pager.page.map((file) => file.name)).toEqual([names[2], names[1]]);
+		const seen: (string | undefined)[] = [];
+		for await (const file of pager) seen.push(file.name);
+		expect(seen).toEqual([...names].reverse());
+		expect(fake.requests.filter((entry) => entry.method === 'GET' && entry.path === '/v1beta/files')).toHaveLength(2);
+		await ai.files.delete({ name: names[0] ?? '' });
+		expect(fake.requests.at(-1)).toMatchObject({ method: 'DELETE', path: `/v1beta/${names[0]}`, status: 200, fileId: names[0] });
+		expect(errorBody(await caught(ai.files.get({ name: names[0] ?? '' }))).error).toMatchObject({ code: 404, status: 'NOT_FOUND' });
+		expect((await caught(ai.files.delete({ name: names[0] ?? '' })) as ApiError).status).toBe(404);
+		// refuseFileDeletes refuses as for a key that may not delete; reset forgets every file.
+		fake.configure({ refuseFileDeletes: true });
+		expect(errorBody(await caught(ai.files.delete({ name: names[1] ?? '' }))).error).toMatchObject({ code: 403, status: 'PERMISSION_DENIED' });
+		fake.reset();
+		expect((await ai.files.list()).page).toEqual([]);
+	});
+
+	it('refuses an upload sent at the wrong offset, of another size than declared, to an unknown session, or not resumable', async () => {
+		const start = (headers: Record<string, string>) =>
+			fetch(`${rootUrl()}/upload/v1beta/files`, {
+				method: 'POST',
+				headers: { 'x-goog-api-key': 'test-key', 'content-type': 'application/json', ...headers },
+				body: JSON.stringify({ file: { displayName: 'raw.jsonl' } }),
+			});
+		const multipart = await start({ 'x-goog-upload-protocol': 'multipart' });
+		expect(multipart.status).toBe(400);
+		expect(((await multipart.json()) as { error: unknown }).error).toMatchObject({ code: 400, status: 'INVALID_ARGUMENT' });
+		const started = await start({
+			'x-goog-upload-protocol': 'resumable',
+			'x-goog-upload-command': 'start',
+			'x-goog-upload-header-content-length': '10',
+			'x-goog-upload-header-content-type': 'application/jsonl',
+		});
+		expect(started.status).toBe(200);
+		expect(started.headers.get('x-goog-upload-status')).toBe('active');
+		const url = started.headers.get('x-goog-upload-url') ?? '';
+		expect(url).toMatch(/\/upload\/v1beta\/files\?upload_id=[^&]+&upload_protocol=resumable$/);
+		const send = (target: string, command: string, offset: number, body: string) =>
+			fetch(target, { method: 'POST', headers: { 'x-goog-api-key': 'test-key', 'x-goog-upload-command': command, 'x-goog-upload-offset': String(offset) }, body });
+		const first = await send(url, 'upload', 0, '{"a":');
+		expect([first.status, first.headers.get('x-goog-upload-status')]).toEqual([200, 'active']);
+		expect((await send(url, 'upload', 0, '1}\n')).status).toBe(400);
+		expect((await send(url, 'upload, finalize', 5, '1}\n')).status).toBe(400);
+		const last = await send(url, 'upload, finalize', 5, '1}\n\n\n');
+		expect([last.status, last.headers.get('x-goog-upload-status')]).toEqual([200, 'final']);
+		expect(((await last.json()) as { file: GoogleFile }).file).toMatchObject({ displayName: 'raw.jsonl', sizeBytes: '10' });
+		// Finalized: the session is gone.
+		const again = await send(url, 'upload', 10, 'x');
+		expect(again.status).toBe(404);
+		expect(((await again.json()) as { error: unknown }).error).toMatchObject({ code: 404, status: 'NOT_FOUND' });
+	});
+});
+
+describe('Gemini Batch API (an uploaded input file)', () => {
+	it('creates a batch of an uploaded file, logging its keys and routes, and ends with a results file in a non-input order', async () => {
+		const input = await upload(inputFile(['/a', '/b'], [JSON.stringify({ key: 'p2', request: { contents: [] } })]));
+		const job = await ai.batches.create({ model: MODEL, src: input.name ?? '', config: { displayName: 'g1_p0_s0_e3_rn__part' } });
+		expect(job.state).toBe(JobState.JOB_STATE_PENDING);
+		expect(fake.requests.at(-1)).toMatchObject({
+			path: `/v1beta/models/${MODEL}:batchGenerateContent`,
+			status: 200,
+			customIds: ['p0', 'p1', 'p2'],
+			routes: ['/a', '/b', null],
+			fileId: input.name,
+			metadata: { display_name: 'g1_p0_s0_e3_rn__part' },
+		});
+		expect(fake.countBatchedRoute('/a')).toBe(1);
+		// The input is read at the create: deleting it leaves the batch whole.
+		await ai.files.delete({ name: input.name ?? '' });
+		await ai.batches.get({ name: job.name ?? '' });
+		const done = await ai.batches.get({ name: job.name ?? '' });
+		expect(done.state).toBe(JobState.JOB_STATE_SUCCEEDED);
+		expect(done.dest?.inlinedResponses).toBeUndefined();
+		const resultsFile = done.dest?.fileName ?? '';
+		expect(resultsFile).toMatch(/^files\/batch-[a-z0-9]+$/);
+		const raw = await rawOperation(job.name ?? '');
+		expect(raw.body).toMatchObject({
+			done: true,
+			metadata: {
+				inputConfig: { fileName: input.name },
+				output: { responsesFile: resultsFile },
+				batchStats: { requestCount: '3', successfulRequestCount: '2', failedRequestCount: '1', pendingRequestCount: '0' },
+			},
+			response: { '@type': 'type.googleapis.com/google.ai.generativelanguage.v1beta.GenerateContentBatchOutput', responsesFile: resultsFile },
+		});
+		expect(await ai.files.get({ name: resultsFile })).toMatchObject({ source: 'GENERATED', mimeType: 'application/jsonl', downloadUri: expect.stringContaining(':download?alt=media') });
+		// One line per answer, `{ key, response }` or `{ key, error }`, reversed.
+		const lines = await downloaded(resultsFile);
+		expect(lines.map((line) => line['key'])).toEqual(['p2', 'p1', 'p0']);
+		expect(lines[0]).toEqual({ key: 'p2', error: expect.objectContaining({ code: 3, status: 'INVALID_ARGUMENT' }) });
+		for (const line of lines.slice(1)) {
+			const response = line['response'] as { candidates: { content: { parts: { text: string }[] } }[]; usageMetadata: { promptTokenCount: number } };
+			expect(validateJsonSchema(PAGE_SCHEMA, JSON.parse(response.candidates[0]!.content.parts[0]!.text))).toEqual([]);
+			expect(response.usageMetadata.promptTokenCount).toBeGreaterThan(0);
+		}
+		// The SDK's download asks for /v1beta/{name}:download?alt=media.
+		expect(fake.requests.at(-1)).toMatchObject({ method: 'GET', path: `/v1beta/${resultsFile}:download`, status: 200, fileId: resultsFile });
+		// Deleting the batch leaves its results file.
+		await ai.batches.delete({ name: job.name ?? '' });
+		expect((await ai.files.get({ name: resultsFile })).name).toBe(resultsFile);
+	});
+
+	it('serves the documented download address, holding it after holdFileAfterLines lines until releaseFiles', async () => {
+		fake.configure({ batchOutputOrder: 'input' });
+		const input = await upload(inputFile(['/a', '/b', '/c']));
+		const job = await ai.batches.create({ model: MODEL, src: input.name ?? '' });
+		await ai.batches.get({ name: job.name ?? '' });
+		const resultsFile = (await ai.batches.get({ name: job.name ?? '' })).dest?.fileName ?? '';
+		fake.configure({ holdFileAfterLines: 1 });
+		const response = await fetch(`${rootUrl()}/download/v1beta/${resultsFile}:download?alt=media`, { headers: { 'x-goog-api-key': 'test-key' } });
+		expect(response.status).toBe(200);
+		const reader = response.body!.getReader();
+		const first = new TextDecoder().decode((await reader.read()).value);
+		expect(JSON.parse(first.trim())).toMatchObject({ key: 'p0' });
+		await expect.poll(() => fake.heldFiles()).toBe(1);
+		expect(fake.releaseFiles()).toBe(1);
+		let rest = '';
+		for (let chunk = await reader.read(); !chunk.done; chunk = await reader.read()) rest += new TextDecoder().decode(chunk.value);
+		expect(rest.trim().split('\n').map((line) => (JSON.parse(line) as { key: string }).key)).toEqual(['p1', 'p2']);
+	});
+
+	it('refuses to download an uploaded file, or without alt=media', async () => {
+		const input = await upload(inputFile(['/a']));
+		const uploaded = await caught(ai.files.download({ file: input.name ?? '', downloadPath: path.join(os.tmpdir(), 'never-written.jsonl') }));
+		expect(errorBody(uploaded).error).toMatchObject({ code: 400, message: expect.stringContaining('Only generated files') });
+		const noMedia = await fetch(`${rootUrl()}/download/v1beta/${input.name}:download`, { headers: { 'x-goog-api-key': 'test-key' } });
+		expect(noMedia.status).toBe(400);
+	});
+
+	it('ends EXPIRED with the first batchPartialFraction in its results file, and CANCELLED with none answered without one', async () => {
+		fake.configure({ batchEndState: 'expired', batchPartialFraction: 0.5, batchOutputOrder: 'input' });
+		const expired = await ai.batches.create({ model: MODEL, src: (await upload(inputFile(['/a', '/b', '/c', '/d']))).name ?? '' });
+		await ai.batches.get({ name: expired.name ?? '' });
+		const ended = await ai.batches.get({ name: expired.name ?? '' });
+		expect(ended.state).toBe(JobState.JOB_STATE_EXPIRED);
+		expect((await downloaded(ended.dest?.fileName ?? '')).map((line) => line['key'])).toEqual(['p0', 'p1']);
+		fake.configure({ batchPartialFraction: 0 });
+		const cancelled = await ai.batches.create({ model: MODEL, src: (await upload(inputFile(['/a']))).name ?? '' });
+		await ai.batches.cancel({ name: cancelled.name ?? '' });
+		const stopped = await ai.batches.get({ name: cancelled.name ?? '' });
+		expect(stopped.state).toBe(JobState.JOB_STATE_CANCELLED);
+		expect(stopped.dest).toBeUndefined();
+	});
+
+	it('refuses a file that does not exist, or whose lines are not { key, request } objects, with 400', async () => {
+		const missing = await caught(ai.batches.create({ model: MODEL, src: 'files/nosuchfile' }));
+		expect(errorBody(missing).error).toMatchObject({ code: 400, status: 'INVALID_ARGUMENT', message: expect.stringContaining('does not exist') });
+		for (const bad of ['not json', JSON.stringify({ request: {} }), JSON.stringify({ key: 'p9' })]) {
+			const input = await upload(inputFile(['/a'], [bad]));
+			const refused = await caught(ai.batches.create({ model: MODEL, src: input.name ?? '' }));
+			expect(errorBody(refused).error).toMatchObject({ code: 400, message: expect.stringContaining('line 2') });
+		}
 		expect(fake.countBatchesCreated()).toBe(0);
 	});
 });

@@ -3,7 +3,7 @@
  * batches with a status progression, fault injection, a request log, and admin routes under `/_fake/` so another
  * process can drive it. It speaks the Anthropic protocol too, under `/v1/messages`: messages and message batches
  * answered by the same responders and faults (anthropic-messages.ts, anthropic-batches.ts), and the Gemini API's
- * `generateContent` under `/v1beta/models` (google-generate.ts) and its Batch API with inline requests
+ * `generateContent` under `/v1beta/models` (google-generate.ts), its Files API (google-files.ts) and its Batch API
  * (`:batchGenerateContent`, `/v1beta/batches`: google-batches.ts). When configured, it enforces the vendors' capacity
  * limits as each vendor does (limits.ts): an enqueued-token limit on batches and a request-rate window on online calls.
  */
@@ -19,6 +19,7 @@ import { configToJson, defaultConfig, mergeConfig } from './config.ts';
 import type { FakeConfig, FakeConfigPatch } from './config.ts';
 import { FileStore } from './files.ts';
 import { GoogleBatchStore, INLINE_BATCH_TOO_LARGE, MAX_INLINE_BATCH_BYTES } from './google-batches.ts';
+import { GOOGLE_FILE_ID, GoogleFileStore } from './google-files.ts';
 import {
 	answerGenerateContent,
 	BATCH_GENERATE_CONTENT_PATH,
@@ -212,6 +213,7 @@ class FakeProviderServer implements FakeProvider {
 	#batches: BatchStore;
 	#messageBatches: AnthropicBatchStore;
 	#googleBatches: GoogleBatchStore;
+	#googleFiles: GoogleFileStore;
 	/** The account's enqueued-token ledger and request-rate window (`enqueuedTokenLimit`, `requestRate`). */
 	readonly #limits = new ProviderLimits(() => this.#config);
 	#routes: Route[];
@@ -229,8 +231,10 @@ class FakeProviderServer implements FakeProvider {
 			answer: (request, customId) => answerMessage(request, this.#chatState(), customId),
 			admit: (batch, lines) => this.#limits.enqueueMessageBatch(batch, lines),
 		});
+		this.#googleFiles = new GoogleFileStore({ origin: () => this.#url.replace(/\/v1$/, ''), uploadAgeS: () => this.#config.uploadAgeS });
 		this.#googleBatches = new GoogleBatchStore({
 			config: () => this.#config,
+			files: this.#googleFiles,
 			answer: (request, key) => answerGenerateContent(request, this.#chatState(), key),
 			admit: (operation, lines) => this.#limits.enqueueGoogleBatch(operation, lines),
 		});
@@ -265,6 +269,11 @@ class FakeProviderServer implements FakeProvider {
 			{ method: 'GET', pattern: new RegExp(`^/v1beta/batches/${ID}$`), handler: (c) => this.#getGoogleBatch(c) },
 			{ method: 'POST', pattern: new RegExp(`^/v1beta/batches/${ID}:cancel$`), handler: (c) => this.#cancelGoogleBatch(c) },
 			{ method: 'DELETE', pattern: new RegExp(`^/v1beta/batches/${ID}$`), handler: (c) => this.#deleteGoogleBatch(c) },
+			{ method: 'POST', pattern: /^\/upload\/v1beta\/files$/, handler: (c) => this.#uploadGoogleFile(c) },
+			{ method: 'GET', pattern: /^\/v1beta\/files$/, handler: (c) => this.#listGoogleFiles(c) },
+			{ method: 'GET', pattern: new RegExp(`^/v1beta/files/(${GOOGLE_FILE_ID})$`), handler: (c) => this.#getGoogleFile(c) },
+			{ method: 'DELETE', pattern: new RegExp(`^/v1beta/files/(${GOOGLE_FILE_ID})$`), handler: (c) => this.#deleteGoogleFile(c) },
+			{ method: 'GET', pattern: new RegExp(`^(?:/download)?/v1beta/files/(${GOOGLE_FILE_ID}):download$`), handler: (c) => this.#downloadGoogleFile(c) },
 			{ method: 'GET', pattern: /^\/_fake\/requests$/, handler: ({ res }) => sendJson(res, 200, this.#log) },
 			{ method: 'GET', pattern: /^\/_fake\/limits$/, handler: ({ res }) => sendJson(res, 200, this.#limitCounters()) },
 			{ method: 'GET', pattern: /^\/_fake\/config$/, handler: ({ res }) => sendJson(res, 200, configToJson(this.#config)) },
@@ -333,6 +342,7 @@ class FakeProviderServer implements FakeProvider {
 		this.#batches.clear();
 		this.#messageBatches.clear();
 		this.#googleBatches.clear();
+		this.#googleFiles.clear();
 		this.#limits.clear();
 	}
 
@@ -713,8 +723,9 @@ class FakeProviderServer implements FakeProvider {
 	}
 
 	/**
-	 * `POST /v1beta/models/{model}:batchGenerateContent`: a batch of inline requests. A body over the inline limit is
-	 * read to its end (so the client gets the answer, not a reset connection) and refused with 400, as the real API does.
+	 * `POST /v1beta/models/{model}:batchGenerateContent`: a batch of inline requests, or of an uploaded file. A body over
+	 * the inline limit is read to its end (so the client gets the answer, not a reset connection) and refused with 400,
+	 * as the real API does.
 	 */
 	async #createGoogleBatch({ req, res, params, entry }: RouteContext): Promise<void> {
 		const body = await readJsonWithin(req, MAX_INLINE_BATCH_BYTES, INLINE_BATCH_TOO_LARGE);
@@ -730,6 +741,7 @@ class FakeProviderServer implements FakeProvider {
 				customIds: (result.lines ?? []).map((line) => line.key),
 				routes: (result.lines ?? []).map((line) => line.request?.route ?? null),
 				metadata: displayName === undefined ? null : { display_name: displayName },
+				...(result.operation.metadata.inputConfig ? { fileId: result.operation.metadata.inputConfig.fileName } : {}),
 			});
 		}
 		sendJson(res, 200, result.operation);
@@ -765,6 +777,64 @@ class FakeProviderServer implements FakeProvider {
 		const result = await this.#googleBatches.delete(params[0] ?? '');
 		if (!result.ok) throw new HttpError(result.status, result.error);
 		sendJson(res, 200, {});
+	}
+
+	/**
+	 * `POST /upload/v1beta/files`: the start of a resumable upload, answered with its upload URL in a header and no
+	 * body; or, at that URL (`?upload_id=`), one request of its bytes, the last answered with the file.
+	 */
+	async #uploadGoogleFile({ req, res, query, entry }: RouteContext): Promise<void> {
+		const uploadId = query.get('upload_id');
+		const header = (name: string) => (typeof req.headers[name] === 'string' ? req.headers[name] : undefined);
+		const result =
+			uploadId === null
+				? { ...this.#googleFiles.startUpload(req.headers, await readJson(req)), file: null }
+				: this.#googleFiles.uploadChunk(uploadId, header('x-goog-upload-command'), header('x-goog-upload-offset'), await readBody(req));
+		if (!result.ok) throw new HttpError(result.status, result.error);
+		if (!result.file) {
+			res.writeHead(200, { ...result.headers, 'content-length': 0 });
+			res.end();
+			return;
+		}
+		if (entry) entry.fileId = result.file.name;
+		sendJson(res, 200, { file: result.file }, result.headers);
+	}
+
+	#listGoogleFiles({ res, query }: RouteContext): void {
+		const result = this.#googleFiles.list(query.get('pageSize'), query.get('pageToken'));
+		if (!result.ok) throw new HttpError(result.status, result.error);
+		// Google leaves an empty list out of the answer.
+		sendJson(res, 200, { ...(result.files.length > 0 ? { files: result.files } : {}), ...(result.nextPageToken === undefined ? {} : { nextPageToken: result.nextPageToken }) });
+	}
+
+	#getGoogleFile({ res, params, entry }: RouteContext): void {
+		if (entry && params[0]) entry.fileId = `files/${params[0]}`;
+		const result = this.#googleFiles.get(params[0] ?? '');
+		if (!result.ok) throw new HttpError(result.status, result.error);
+		sendJson(res, 200, result.file);
+	}
+
+	#deleteGoogleFile({ res, params, entry }: RouteContext): void {
+		if (entry && params[0]) entry.fileId = `files/${params[0]}`;
+		const found = this.#googleFiles.get(params[0] ?? '');
+		if (!found.ok) throw new HttpError(found.status, found.error);
+		if (this.#config.refuseFileDeletes) throw new HttpError(403, apiError('Permission denied: this API key may not delete files.'));
+		this.#googleFiles.delete(params[0] ?? '');
+		sendJson(res, 200, {});
+	}
+
+	/**
+	 * `GET /download/v1beta/files/{id}:download?alt=media` (or without `/download`, as the SDK's `files.download`
+	 * asks): the bytes of a file the API generated, held after `holdFileAfterLines` lines when that knob is set. An
+	 * uploaded file cannot be downloaded, as at Google, which gives only generated files a `downloadUri`.
+	 */
+	async #downloadGoogleFile({ res, params, query, entry }: RouteContext): Promise<void> {
+		if (entry && params[0]) entry.fileId = `files/${params[0]}`;
+		if (query.get('alt') !== 'media') throw new HttpError(400, apiError('A file is downloaded with alt=media.'));
+		const result = this.#googleFiles.content(params[0] ?? '');
+		if (!result.ok) throw new HttpError(result.status, result.error);
+		if (result.file.source !== 'GENERATED') throw new HttpError(400, apiError(`Only generated files can be downloaded; ${result.file.name} was uploaded.`));
+		await this.#download(res, result.chunks, result.file.mimeType);
 	}
 
 	async #adminConfigure({ req, res }: RouteContext): Promise<void> {

@@ -15,7 +15,8 @@
  * so a suite that forgot to give its websites its model fails loudly instead of reading another suite's calls.
  * A list (`GET /v1/files`, `/v1/batches`, `/v1/messages/batches`, `/v1beta/batches`) is the account's: the first
  * page of every fake, joined. Paging across fakes is not supported; the suites that test lookups in long lists run
- * their own Directus and fake.
+ * their own Directus and fake. Gemini's Files API is not routed either (nothing in an upload's start names a model,
+ * so it is answered 404): the suites that run Gemini bulk jobs run their own Directus and fake too.
  */
 import { createServer, request as httpRequest } from 'node:http';
 import type { IncomingHttpHeaders, IncomingMessage, Server, ServerResponse } from 'node:http';
