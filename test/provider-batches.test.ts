@@ -31,12 +31,21 @@ interface Vendor {
 	creates(fake: FakeProvider, jobId: number): RequestLogEntry[];
 	/** What each create sent, as the vendor names a request, for a job of 5 pages in parts of 2, 2 and 1. */
 	sentIds(jobId: number, routes: string[]): string[][];
-	/** The batches the vendor still holds. */
+	/** What a part's row names as its input: a local spool (Anthropic), or a file uploaded to the Files API (Google). */
+	input: RegExp;
+	/** The batches the vendor still holds, and the files (Google's Files API). */
 	held(fake: FakeProvider): Promise<unknown[]>;
 	cancelPath: RegExp;
 }
 
 const ok = (entry: RequestLogEntry, method: string, pattern: RegExp) => entry.method === method && pattern.test(entry.path) && entry.status === 200;
+
+/** The batches, or the files, the Gemini API holds for the key. */
+async function geminiList(fake: FakeProvider, kind: 'batches' | 'files'): Promise<unknown[]> {
+	const res = await fetch(`${fake.url.replace(/\/v1$/, '')}/v1beta/${kind}?pageSize=100`, { headers: { 'x-goog-api-key': GOOGLE_KEY } });
+	expect(res.status).toBe(200);
+	return ((await res.json()) as Record<string, unknown[] | undefined>)[kind === 'batches' ? 'operations' : 'files'] ?? [];
+}
 
 const VENDORS: Vendor[] = [
 	{
@@ -52,6 +61,7 @@ const VENDORS: Vendor[] = [
 			[`g${jobId}_p1_s2_e4_rn__p2`, `g${jobId}_p1_s2_e4_rn__p3`],
 			[`g${jobId}_p2_s4_e5_rn__p4`],
 		],
+		input: /^spool:/,
 		held: async (fake) => {
 			const res = await fetch(`${fake.url}/messages/batches?limit=100`, { headers: { 'x-api-key': ANTHROPIC_KEY, 'anthropic-version': '2023-06-01' } });
 			expect(res.status).toBe(200);
@@ -69,11 +79,8 @@ const VENDORS: Vendor[] = [
 		creates: (fake, jobId) =>
 			fake.requests.filter((entry) => ok(entry, 'POST', /^\/v1beta\/models\/[^/]+:batchGenerateContent$/) && (entry.metadata?.['display_name'] ?? '').startsWith(`g${jobId}_`)),
 		sentIds: (_jobId, routes) => [routes.slice(0, 2), routes.slice(2, 4), routes.slice(4)],
-		held: async (fake) => {
-			const res = await fetch(`${fake.url.replace(/\/v1$/, '')}/v1beta/batches?pageSize=100`, { headers: { 'x-goog-api-key': GOOGLE_KEY } });
-			expect(res.status).toBe(200);
-			return ((await res.json()) as { operations?: unknown[] }).operations ?? [];
-		},
+		input: /^files\/[a-z0-9-]+$/,
+		held: async (fake) => [...(await geminiList(fake, 'batches')), ...(await geminiList(fake, 'files'))],
 		cancelPath: /^\/v1beta\/batches\/[^/]+:cancel$/,
 	},
 ];
@@ -158,10 +165,11 @@ describe.each(LEGS)('provider batches on %s', (leg) => {
 					[1, 2, 4, 'ingested'],
 					[2, 4, 5, 'ingested'],
 				]);
-				// A part's input was a local spool, read by the create and removed then.
+				// An Anthropic part's input was a local spool, read by the create and removed then; a Google part's, an
+				// upload, deleted with the part's batch (below).
 				for (const part of parts) {
-					expect(part.input_file_id).toMatch(/^spool:/);
-					expect(existsSync(String(part.input_file_id).slice('spool:'.length))).toBe(false);
+					expect(part.input_file_id).toMatch(vendor.input);
+					if (vendor.provider === 'anthropic') expect(existsSync(String(part.input_file_id).slice('spool:'.length))).toBe(false);
 				}
 				// No page went through chat; the usage counts the five billed lines.
 				expect(fake.countChat()).toBe(0);
@@ -172,7 +180,7 @@ describe.each(LEGS)('provider batches on %s', (leg) => {
 				expect(await charges(user.id)).toEqual([-5 * BATCH_PAGE_RATE]);
 				expect(await balanceOf(directus, user.id)).toBe(100 - 5 * BATCH_PAGE_RATE);
 				await expectLedgerBalances(directus, user);
-				// Each batch was deleted once its results were stored.
+				// Each batch was deleted once its results were stored, with its files.
 				expect(await vendor.held(fake)).toEqual([]);
 			});
 
@@ -290,6 +298,43 @@ describe.each(LEGS)('provider batches on %s', (leg) => {
 			await expectPostsOnce(directus, site.pseoId, site.routes);
 			expect(await charges(user.id)).toEqual([-5 * BATCH_PAGE_RATE]);
 			await expectLedgerBalances(directus, user);
+			expect(await google.held(fake)).toEqual([]);
+		});
+
+		it('google: a kill -9 while a results file streams: the restart reads it again from its start, each page once, nothing refunded, every file deleted', async () => {
+			const google = VENDORS[1]!;
+			const user = await createUser(directus, { balance: 100 });
+			const site = await plannedSite(directus, user, 5, google.website);
+			// Every download of a results file sends its first line, then waits with its connection open.
+			fake.configure({ holdFileAfterLines: 1 });
+			const res = await call(directus, 'POST', BULK, { token: user.token, body: { pseo_id: site.pseoId, post_count: 5 } });
+			expect(res.status).toBe(202);
+			const id = res.body.generation_id as number;
+			await eventually(async () => fake.heldFiles() === 1, 60_000, 'a results file held mid-download');
+			const downloads = (fileId?: string) => fake.requests.filter((entry) => entry.method === 'GET' && entry.path.startsWith('/download/v1beta/files/') && (fileId === undefined || entry.fileId === fileId));
+			const held = downloads().at(-1)!.fileId!;
+			expect(held).toMatch(/^files\//);
+			// The three parts went up through the Files API's resumable upload, each batch created from its file.
+			const starts = fake.requests.filter((entry) => entry.path === '/upload/v1beta/files' && entry.extraHeaders?.['x-goog-upload-command'] === 'start');
+			expect(starts).toHaveLength(3);
+			expect(google.creates(fake, id).map((entry) => entry.fileId)).toEqual((await partsOf(id)).map((part) => part.input_file_id));
+
+			await directus.kill();
+			fake.configure({ holdFileAfterLines: null });
+			await directus.restart(env());
+			const job = await waitForJob(directus, user, id);
+			expect(job).toMatchObject({ status: 'completed', created_count: 5, failed_count: 0 });
+			// The file cut by the kill was read again, whole; no part was sent twice, and no page went through chat.
+			expect(downloads(held)).toHaveLength(2);
+			expect(downloads()).toHaveLength(4);
+			expect(google.creates(fake, id)).toHaveLength(3);
+			for (const route of site.routes) expect(fake.countBatchedRoute(route)).toBe(1);
+			expect(fake.countChat()).toBe(0);
+			await expectPostsOnce(directus, site.pseoId, site.routes);
+			expect(await charges(user.id)).toEqual([-5 * BATCH_PAGE_RATE]);
+			expect((await ledgerOf(directus, user.id)).filter((row) => row.reason === 'refund')).toEqual([]);
+			await expectLedgerBalances(directus, user);
+			// Every upload, results file and batch is deleted at Google.
 			expect(await google.held(fake)).toEqual([]);
 		});
 	});

@@ -59,8 +59,9 @@ async function* jsonlChunks(lines: string[] | AsyncIterable<string>, onBytes: (s
 }
 
 /*
- * A provider whose batch create takes its requests inline (Anthropic, Google) has no upload: its "upload" spools the
- * part, and the engine holds `spool:<path>` as the part's input file, which the create reads and removes.
+ * A provider whose batch create takes its requests inline (Anthropic) has no upload: its "upload" spools the part,
+ * and the engine holds `spool:<path>` as the part's input file, which the create reads and removes. (Gemini's
+ * batches took their requests so before they went through the Files API: their parts may still name a spool.)
  */
 
 const SPOOLED = 'spool:';

@@ -5,9 +5,10 @@ import type { BatchLineResult, BatchProvider, ProviderFile } from './types.ts';
 
 /*
  * The file operations of a vendor whose batches take their requests inline and hold their own results (Anthropic's
- * Message Batches, Gemini's Batch API), in the engine's terms of files: a part's input is a local spool
- * (batch-spool.ts), and an ended batch's output file is `results:<batch id>`, whose lines the vendor's batch serves
- * and whose deletion deletes the batch. Nothing of ours is left in the vendor's file storage to sweep.
+ * Message Batches), in the engine's terms of files: a part's input is a local spool (batch-spool.ts), and an ended
+ * batch's output file is `results:<batch id>`, whose lines the vendor's batch serves and whose deletion deletes the
+ * batch. Nothing of ours is left in the vendor's file storage to sweep. The reading of a result line is shared with
+ * Gemini's batches, whose results come as a file (google/google-batches.ts).
  */
 
 const RESULTS = 'results:';

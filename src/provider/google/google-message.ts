@@ -40,6 +40,27 @@ export function generateParams(maxTokens: number, request: JsonCompletionRequest
 }
 
 /**
+ * A `generateContent` request as the REST API takes it, which is what a line of a batch input file holds: the SDK's
+ * form of {@link generateParams} with the system instruction as a Content of its own and the rest of the config as
+ * `generationConfig`, as the SDK sends a direct call (its `generateContentConfigToMldev`).
+ */
+export interface GenerateContentRequest {
+	contents: GenerateParams['contents'];
+	systemInstruction?: { role: 'user'; parts: { text: string }[] };
+	generationConfig: Omit<GenerateParams['config'], 'systemInstruction'>;
+}
+
+/** The REST form of a call's params: a direct call and a batch line send the same body. */
+export function generateRequest({ contents, config }: GenerateParams): GenerateContentRequest {
+	const { systemInstruction, ...generationConfig } = config;
+	return {
+		contents,
+		...(systemInstruction !== undefined ? { systemInstruction: { role: 'user' as const, parts: [{ text: systemInstruction }] } } : {}),
+		generationConfig,
+	};
+}
+
+/**
  * A response's `usageMetadata` in the shape every provider reports: the prompt's tokens as prompt, and as
  * completion the answer's tokens together with the model's thinking, which Google bills as output too.
  */

@@ -21,8 +21,8 @@ const API_VERSION = 'v1beta';
 /**
  * Gemini through the official SDK's `generateContent`, with the SDK's own retries off (no `retryOptions`, so it
  * makes one fetch per call) so that the shared policy (retry-policy.ts) is the only one. The body is built by
- * `generateParams` (google-message.ts). Bulk jobs go through the Gemini Batch API, at half the price
- * (google-batches.ts).
+ * `generateParams` (google-message.ts). Bulk jobs go through the Gemini Batch API, at half the price, their
+ * requests and results in files (google-batches.ts, google-files.ts).
  */
 export function createGoogleProvider(options: GoogleProviderOptions): JsonProvider & BatchProvider {
 	const { apiKey, baseURL, model, headers, timeoutMs, maxTokens, maxRetryAfterMs, secrets, retry } = checkProviderOptions(options);
@@ -40,7 +40,7 @@ export function createGoogleProvider(options: GoogleProviderOptions): JsonProvid
 	const withRetries = createRetrier(retry);
 
 	return {
-		...createGoogleBatches({ client, withRetries, model, maxTokens, maxRetryAfterMs, secrets, logger: retry.logger }),
+		...createGoogleBatches({ client, withRetries, model, maxTokens, maxRetryAfterMs, apiKey, baseURL, apiVersion: API_VERSION, headers, timeoutMs, secrets, logger: retry.logger }),
 		async completeJson<T = unknown>(request: JsonCompletionRequest): Promise<T> {
 			checkRequest(request);
 			const { contents, config } = generateParams(maxTokens, request);
