@@ -18,6 +18,8 @@ const OWNERS: Record<string, string> = {
 	directus_users: 'ledger/token-ledger.ts',
 	pseo_publications: 'publishing/publication-store.ts',
 	pseo_publishing_targets: 'publishing/target-store.ts',
+	pseo_batch_capacity: 'engine/batch-capacity.ts',
+	pseo_provider_pacing: 'provider/pacing/database-pacing-store.ts',
 };
 
 function sources(dir = SRC): string[] {

@@ -19,7 +19,7 @@ import { enqueuedTokens, partsTaken } from './part-store.ts';
  */
 
 /** The owner of `pseo_batch_capacity`: one row per provider. */
-export const CAPACITY = 'pseo_batch_capacity';
+const CAPACITY = 'pseo_batch_capacity';
 
 /** A learnt limit is forgotten after this: the provider may have raised it (a tier upgrade). */
 const LEARNT_FOR_MS = 3_600_000;
@@ -96,7 +96,7 @@ export async function learnLimit(knex: Knex, key: string, enqueuedBesides: numbe
 }
 
 /** The limit learnt from the provider's latest refusal, while it is fresh; null when none is known. */
-export async function learntLimit(knex: Knex, key: string): Promise<number | null> {
+async function learntLimit(knex: Knex, key: string): Promise<number | null> {
 	const row = (await knex(CAPACITY).where('provider', key).first('learnt_tokens', 'learnt_at')) as { learnt_tokens: number | string | null; learnt_at: number | string | null } | undefined;
 	if (!row || row.learnt_tokens === null || row.learnt_at === null || Number(row.learnt_at) < Date.now() - LEARNT_FOR_MS) return null;
 	return Number(row.learnt_tokens);

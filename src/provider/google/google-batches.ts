@@ -83,6 +83,9 @@ export function createGoogleBatches(options: GoogleBatchesOptions): BatchProvide
 	const maxBatchScan = options.maxBatchScan ?? 1000;
 	let warnedScanLimit = false;
 	const onlyRateLimits = (failure: ProviderFailure) => failure.reason === 'rate_limited';
+	// A create is never repeated in the call, not even after a 429 (RESOURCE_EXHAUSTED): that is the batch queue or a
+	// rate limit, which the engine waits for between its steps (engine/capacity-wait.ts).
+	const noRetry = () => false;
 
 	/** One SDK call under the shared policy; this SDK's errors are classified here, as the chat call's are. */
 	function call<T>(context: RetryContext, run: () => Promise<T>): Promise<T> {
@@ -204,7 +207,7 @@ export function createGoogleBatches(options: GoogleBatchesOptions): BatchProvide
 				throw new TypeError(`Expected \`inputFileId\` to be an uploaded file (\`files/...\`), got \`${String(inputFileId)}\``);
 			}
 			const displayName = `${encodeTag(metadata)}${NAME_SUFFIX}:${inputFileId}`;
-			const batch = await call({ op: 'create_batch', mayRetry: onlyRateLimits, logContext: { inputFileId } }, () =>
+			const batch = await call({ op: 'create_batch', mayRetry: noRetry, logContext: { inputFileId } }, () =>
 				client.batches.create({ model, src: inputFileId, config: { displayName } }),
 			);
 			return batchInfo(batch);
