@@ -104,6 +104,14 @@ describeLegs('provider capacity on %s', LEGS, (leg) => {
 		}, 30_000, 'the job to wait for the provider');
 		expect(waiting).toMatchObject({ status: 'running', attention: false });
 		expect(waiting.last_error.message).toMatch(/^Waiting for provider capacity: OpenAI/);
+		// What the queue holds, and who waits, is seen from outside: GET /providers and the metrics.
+		const queue = (await call(directus, 'GET', '/pseo-endpoints/providers', { token: user.token })).body.data.providers.find((entry: { provider: string }) => entry.provider === 'openai').batch_queue;
+		expect(queue).toMatchObject({ limit_source: 'learnt', jobs_waiting: 1 });
+		expect(queue.enqueued_tokens).toBeGreaterThan(0);
+		expect(queue.enqueued_tokens).toBeLessThanOrEqual(queue.limit_tokens);
+		const metrics = await fetch(`${directus.url}/pseo-endpoints/metrics`, { headers: { authorization: `Bearer ${directus.adminToken}` } }).then((res) => res.text());
+		expect(metrics).toContain(`pseo_batch_enqueued_tokens{provider="openai"} ${queue.enqueued_tokens}`);
+		expect(metrics).toContain('pseo_jobs_waiting_for_capacity{provider="openai"} 1');
 		fake.configure({ holdBatches: false });
 		fake.releaseBatches();
 		expect(await waitForJob(directus, user, id, 90_000)).toMatchObject({ status: 'completed', created_count: 6, last_error: null });

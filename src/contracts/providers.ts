@@ -19,6 +19,17 @@ const CatalogEntry = named(
 		}),
 		default_model: doc(z.string().min(1), { description: 'The model that runs when a website names none.', examples: ['claude-haiku-4-5'] }),
 		bulk: doc(z.enum(['batch', 'page_by_page']), { description: 'How its bulk jobs run: through its batch API (half price at the provider), or page by page.' }),
+		batch_queue: doc(
+			z.strictObject({
+				limit_tokens: doc(z.number().int().positive().nullable(), { description: 'The input tokens its batch queue holds, as far as this cluster knows; null when no limit is known (parts go as they come until the provider refuses one).' }),
+				limit_source: doc(z.enum(['configured', 'learnt']).nullable(), {
+					description: '`configured`: PSEO_BATCH_MAX_ENQUEUED_TOKENS; `learnt`: from the provider\'s latest refusal of a part (kept an hour); null when none is known.',
+				}),
+				enqueued_tokens: doc(z.number().int().nonnegative(), { description: 'Input tokens (estimated) that the running parts of every instance hold in it now.' }),
+				jobs_waiting: doc(z.number().int().nonnegative(), { description: 'Bulk jobs whose next part waits for room in it.' }),
+			}),
+			{ description: 'Its batch queue: the limit on what running batches may hold, and what is in use. Parts of bulk jobs are sent as it has room.' },
+		),
 	}),
 	{ description: 'One AI provider a website may name. No key is ever part of it.' },
 );

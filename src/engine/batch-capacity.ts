@@ -1,7 +1,7 @@
 import type { Knex } from 'knex';
 import type { JobHead } from './job-types.ts';
-import { jobsWaitingFor } from './job-store.ts';
-import { enqueuedTokens, partsTaken } from './part-store.ts';
+import { jobsWaitingFor, waitingJobCounts } from './job-store.ts';
+import { enqueuedByProvider, enqueuedTokens, partsTaken } from './part-store.ts';
 
 /*
  * The batch queue of each provider, shared by the cluster. A provider lets an account hold only so many input tokens
@@ -125,4 +125,32 @@ async function jobsAhead(knex: Knex, key: string, jobId: number): Promise<number
 	const taken = await partsTaken(knex, ids);
 	const order = [...ids].sort((a, b) => (taken.get(a) ?? 0) - (taken.get(b) ?? 0) || a - b);
 	return order.indexOf(jobId);
+}
+
+/** A provider's batch queue as the cluster sees it: its limit and where it comes from, what is enqueued, who waits. */
+export interface BatchQueueFigures {
+	limit_tokens: number | null;
+	/** `configured`: PSEO_BATCH_MAX_ENQUEUED_TOKENS; `learnt`: from the provider's latest refusal; null: none known. */
+	limit_source: 'configured' | 'learnt' | null;
+	enqueued_tokens: number;
+	/** Bulk jobs whose next part waits for room in this queue. */
+	jobs_waiting: number;
+}
+
+/** Every provider's batch queue, by provider; `configured` is PSEO_BATCH_MAX_ENQUEUED_TOKENS. */
+export async function batchQueues(knex: Knex, configured: Partial<Record<string, number>>, providers: readonly string[]): Promise<Map<string, BatchQueueFigures>> {
+	const [enqueued, waiting] = await Promise.all([enqueuedByProvider(knex), waitingJobCounts(knex)]);
+	const out = new Map<string, BatchQueueFigures>();
+	for (const provider of new Set([...providers, ...enqueued.keys(), ...waiting.keys()])) {
+		const learnt = await learntLimit(knex, provider);
+		const set = configured[provider] ?? null;
+		const limit = set === null ? learnt : learnt === null ? set : Math.min(set, learnt);
+		out.set(provider, {
+			limit_tokens: limit,
+			limit_source: limit === null ? null : limit === set ? 'configured' : 'learnt',
+			enqueued_tokens: enqueued.get(provider) ?? 0,
+			jobs_waiting: waiting.get(provider) ?? 0,
+		});
+	}
+	return out;
 }

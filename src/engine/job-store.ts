@@ -262,6 +262,15 @@ export async function jobsWaitingFor(knex: Knex, provider: string): Promise<numb
 	return rows.map((row) => Number(row.id));
 }
 
+/** Unfinished jobs waiting for batch capacity, by the provider they wait for. */
+export async function waitingJobCounts(knex: Knex): Promise<Map<string, number>> {
+	const rows = (await knex(JOBS).whereNotNull('waiting_for').whereIn('status', ['pending', 'running']).groupBy('waiting_for').select('waiting_for').count({ n: '*' })) as {
+		waiting_for: string;
+		n: number | string;
+	}[];
+	return new Map(rows.map((row) => [row.waiting_for, Number(row.n)]));
+}
+
 /** Makes the jobs in a provider's queue due now, when a part of that provider ended and freed some of its capacity. */
 export async function wakeJobsWaitingFor(knex: Knex, provider: string, except: number): Promise<void> {
 	await knex(JOBS).where('waiting_for', provider).andWhere('status', 'running').andWhereNot('id', except).whereNull('lease_owner').update({ next_poll_at: Date.now() });

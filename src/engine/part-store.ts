@@ -110,3 +110,12 @@ export async function partsTaken(knex: Knex, jobIds: readonly number[]): Promise
 	}[];
 	return new Map(rows.map((row) => [Number(row.generation_id), Number(row.n)]));
 }
+
+/** The input tokens the running parts hold, by the provider whose batch queue they are in. */
+export async function enqueuedByProvider(knex: Knex): Promise<Map<string, number>> {
+	const rows = (await knex(PARTS).where('status', 'running').whereNotNull('capacity_key').groupBy('capacity_key').select('capacity_key').sum({ n: 'estimated_tokens' })) as {
+		capacity_key: string;
+		n: number | string | null;
+	}[];
+	return new Map(rows.map((row) => [row.capacity_key, Number(row.n ?? 0)]));
+}

@@ -53,11 +53,11 @@ describe('nextStepError', () => {
 });
 
 describe('the stored record', () => {
-	it('reads back from a JSON string or an object, and shows the interface its four fields only', () => {
+	it('reads back from a JSON string or an object, and shows the interface its five fields only, its start as a date', () => {
 		const { record } = nextStepError(null, refused, 1_000, settings);
 		expect(storedStepError(JSON.stringify(record))).toEqual(record);
 		expect(storedStepError(record)).toEqual(record);
-		expect(publicStepError(record)).toEqual({ code: 'bad_request', message: refused.message, at: new Date(1_000).toISOString(), attempts: 1 });
+		expect(publicStepError(record)).toEqual({ code: 'bad_request', message: refused.message, at: new Date(1_000).toISOString(), attempts: 1, since: new Date(1_000).toISOString() });
 		expect(storedStepError(null)).toBeNull();
 		expect(storedStepError('not json')).toBeNull();
 		expect(storedStepError({ code: 'x' })).toBeNull();

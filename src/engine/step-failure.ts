@@ -18,10 +18,12 @@ export interface StepError {
 	at: string;
 	/** Consecutive failed steps so far. */
 	attempts: number;
+	/** When the streak began (ISO 8601): for a job waiting for its provider, since when it has waited without progress. */
+	since: string;
 }
 
-/** What the database keeps: the wire record, and since when the steps have been failing (epoch ms). */
-export interface StoredStepError extends StepError {
+/** What the database keeps: the wire record, with since when the steps have been failing as epoch ms. */
+export interface StoredStepError extends Omit<StepError, 'since'> {
 	since: number;
 }
 
@@ -84,7 +86,7 @@ function countFailure(previous: StoredStepError | null, failure: Pick<Classified
 /** A stored record as the interface shows it. */
 export function publicStepError(stored: StoredStepError | null): StepError | null {
 	if (!stored) return null;
-	return { code: stored.code, message: stored.message, at: stored.at, attempts: stored.attempts };
+	return { code: stored.code, message: stored.message, at: stored.at, attempts: stored.attempts, since: new Date(stored.since).toISOString() };
 }
 
 /** `last_error.code` of a job that waits for its provider's capacity (capacity-wait.ts): not a failure, no attention. */

@@ -49,6 +49,8 @@ export interface DatabaseFigures {
 	jobsByStatus(): Promise<{ mode: string; status: string; count: number }[]>;
 	jobsNeedingAttention(): Promise<number>;
 	partsRunning(): Promise<number>;
+	/** Each provider's batch queue: the input tokens its running parts hold, and the jobs whose next part waits for room. */
+	batchQueues(): Promise<{ provider: string; enqueued: number; waiting: number }[]>;
 }
 
 let figures: DatabaseFigures | null = null;
@@ -84,5 +86,27 @@ new Gauge({
 	registers,
 	async collect() {
 		this.set((await figures?.partsRunning()) ?? 0);
+	},
+});
+
+new Gauge({
+	name: 'pseo_batch_enqueued_tokens',
+	help: 'Input tokens (estimated) that running parts of bulk jobs hold in each provider\'s batch queue, across the cluster.',
+	labelNames: ['provider'] as const,
+	registers,
+	async collect() {
+		this.reset();
+		for (const queue of (await figures?.batchQueues()) ?? []) this.set({ provider: queue.provider }, queue.enqueued);
+	},
+});
+
+new Gauge({
+	name: 'pseo_jobs_waiting_for_capacity',
+	help: 'Bulk jobs whose next part waits for room in a provider\'s batch queue, by provider.',
+	labelNames: ['provider'] as const,
+	registers,
+	async collect() {
+		this.reset();
+		for (const queue of (await figures?.batchQueues()) ?? []) this.set({ provider: queue.provider }, queue.waiting);
 	},
 });

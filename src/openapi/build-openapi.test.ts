@@ -126,9 +126,12 @@ describe('buildOpenApi', () => {
 		expect(valid('GenerationSummary', { ...job, provider: null, model: null })).toBe(true);
 		const { provider: _provider, ...withoutProvider } = job;
 		expect(valid('GenerationSummary', withoutProvider)).toBe(false);
-		const trouble = { code: 'bad_request', message: 'Provider rejected the request (HTTP 400)', at: timestamp, attempts: 2 };
+		const trouble = { code: 'bad_request', message: 'Provider rejected the request (HTTP 400)', at: timestamp, attempts: 2, since: timestamp };
 		expect(valid('GenerationSummary', { ...job, last_error: trouble, attention: true })).toBe(true);
+		// The start of the streak is a timestamp on the wire, not the epoch ms the database keeps.
 		expect(valid('GenerationSummary', { ...job, last_error: { ...trouble, since: 1 } })).toBe(false);
+		const { since: _since, ...withoutSince } = trouble;
+		expect(valid('GenerationSummary', { ...job, last_error: withoutSince })).toBe(false);
 		expect(valid('GenerationSummary', { ...job, last_error: { ...trouble, attempts: 0 } })).toBe(false);
 		const { attention: _attention, ...withoutAttention } = job;
 		expect(valid('GenerationSummary', withoutAttention)).toBe(false);

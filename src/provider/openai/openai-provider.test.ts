@@ -552,13 +552,14 @@ describe('createOpenAiProvider: batch operations', () => {
 		expect(sleeps).toEqual([]);
 	});
 
-	it('createBatch is retried after a 429, which the provider refused before doing anything', async () => {
+	it('createBatch is not repeated after a 429: the rate-limited error goes to the engine, which waits between its steps', async () => {
 		const server = await startServer((_req, res, i) =>
 			i === 0 ? json(res, 429, errorBody('too many batches'), { 'retry-after-ms': '10' }) : json(res, 200, batchObject('batch_2', { job_id: '1' })),
 		);
 		const { instance, sleeps } = provider(server);
-		await expect(instance.createBatch('file-in', { job_id: '1' })).resolves.toMatchObject({ id: 'batch_2' });
-		expect(sleeps).toEqual([10]);
+		await expect(instance.createBatch('file-in', { job_id: '1' })).rejects.toMatchObject({ reason: 'rate_limited', status: 429 });
+		expect(sleeps).toEqual([]);
+		expect(server.requests).toHaveLength(1);
 	});
 
 	it('createBatch refuses metadata the Batch API would reject', async () => {

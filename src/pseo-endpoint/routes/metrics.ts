@@ -16,7 +16,7 @@ import type { ServiceContext } from '../../shared/services.ts';
  */
 export function registerMetrics(router: Router, context: ServiceContext): void {
 	const config = useConfig(context.env);
-	setDatabaseFigures(jobFigures(context.database));
+	setDatabaseFigures(jobFigures(context.database, config.batchMaxEnqueuedTokens));
 	mountRoute(router, metricsRoute, async (req, res) => {
 		const accountability = requireUser(req);
 		if (!accountability.admin && !sentToken(req, config.metricsToken)) throw new MetricsAccessError();

@@ -93,6 +93,18 @@ describe('trouble-notice', () => {
 		expect(notice.get('details time').attributes('datetime')).toBe(lastError.at);
 	});
 
+	it('tells a job waiting for its provider how long it has waited, as news, not trouble; once it has ended, as its end', async () => {
+		const waiting = { code: 'provider_capacity', message: 'Waiting for provider capacity: OpenAI\'s batch queue holds 2,000,000 of 2,000,000 enqueued tokens; the next part goes when a running part ends.', at: '2026-01-31T09:40:00.000Z', attempts: 12, since: '2026-01-31T09:30:00.000Z' };
+		const now = new Date('2026-01-31T09:42:30.000Z');
+		const wrapper = mount(TroubleNotice, { props: { kind: 'job', now, record: { status: 'running', attention: false, last_error: waiting, ...counts } }, global });
+		const notice = wrapper.get('[data-test="trouble"]');
+		expect(notice.classes()).toContain('info');
+		expect(notice.get('.body > p').text()).toBe('Waiting for provider capacity for 12 minutes: the provider\'s batch queue or rate limit is full. Nothing fails and nothing is charged again while it waits; the job goes on by itself.');
+		expect(notice.get('details [data-test="detail"]').text()).toContain('OpenAI\'s batch queue holds 2,000,000 of 2,000,000 enqueued tokens');
+		await wrapper.setProps({ record: { status: 'failed', attention: false, last_error: waiting, ...counts } });
+		expect(wrapper.get('[data-test="trouble"]').classes()).toContain('danger');
+	});
+
 	it('tells what an ended job left undone and that it was refunded, a publication that it cost nothing, and nothing while all is well', async () => {
 		const wrapper = mount(TroubleNotice, { props: { kind: 'job', record: { status: 'failed', attention: false, last_error: lastError, ...counts } }, global });
 		expect(wrapper.get('[data-test="trouble"]').classes()).toContain('danger');

@@ -14,6 +14,8 @@ export interface Formats {
 	number(value: number): string;
 	/** A signed amount, e.g. "+500" or "−20". */
 	signed(value: number): string;
+	/** A length of time in its largest whole unit, e.g. "3 minutes", "2 hours" or "3 Minuten". */
+	duration(ms: number): string;
 }
 
 const UNITS: [Intl.RelativeTimeFormatUnit, number][] = [
@@ -49,6 +51,11 @@ export function formatsFor(locale: string, timeZone?: string): Formats {
 		},
 		number: (value) => number.format(value),
 		signed: (value) => signed.format(value),
+		duration: (ms) => {
+			const seconds = Math.max(0, Math.round(ms / 1000));
+			const [unit, size] = UNITS.find(([, length]) => seconds >= length) ?? ['second', 1];
+			return new Intl.NumberFormat(locale, { style: 'unit', unit, unitDisplay: 'long', maximumFractionDigits: 0 }).format(Math.floor(seconds / size));
+		},
 	};
 }
 

@@ -168,6 +168,14 @@ describe('formats', () => {
 		expect(german.number(12500)).toBe('12.500');
 	});
 
+	it('says how long something lasted in its largest whole unit', () => {
+		expect(formatsFor('en-US').duration(3 * 60_000 + 20_000)).toBe('3 minutes');
+		expect(formatsFor('en-US').duration(1000)).toBe('1 second');
+		expect(formatsFor('en-US').duration(26 * 3600_000)).toBe('1 day');
+		expect(formatsFor('de-DE').duration(2 * 3600_000)).toBe('2 Stunden');
+		expect(formatsFor('en-US').duration(-5)).toBe('0 seconds');
+	});
+
 	it('formats in the time zone given', () => {
 		expect(formatsFor('de-DE', 'Europe/Berlin').dateTime(moment)).toBe('31.01.2026, 10:30');
 	});

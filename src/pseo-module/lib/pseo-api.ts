@@ -44,7 +44,7 @@ export interface Job {
 	date_created: string;
 	date_completed: string | null;
 	/** The failures of its latest steps in a row; null while all is well. */
-	last_error: { code: string; message: string; at: string; attempts: number } | null;
+	last_error: { code: string; message: string; at: string; attempts: number; since: string } | null;
 	/** True while its steps keep failing. */
 	attention: boolean;
 	/** The provider and model it was accepted with; null for a job accepted before jobs recorded them. */
