@@ -82,7 +82,8 @@ export async function withBatchCapacity<T>(
 
 /**
  * Learns a provider's queue limit from a refusal: what was enqueued when the provider refused a part is what it
- * accepts; when nothing else was enqueued, the part alone was too big, and half of it is tried (so it is split).
+ * accepts; when nothing else was enqueued, the part alone was too big, and half of it is tried (so it is split). A
+ * smaller limit learnt within the hour stands. Resolves to the limit now in force.
  */
 export async function learnLimit(knex: Knex, key: string, enqueuedBesides: number, refusedTokens: number | null): Promise<number> {
 	const tokens = Math.max(1, enqueuedBesides > 0 ? enqueuedBesides : Math.floor((refusedTokens ?? 2) / 2));
@@ -92,7 +93,7 @@ export async function learnLimit(knex: Knex, key: string, enqueuedBesides: numbe
 		.where('provider', key)
 		.andWhere((q) => q.whereNull('learnt_tokens').orWhere('learnt_tokens', '>', tokens).orWhere('learnt_at', '<', now - LEARNT_FOR_MS))
 		.update({ learnt_tokens: tokens, learnt_at: now });
-	return tokens;
+	return (await learntLimit(knex, key)) ?? tokens;
 }
 
 /** The limit learnt from the provider's latest refusal, while it is fresh; null when none is known. */
