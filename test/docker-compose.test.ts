@@ -113,10 +113,12 @@ describe('docker-compose.yml and .env.example', () => {
 	it('2 the extension settings of .env.example are valid and show the extension defaults', () => {
 		const fromExample = readConfig(example);
 		const defaults = readConfig({});
-		const { openaiApiKey: _key, openaiBaseUrl: baseUrl, ...settings } = fromExample;
-		const { openaiApiKey: _none, openaiBaseUrl: _sdk, ...defaultSettings } = defaults;
+		const { openaiApiKey: _key, openaiBaseUrl: baseUrl, redis, ...settings } = fromExample;
+		const { openaiApiKey: _none, openaiBaseUrl: _sdk, redis: _noRedis, ...defaultSettings } = defaults;
 		expect(settings).toEqual(defaultSettings);
 		expect(baseUrl).toBe('https://api.openai.com/v1');
+		// Directus's own Redis, which the provider pacing shares.
+		expect(redis).toBe('redis://redis:6379');
 		expect(readConfig(effective)).toEqual(fromExample);
 	});
 

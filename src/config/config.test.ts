@@ -48,6 +48,23 @@ describe('readConfig', () => {
 		expect(readConfig({ PSEO_BATCH_MAX_ENQUEUED_TOKENS: '' }).batchMaxEnqueuedTokens).toEqual({});
 	});
 
+	it('reads the pacing limits for every provider, or per provider, and the rate wait', () => {
+		expect(readConfig({}).pacing).toEqual({ requestsPerMinute: {}, tokensPerMinute: {}, rateWaitMs: 300_000 });
+		expect(readConfig({ PSEO_PROVIDER_RPM: '500', PSEO_PROVIDER_TPM: 'anthropic=30000, google=1000000', PSEO_PROVIDER_RATE_WAIT_MS: 0 }).pacing).toEqual({
+			requestsPerMinute: { openai: 500, anthropic: 500, google: 500, openai_compatible: 500 },
+			tokensPerMinute: { anthropic: 30_000, google: 1_000_000 },
+			rateWaitMs: 0,
+		});
+	});
+
+	it('reads Directus\'s Redis as Directus does: REDIS, or the REDIS_* options, unless REDIS_ENABLED is false', () => {
+		expect(readConfig({}).redis).toBeNull();
+		expect(readConfig({ REDIS: 'redis://cache:6379/2' }).redis).toBe('redis://cache:6379/2');
+		expect(readConfig({ REDIS_HOST: 'cache', REDIS_PORT: '6380', REDIS_PASSWORD: 'pw', REDIS_BUS_NAMESPACE: 'bus' }).redis).toEqual({ host: 'cache', port: 6380, password: 'pw' });
+		expect(readConfig({ REDIS: 'redis://cache:6379', REDIS_ENABLED: false }).redis).toBeNull();
+		expect(readConfig({ REDIS_ENABLED: 'true' }).redis).toEqual({});
+	});
+
 	it('announces changes only with Directus\'s WebSockets and their REST subscriptions on', () => {
 		expect(readConfig({ WEBSOCKETS_ENABLED: 'true' }).announceChanges).toBe(true);
 		expect(readConfig({ WEBSOCKETS_ENABLED: true, WEBSOCKETS_REST_ENABLED: false }).announceChanges).toBe(false);
@@ -124,6 +141,12 @@ describe('readConfig', () => {
 		['PSEO_PROVIDER_TIMEOUT_MS', '99'],
 		['PSEO_PROVIDER_MAX_ATTEMPTS', '0'],
 		['PSEO_PROVIDER_BACKOFF_MS', 'soon'],
+		['PSEO_PROVIDER_RPM', '0'],
+		['PSEO_PROVIDER_RPM', 'openai=500,openai=20'],
+		['PSEO_PROVIDER_RPM', 'mistral=5'],
+		['PSEO_PROVIDER_TPM', '1.5'],
+		['PSEO_PROVIDER_TPM', 'anthropic:30000'],
+		['PSEO_PROVIDER_RATE_WAIT_MS', '-1'],
 		['PSEO_PROVIDER_MAX_STEP_FAILURES', '0'],
 		['PSEO_AUTH_FAILURE_GRACE_MS', 'an hour'],
 		['PSEO_METRICS_TOKEN', 'short'],

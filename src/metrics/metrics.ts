@@ -32,6 +32,21 @@ export const providerLatency = new Histogram({
 	registers,
 });
 
+/** Online calls that waited for a slot of their provider key's rate limit, by provider kind. */
+export const providerPacedCalls = new Counter({ name: 'pseo_provider_paced_calls_total', help: 'Online calls to the AI provider that waited for a slot of their key\'s rate limit, by provider.', labelNames: ['provider'] as const, registers });
+
+/** How long paced calls waited for their slot, by provider kind. */
+export const providerPaceWait = new Histogram({
+	name: 'pseo_provider_pace_wait_seconds',
+	help: 'Time online calls to the AI provider waited for a slot of their key\'s rate limit, by provider (calls that waited only).',
+	labelNames: ['provider'] as const,
+	buckets: [0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300],
+	registers,
+});
+
+/** Answers 429 for a rate limit (not a spent quota), by provider kind. */
+export const providerRateLimited = new Counter({ name: 'pseo_provider_rate_limited_total', help: 'Calls to the AI provider answered 429 for a rate limit, by provider.', labelNames: ['provider'] as const, registers });
+
 /** Provider batches of bulk jobs by the state they reached: `submitted`, `adopted`, `ingested`, `expired`. */
 export const batchParts = new Counter({ name: 'pseo_batch_parts_total', help: 'Parts of bulk jobs by the state they reached: submitted, adopted, ingested, expired, or stopped (a part of a job that ended while it ran, settled).', labelNames: ['state'] as const, registers });
 

@@ -2,6 +2,7 @@
 export type ProviderFailureReason =
 	| 'missing_api_key'
 	| 'rate_limited'
+	| 'quota_exhausted'
 	| 'server_error'
 	| 'timeout'
 	| 'connection'

@@ -62,6 +62,7 @@ export function classifyError(error: unknown, secrets: readonly (string | undefi
 	if (error instanceof sdk.APIError && typeof error.status === 'number') {
 		const status = error.status;
 		const detail = providerMessage(error, secrets);
+		if (status === 429 && spentQuota(error.error)) return { reason: 'quota_exhausted', retryable: false, status, ...(detail ? { detail } : {}) };
 		const failure = statusFailure(status, detail);
 		const hint = error.headers?.get('x-should-retry');
 		// The server's explicit verdict wins, as it does in the SDK's own policy, except that we never retry a 401.
@@ -89,6 +90,19 @@ export function statusFailure(status: number, detail: string | undefined): Provi
 	return withDetail({ reason: 'rejected', retryable: false, status });
 }
 
+/**
+ * Whether a 429's body says money rather than rate: OpenAI's `insufficient_quota` (no credit left, or the billing
+ * cap), Anthropic's `enforced_spend_limit_reached` (the spend limit of the month). Waiting does not clear either.
+ */
+function spentQuota(body: unknown): boolean {
+	if (typeof body !== 'object' || body === null) return false;
+	// OpenAI's SDK keeps the body's `error` object; Anthropic's keeps the whole `{ type, error }` body.
+	const openai = body as { code?: unknown; type?: unknown };
+	if (openai.code === 'insufficient_quota' || openai.type === 'insufficient_quota') return true;
+	const anthropic = (body as { error?: { details?: { error_code?: unknown } } }).error;
+	return anthropic?.details?.error_code === 'enforced_spend_limit_reached';
+}
+
 function providerMessage(error: SdkApiError, secrets: readonly (string | undefined)[]): string | undefined {
 	// OpenAI's SDK keeps the body's `error` object; Anthropic's keeps the whole `{ type, error }` body.
 	const body = error.error as { message?: unknown; error?: { message?: unknown } } | undefined;
@@ -100,6 +114,7 @@ function providerMessage(error: SdkApiError, secrets: readonly (string | undefin
 const HEADLINES: Record<ProviderFailureReason, string> = {
 	missing_api_key: 'OPENAI_API_KEY is not set',
 	rate_limited: 'Provider rate limit',
+	quota_exhausted: 'Provider quota or spending limit reached (add credit or raise the limit at the provider)',
 	server_error: 'Provider server error',
 	timeout: 'Provider timed out',
 	connection: 'Could not reach the provider',
@@ -122,6 +137,19 @@ export function describeFailure(failure: ProviderFailure, attempts: number): str
 	if (attempts > 1) text += ` after ${attempts} attempts`;
 	if (failure.detail) text += `: ${failure.detail}`;
 	return text;
+}
+
+/**
+ * The error of a call still rate limited when its wait budget (`PSEO_PROVIDER_RATE_WAIT_MS`) ran out: retryable, for
+ * the engine hands its page back to be tried at a later step. `failure` is the last 429, null when the call never got
+ * a slot of its key's pacing.
+ */
+export function rateWaitError(failure: ProviderFailure | null, attempts: number, budgetMs: number): ProviderCallError {
+	const waited = `${Math.round(budgetMs / 1000)} s (PSEO_PROVIDER_RATE_WAIT_MS)`;
+	const text = failure
+		? `${HEADLINES.rate_limited}${failure.status !== undefined ? ` (HTTP ${failure.status})` : ''}: still limited after waiting ${waited} and ${attempts} attempts${failure.detail ? `: ${failure.detail}` : ''}`
+		: `${HEADLINES.rate_limited}: no request slot within ${waited}`;
+	return new ProviderCallError(text, { reason: 'rate_limited', retryable: true, ...(failure?.status !== undefined ? { status: failure.status } : {}), attempts });
 }
 
 /** The final error for a failure. */

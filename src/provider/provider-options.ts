@@ -1,6 +1,8 @@
 import type { Logger } from '../shared/logger.ts';
+import type { ProviderKind } from '../shared/provider-kinds.ts';
 import { assertBackoff, DEFAULT_BACKOFF, defaultSleep, type BackoffOptions, type Sleep } from './backoff.ts';
 import { positiveInteger } from './call-checks.ts';
+import type { Pacer } from './pacing/pacer.ts';
 import type { RetryPolicy } from './retry-policy.ts';
 
 /** The options of a vendor's provider for pages and plans (anthropic/, google/). */
@@ -25,6 +27,10 @@ export interface ProviderOptions {
 	logger: Logger;
 	/** Waits between attempts; tests pass a fast one. */
 	sleep?: Sleep;
+	/** The pacing of the key's online calls (pacing/pacer.ts). Default none: they go unpaced. */
+	pacer?: Pacer;
+	/** How long an online call may wait for the key's rate limit in all. Default 300000. */
+	rateWaitMs?: number;
 }
 
 /** The options checked, with their defaults, and the retry policy they make (without the SDK's error classes). */
@@ -42,7 +48,7 @@ export interface CheckedOptions {
 }
 
 /** Checks a provider's options at construction: a programming error fails at once with a TypeError naming it. */
-export function checkProviderOptions(options: ProviderOptions): CheckedOptions {
+export function checkProviderOptions(options: ProviderOptions, provider: ProviderKind): CheckedOptions {
 	const { apiKey, baseURL, model, logger, headers } = options;
 	if (typeof apiKey !== 'string' || apiKey.trim() === '') throw new TypeError('Expected `apiKey` to be a non-empty string');
 	if (typeof model !== 'string' || model.trim() === '') throw new TypeError(`Expected \`model\` to be a non-empty string, got \`${String(model)}\``);
@@ -66,6 +72,9 @@ export function checkProviderOptions(options: ProviderOptions): CheckedOptions {
 			sleep: options.sleep ?? defaultSleep,
 			logger,
 			secrets,
+			provider,
+			pacer: options.pacer,
+			rateWaitMs: positiveInteger('rateWaitMs', options.rateWaitMs, 300_000, 0),
 		},
 	};
 }

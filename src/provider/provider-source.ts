@@ -8,6 +8,7 @@ import type { GenerationProvider, ProviderUnavailable } from './generation-provi
 import type { BatchApiProbe, JsonProvider, OpenAiProvider } from './types.ts';
 import { createOpenAiProvider } from './openai/openai-provider.ts';
 import { createGoogleProvider } from './google/google-provider.ts';
+import type { Pacing } from './pacing/pacing.ts';
 
 /** The provider a call runs with, or why there is none. */
 type ProviderChoice = GenerationProvider | ProviderUnavailable;
@@ -88,7 +89,11 @@ interface Credentials {
 	headers?: Record<string, string>;
 }
 
-export function createProviderSource(config: PseoConfig, logger: Logger, readSettings: () => Promise<AiSettings | null>): ProviderSource {
+/**
+ * The provider source of an instance; with `pacing`, every client's online calls are paced to their key's limits
+ * (pacing/), without it they go unpaced.
+ */
+export function createProviderSource(config: PseoConfig, logger: Logger, readSettings: () => Promise<AiSettings | null>, pacing?: Pacing): ProviderSource {
 	const fromEnvironment: Partial<Record<ProviderKind, Credentials>> = {};
 	if (config.openaiApiKey) fromEnvironment.openai = { origin: 'environment', apiKey: config.openaiApiKey, baseURL: config.openaiBaseUrl };
 	if (config.anthropicApiKey) fromEnvironment.anthropic = { origin: 'environment', apiKey: config.anthropicApiKey, baseURL: config.anthropicBaseUrl };
@@ -167,6 +172,8 @@ export function createProviderSource(config: PseoConfig, logger: Logger, readSet
 				maxAttempts: config.providerMaxAttempts,
 				backoff: { baseMs: config.providerBackoffMs, maxMs: Math.max(config.providerBackoffMs, 30_000) },
 				logger,
+				...(pacing ? { pacer: pacing.pacerFor(kind, credentials.baseURL, model, credentials.apiKey) } : {}),
+				rateWaitMs: config.pacing.rateWaitMs,
 			};
 			client = kind === 'anthropic' ? createAnthropicProvider(common) : kind === 'google' ? createGoogleProvider(common) : createOpenAiProvider(common);
 			clients.set(fingerprint, client);

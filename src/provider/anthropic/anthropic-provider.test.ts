@@ -4,6 +4,9 @@ import { buildPageMessages } from '../../page/page-prompt.ts';
 import { PAGE_SCHEMA, PAGE_SCHEMA_NAME } from '../../page/page-schema.ts';
 import type { Logger } from '../../shared/logger.ts';
 import { ProviderCallError } from '../provider-call-error.ts';
+import { defaultSleep } from '../backoff.ts';
+import { createPacer } from '../pacing/pacer.ts';
+import { createMemoryPacingStore } from '../pacing/pacing-store.ts';
 import type { JsonCompletionRequest, ReportedUsage } from '../types.ts';
 import { createAnthropicProvider, type AnthropicProviderOptions } from './anthropic-provider.ts';
 
@@ -98,6 +101,18 @@ describe('createAnthropicProvider', () => {
 		expect(error).toMatchObject({ reason: 'unauthorized', status: 401, attempts: 1 });
 		expect(fake.countChat(ROUTE)).toBe(1);
 		expect(JSON.stringify(logged) + String(error)).not.toContain(API_KEY);
+	});
+
+	it('paces to the limit its answers\' anthropic-ratelimit headers state: calls at once, none answered 429', async () => {
+		fake.configure({ requestRate: { requests: 4, perMs: 1000, headers: true } });
+		const pacer = createPacer({ key: 'anthropic:unit', provider: 'anthropic', configured: { requestsPerMinute: null, tokensPerMinute: null }, store: createMemoryPacingStore(), logger, sleep: defaultSleep });
+		const claude = provider({ pacer });
+		const started = performance.now();
+		await Promise.all(Array.from({ length: 9 }, () => claude.completeJson(pageRequest())));
+		expect(fake.rateLimited('anthropic')).toBe(0);
+		expect(fake.rateAdmitted('anthropic')).toBe(9);
+		// The first alone, then a burst of three, then 250 ms apart.
+		expect(performance.now() - started).toBeGreaterThan(1000);
 	});
 
 	it('refuses bad options with a TypeError naming them', () => {

@@ -3,6 +3,7 @@ import { checkRequest } from '../call-checks.ts';
 import { checkProviderOptions, type ProviderOptions } from '../provider-options.ts';
 import { redact, type SdkErrorClasses } from '../provider-failure.ts';
 import { createRetrier } from '../retry-policy.ts';
+import { estimateInputTokens } from '../pacing/input-tokens.ts';
 import type { BatchProvider, JsonCompletionRequest, JsonProvider } from '../types.ts';
 import { createAnthropicBatches } from './anthropic-batches.ts';
 import { messageParams, readMessageContent, readMessageUsage } from './anthropic-message.ts';
@@ -24,7 +25,7 @@ const ANTHROPIC_ERRORS: SdkErrorClasses = {
  * Batches API, at half the price (anthropic-batches.ts).
  */
 export function createAnthropicProvider(options: AnthropicProviderOptions): JsonProvider & BatchProvider {
-	const { apiKey, baseURL, model, headers, timeoutMs, maxTokens, secrets, retry } = checkProviderOptions(options);
+	const { apiKey, baseURL, model, headers, timeoutMs, maxTokens, secrets, retry } = checkProviderOptions(options, 'anthropic');
 	const client = new Anthropic({
 		apiKey,
 		...(baseURL !== undefined ? { baseURL } : {}),
@@ -41,15 +42,18 @@ export function createAnthropicProvider(options: AnthropicProviderOptions): Json
 		async completeJson<T = unknown>(request: JsonCompletionRequest): Promise<T> {
 			checkRequest(request);
 			const body = messageParams(model, maxTokens, request);
-			return withRetries<T>({ op: 'chat', signal: request.signal, logContext: request.logContext }, async () => {
-				const message = await client.messages.create(body, { ...(request.signal ? { signal: request.signal } : {}) });
+			const paced = { tokens: estimateInputTokens(request) };
+			return withRetries<T>({ op: 'chat', signal: request.signal, logContext: request.logContext, paced }, async () => {
+				// With the answer's headers: the key's rate limits are learnt from them (pacing/).
+				const { data: message, response } = await client.messages.create(body, { ...(request.signal ? { signal: request.signal } : {}) }).withResponse();
+				const { headers } = response;
 				const usage = readMessageUsage(message.usage);
 				if (usage) request.onUsage?.(usage);
 				const content = readMessageContent(message, secrets);
-				if (!content.ok) return content;
+				if (!content.ok) return { ...content, headers };
 				const problem = request.validate?.(content.value) ?? null;
-				if (problem !== null) return { ok: false, failure: { reason: 'invalid_output', retryable: true, detail: redact(problem, secrets) } };
-				return { ok: true, value: content.value as T };
+				if (problem !== null) return { ok: false, failure: { reason: 'invalid_output', retryable: true, detail: redact(problem, secrets) }, headers };
+				return { ok: true, value: content.value as T, headers };
 			});
 		},
 	};

@@ -7,6 +7,9 @@ import { PAGE_SCHEMA, PAGE_SCHEMA_NAME } from '../../page/page-schema.ts';
 import { PLAN_CLUSTERS_SCHEMA_NAME, planClustersSchema } from '../../plan/plan-schema.ts';
 import type { Logger } from '../../shared/logger.ts';
 import { ProviderCallError } from '../provider-call-error.ts';
+import { defaultSleep } from '../backoff.ts';
+import { createPacer } from '../pacing/pacer.ts';
+import { createMemoryPacingStore } from '../pacing/pacing-store.ts';
 import type { JsonCompletionRequest, ReportedUsage } from '../types.ts';
 import { createGoogleProvider } from './google-provider.ts';
 import { readGeminiContent, readGeminiUsage } from './google-message.ts';
@@ -155,6 +158,17 @@ describe('createGoogleProvider', () => {
 		expect(sleeps).toEqual([7000]);
 		expect(fake.countChat('/limited')).toBe(2);
 		expect(lines.find((line) => line.msg?.includes('retrying'))?.obj).toMatchObject({ reason: 'rate_limited', status: 429, delayMs: 7000 });
+	});
+
+	it('without limit headers, learns the pace from the 429s\' RetryInfo and gets every page through', async () => {
+		fake.configure({ requestRate: { requests: 3, perMs: 1000, headers: false } });
+		const pacer = createPacer({ key: 'google:unit', provider: 'google', configured: { requestsPerMinute: null, tokensPerMinute: null }, store: createMemoryPacingStore(), logger: recordingLogger([]), sleep: defaultSleep });
+		const { instance } = provider({ pacer, sleep: defaultSleep, maxAttempts: 1 });
+		const pages = await Promise.all(Array.from({ length: 12 }, (_, i) => instance.completeJson<Record<string, unknown>>(pageRequest(`/paced-${i}`))));
+		expect(pages.every((page) => typeof page.title === 'string')).toBe(true);
+		expect(fake.rateAdmitted('google')).toBe(12);
+		// Refused calls are retried however many there are (maxAttempts is 1); the pacer keeps them few.
+		expect(fake.rateLimited('google')).toBeLessThan(12);
 	});
 
 	it('caps the wait a 429 asks for at maxRetryAfterMs', async () => {

@@ -3,6 +3,7 @@ import { checkRequest } from '../call-checks.ts';
 import { checkProviderOptions, type ProviderOptions } from '../provider-options.ts';
 import { redact } from '../provider-failure.ts';
 import { createRetrier } from '../retry-policy.ts';
+import { estimateInputTokens } from '../pacing/input-tokens.ts';
 import type { BatchProvider, JsonCompletionRequest, JsonProvider } from '../types.ts';
 import { classifyGoogleError } from './google-failure.ts';
 import { createGoogleBatches } from './google-batches.ts';
@@ -25,7 +26,7 @@ const API_VERSION = 'v1beta';
  * requests and results in files (google-batches.ts, google-files.ts).
  */
 export function createGoogleProvider(options: GoogleProviderOptions): JsonProvider & BatchProvider {
-	const { apiKey, baseURL, model, headers, timeoutMs, maxTokens, maxRetryAfterMs, secrets, retry } = checkProviderOptions(options);
+	const { apiKey, baseURL, model, headers, timeoutMs, maxTokens, maxRetryAfterMs, secrets, retry } = checkProviderOptions(options, 'google');
 	const client = new GoogleGenAI({
 		apiKey,
 		// Pinned, so that no GOOGLE_GENAI_USE_VERTEXAI or GOOGLE_GENAI_API_VERSION of the environment reroutes the calls.
@@ -45,7 +46,9 @@ export function createGoogleProvider(options: GoogleProviderOptions): JsonProvid
 			checkRequest(request);
 			const { contents, config } = generateParams(maxTokens, request);
 			const signal = request.signal ? { abortSignal: request.signal } : {};
-			return withRetries<T>({ op: 'chat', signal: request.signal, logContext: request.logContext }, async () => {
+			// Gemini states no limits in its headers: the pacer learns them from its 429s (their RetryInfo) or the configuration.
+			const paced = { tokens: estimateInputTokens(request) };
+			return withRetries<T>({ op: 'chat', signal: request.signal, logContext: request.logContext, paced }, async () => {
 				let response: unknown;
 				try {
 					// A fresh config each attempt: the SDK may rewrite the one it is given.

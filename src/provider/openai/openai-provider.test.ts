@@ -7,6 +7,8 @@ import type { Logger } from '../../shared/logger.ts';
 import { createOpenAiProvider } from './openai-provider.ts';
 import type { OpenAiProviderOptions } from './openai-provider.ts';
 import { ProviderCallError } from '../provider-call-error.ts';
+import { createPacer } from '../pacing/pacer.ts';
+import { createMemoryPacingStore } from '../pacing/pacing-store.ts';
 import type { JsonCompletionRequest } from '../types.ts';
 
 const API_KEY = 'sk-test-0123456789abcdefSECRET';
@@ -733,6 +735,64 @@ describe('createOpenAiProvider: batch operations', () => {
 		const iterator = instance.streamFileLines('file-x')[Symbol.asyncIterator]();
 		const error = await callError(iterator.next());
 		expect(error.reason).toBe('not_found');
+		expect(server.requests).toHaveLength(1);
+	});
+});
+
+describe('createOpenAiProvider: pacing', () => {
+	/** A pacer on a clock that its sleeps move on, as the provider's sleeps do. */
+	function paced(server: TestServer) {
+		const clock = { now: 1_700_000_000_000 };
+		const sleeps: number[] = [];
+		const sleep = async (ms: number) => {
+			sleeps.push(ms);
+			clock.now += ms;
+		};
+		const log = recordingLogger();
+		const pacer = createPacer({ key: 'openai:unit', provider: 'openai', configured: { requestsPerMinute: null, tokensPerMinute: null }, store: createMemoryPacingStore(), logger: log.logger, sleep, now: () => clock.now });
+		const { instance } = provider(server, { pacer, sleep });
+		return { instance, sleeps, clock };
+	}
+
+	it('learns the key\'s limit from the headers of a successful answer, and paces the next calls to it', async () => {
+		const server = await startServer((_req, res) =>
+			json(res, 200, completion(GOOD), { 'x-ratelimit-limit-requests': '2', 'x-ratelimit-remaining-requests': '1', 'x-ratelimit-reset-requests': '500ms' }),
+		);
+		const { instance, clock } = paced(server);
+		const times: number[] = [];
+		const start = clock.now;
+		for (let i = 0; i < 4; i++) {
+			await instance.completeJson(request());
+			times.push(clock.now - start);
+		}
+		// Two a second (one in use, whole again in 500 ms): after the first answer, a burst of 0.9 s of it, then 500 ms apart.
+		expect(times).toEqual([0, 0, 100, 600]);
+	});
+
+	it('retries a 429 as long as it waits within rateWaitMs, not maxAttempts times', async () => {
+		const server = await startServer((_req, res, i) =>
+			i < 6 ? json(res, 429, errorBody('Rate limit reached', 'requests'), { 'retry-after-ms': '100' }) : json(res, 200, completion(GOOD)),
+		);
+		const { instance } = provider(server, { maxAttempts: 2 });
+		await expect(instance.completeJson(request())).resolves.toEqual({ answer: 'hi' });
+		expect(server.requests).toHaveLength(7);
+	});
+
+	it('fails with a retryable rate_limited error once rateWaitMs is spent', async () => {
+		const server = await startServer((_req, res) => json(res, 429, errorBody('Rate limit reached', 'requests'), { 'retry-after-ms': '400' }));
+		const { instance } = provider(server, { rateWaitMs: 1000 });
+		const error = await callError(instance.completeJson(request()));
+		expect(error).toMatchObject({ reason: 'rate_limited', retryable: true, status: 429, attempts: 3 });
+		expect(error.message).toContain('PSEO_PROVIDER_RATE_WAIT_MS');
+	});
+
+	it('fails at once, not retried, when a 429 says the quota is spent', async () => {
+		const server = await startServer((_req, res) =>
+			json(res, 429, { error: { message: 'You exceeded your current quota, please check your plan and billing details.', type: 'insufficient_quota', param: null, code: 'insufficient_quota' } }),
+		);
+		const { instance } = provider(server);
+		const error = await callError(instance.completeJson(request()));
+		expect(error).toMatchObject({ reason: 'quota_exhausted', retryable: false, status: 429, attempts: 1 });
 		expect(server.requests).toHaveLength(1);
 	});
 });

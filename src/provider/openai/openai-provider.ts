@@ -16,6 +16,8 @@ import { parseBatchOutputLine } from './batch-lines.ts';
 import { readCompletionContent } from './read-completion.ts';
 import { readUsage, type BatchInfo, type BatchStatus, type JsonCompletionRequest, type OpenAiProvider, type ProviderFile, type BatchApiProbe } from '../types.ts';
 import { allOf, firstOf } from '../batch-lookups.ts';
+import { estimateInputTokens } from '../pacing/input-tokens.ts';
+import type { Pacer } from '../pacing/pacer.ts';
 
 export interface OpenAiProviderOptions {
 	/** `OPENAI_API_KEY`. Without it every call fails at once with `OPENAI_API_KEY is not set`, before any network use. */
@@ -39,6 +41,10 @@ export interface OpenAiProviderOptions {
 	logger: Logger;
 	/** Waits between attempts; tests pass a fast one. Default: a timer that an abort signal cuts short. */
 	sleep?: Sleep;
+	/** The pacing of the key's chat calls (pacing/pacer.ts). Default none: they go unpaced. */
+	pacer?: Pacer;
+	/** How long a chat call may wait for the key's rate limit in all. Default 300000. */
+	rateWaitMs?: number;
 }
 
 const CHAT_ENDPOINT = '/v1/chat/completions';
@@ -56,7 +62,7 @@ const PROBE_TIMEOUT_MS = 10_000;
  */
 export function createOpenAiProvider(options: OpenAiProviderOptions): OpenAiProvider {
 	const settings = checkOptions(options);
-	const { logger, model, maxAttempts, backoff, sleep, maxRetryAfterMs, maxBatchScan } = settings;
+	const { logger, model, maxAttempts, backoff, sleep, maxRetryAfterMs, maxBatchScan, rateWaitMs } = settings;
 	const makeClient = (fetch?: typeof nodeHttpFetch) =>
 		settings.apiKey === undefined
 			? null
@@ -75,7 +81,7 @@ export function createOpenAiProvider(options: OpenAiProviderOptions): OpenAiProv
 	const uploadClient = makeClient(nodeHttpFetch);
 	// Header values may be credentials too (an `x-api-key` of a gateway): never in an error or a log line.
 	const secrets = [settings.apiKey, ...Object.values(options.headers ?? {})];
-	const withRetries = createRetrier({ maxAttempts, backoff, maxRetryAfterMs, sleep, logger, secrets });
+	const withRetries = createRetrier({ maxAttempts, backoff, maxRetryAfterMs, sleep, logger, secrets, pacer: options.pacer, rateWaitMs, ...(options.pacer ? { provider: options.pacer.provider } : {}) });
 
 	function requireClient(which: OpenAI | null = client): OpenAI {
 		if (!which) throw toCallError(MISSING_KEY, 1);
@@ -159,19 +165,24 @@ export function createOpenAiProvider(options: OpenAiProviderOptions): OpenAiProv
 		async completeJson<T = unknown>(request: JsonCompletionRequest): Promise<T> {
 			const body = chatBody(request);
 			const api = requireClient();
-			return withRetries<T>({ op: 'chat', signal: request.signal, logContext: request.logContext }, async () => {
-				const completion = await api.chat.completions.create(body, {
-					...(request.signal ? { signal: request.signal } : {}),
-				});
+			const paced = { tokens: estimateInputTokens(request) };
+			return withRetries<T>({ op: 'chat', signal: request.signal, logContext: request.logContext, paced }, async () => {
+				// With the answer's headers: the key's rate limits are learnt from them (pacing/).
+				const { data: completion, response } = await api.chat.completions
+					.create(body, {
+						...(request.signal ? { signal: request.signal } : {}),
+					})
+					.withResponse();
+				const { headers } = response;
 				const usage = readUsage((completion as { usage?: unknown }).usage);
 				if (usage) request.onUsage?.(usage);
 				const content = readCompletionContent(completion);
-				if (!content.ok) return content;
+				if (!content.ok) return { ...content, headers };
 				const problem = request.validate?.(content.value) ?? null;
 				if (problem !== null) {
-					return { ok: false, failure: { reason: 'invalid_output', retryable: true, detail: redact(problem, secrets) } };
+					return { ok: false, failure: { reason: 'invalid_output', retryable: true, detail: redact(problem, secrets) }, headers };
 				}
-				return { ok: true, value: content.value as T };
+				return { ok: true, value: content.value as T, headers };
 			});
 		},
 
@@ -311,6 +322,7 @@ interface Settings {
 	backoff: BackoffOptions;
 	maxRetryAfterMs: number;
 	maxBatchScan: number;
+	rateWaitMs: number;
 	logger: Logger;
 	sleep: Sleep;
 }
@@ -345,6 +357,7 @@ function checkOptions(options: OpenAiProviderOptions): Settings {
 		backoff: { baseMs: backoff.baseMs, maxMs: backoff.maxMs },
 		maxRetryAfterMs: positiveInteger('maxRetryAfterMs', options.maxRetryAfterMs, 60_000, 0),
 		maxBatchScan: positiveInteger('maxBatchScan', options.maxBatchScan, 1000),
+		rateWaitMs: positiveInteger('rateWaitMs', options.rateWaitMs, 300_000, 0),
 		logger,
 		sleep,
 	};
