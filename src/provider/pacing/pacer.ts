@@ -285,7 +285,7 @@ export function createPacer(options: PacerOptions): Pacer {
 			// The provider's bucket is empty: nothing goes before its hint (a unit of the pace without one), and the
 			// schedule starts again from there without a burst.
 			const cadence = demandAt(at, 0).requests;
-			const until = at + (retryAfterMs !== null && retryAfterMs > 0 ? retryAfterMs : (cadence?.unitMs ?? 0));
+			const until = at + (retryAfterMs ?? cadence?.unitMs ?? 0);
 			if (until > at) await hold(until, cadence ? until + cadence.horizonMs - cadence.unitMs : undefined);
 		},
 	};

@@ -101,7 +101,8 @@ describe('learnt rates (AIMD)', () => {
 		expect(cutRate(learnt, { at: T0 + LEARNT_RATE_TTL_MS + 1, rate: null }, 2, T0 + LEARNT_RATE_TTL_MS + 2)?.phase).toBe('start');
 	});
 
-	it('never goes below one call every 10 s', () => {
-		expect(cutRate(null, { at: T0, rate: null }, 0, T0)?.rate).toBe(0.1);
+	it('starts at one call a second at least, and never goes below one call every 10 s', () => {
+		expect(cutRate(null, { at: T0, rate: null }, 0.5, T0)?.rate).toBe(1);
+		expect(cutRate(null, { at: T0, rate: 0.11 }, 99, T0)?.rate).toBe(0.1);
 	});
 });

@@ -91,6 +91,11 @@ const STEADY_GROWTH = 0.05;
 export const LEARNT_RATE_TTL_MS = 10 * 60_000;
 /** The slowest a learnt rate goes: one request every 10 seconds. */
 const MIN_RATE = 0.1;
+/**
+ * The slowest a first cut starts from: one request a second. A lone call's 429 says little of the limit (half of the
+ * calls a second it was seen at would be one every four seconds); later cuts take the rate lower if need be.
+ */
+const START_FLOOR = 1;
 /** The cut at a 429: to this share of the rate the provider refused. */
 const DECREASE = 0.8;
 
@@ -106,12 +111,12 @@ export function learntRateAt(learnt: LearntRate | null, now: number): number | n
  * The learnt rate after a 429 of a call that went at `sent.at`, paced to `sent.rate` requests per second (null when it
  * went unpaced); null when that 429 says nothing new: the call went before the last cut, at a rate already abandoned.
  * A paced call cuts the rate it went at; an unpaced one, with nothing learnt yet, starts from half of `observedRate`
- * (the calls per second this instance made just before), and grows from there quickly.
+ * (the calls per second this instance made just before, and at least one a second), and grows from there quickly.
  */
 export function cutRate(learnt: LearntRate | null, sent: { at: number; rate: number | null }, observedRate: number, now: number): LearntRate | null {
 	const current = learntRateAt(learnt, sent.at);
 	if (learnt && current !== null && sent.at <= learnt.since) return null;
 	const paced = Math.min(current ?? Number.POSITIVE_INFINITY, sent.rate ?? Number.POSITIVE_INFINITY);
-	if (paced === Number.POSITIVE_INFINITY) return { rate: Math.max(MIN_RATE, observedRate / 2), since: now, phase: 'start' };
+	if (paced === Number.POSITIVE_INFINITY) return { rate: Math.max(START_FLOOR, observedRate / 2), since: now, phase: 'start' };
 	return { rate: Math.max(MIN_RATE, paced * DECREASE), since: now, phase: 'steady' };
 }
