@@ -18,6 +18,8 @@ const CAPACITY_ENV: Record<string, string> = {
 	PSEO_BATCH_MAX_REQUESTS: String(MAX_REQUESTS),
 	PSEO_BATCH_POLL_INTERVAL_MS: '150',
 	PSEO_PROVIDER_CAPACITY_WAIT_MS: String(CAPACITY_WAIT_MS),
+	// A call waits at most this long for its provider's rate limit; then its page goes back to its job's next step.
+	PSEO_PROVIDER_RATE_WAIT_MS: '300',
 	ANTHROPIC_API_KEY: 'sk-ant-capacity-0b6e2d',
 };
 
@@ -183,15 +185,23 @@ describeLegs('provider capacity on %s', LEGS, (leg) => {
 	});
 
 	it('a page the provider keeps answering 429 waits for the next step instead of failing', async () => {
-		// More 429s in a row than a call makes attempts: the first step gives the page back, a later one writes it.
-		fake.configure({ rateLimit: { count: 6, retryAfterS: 0 } });
+		// Each 429 asks for a second, longer than a call may wait (PSEO_PROVIDER_RATE_WAIT_MS): the page goes back to
+		// the job, which waits and tries it again at its next steps, until the provider serves it.
+		fake.configure({ rateLimit: { count: 3, retryAfterS: 1 } });
 		const user = await createUser(directus, { balance: 100 });
 		const { pseoId, routes } = await plannedSite(directus, user, 1);
 		const res = await call(directus, 'POST', ON_DEMAND, { token: user.token, body: { pseo_id: pseoId, post_count: 1 } });
 		expect(res.status).toBe(202);
+		// The job says it waits while it does, and asks for no attention.
+		const waiting = await eventually(async () => {
+			const job = await read(user, res.body.generation_id);
+			return job.last_error?.code === 'provider_capacity' ? job : null;
+		}, 20_000, 'the job to wait for the provider\'s rate limit');
+		expect(waiting).toMatchObject({ status: 'running', attention: false, failed_count: 0 });
+		expect(waiting.last_error.message).toMatch(/^Waiting for provider capacity: OpenAI kept answering that its rate limit was reached for 1 page/);
 		const job = await waitForJob(directus, user, res.body.generation_id, 60_000);
 		expect(job).toMatchObject({ status: 'completed', created_count: 1, failed_count: 0, last_error: null });
-		expect(fake.countChat(routes[0])).toBe(7);
+		expect(fake.countChat(routes[0])).toBe(4);
 		expect((await expectLedgerBalances(directus, user)).filter((row) => row.reason === 'refund')).toEqual([]);
 	});
 });

@@ -146,6 +146,7 @@ describe.each(LEGS)('providers from Settings → AI on %s', (leg) => {
 				bulk: 'batch',
 				// No part of this instance has met a limit of Anthropic's batch queue.
 				batch_queue: { limit_tokens: null, limit_source: null, enqueued_tokens: 0, jobs_waiting: 0 },
+				rate_limit: { requests_per_minute: null, tokens_per_minute: null },
 			});
 			expect(after.body.data.providers[2]).toMatchObject({ provider: 'google', origin: null, default_model: 'gemini-2.5-flash', bulk: 'batch' });
 			expectEnvelope(await call(directus, 'GET', PROVIDERS, {}), 401);

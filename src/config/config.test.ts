@@ -46,6 +46,8 @@ describe('readConfig', () => {
 	it('reads the batch queue limits per provider', () => {
 		expect(readConfig({ PSEO_BATCH_MAX_ENQUEUED_TOKENS: 'openai=2000000, anthropic = 500000' }).batchMaxEnqueuedTokens).toEqual({ openai: 2_000_000, anthropic: 500_000 });
 		expect(readConfig({ PSEO_BATCH_MAX_ENQUEUED_TOKENS: '' }).batchMaxEnqueuedTokens).toEqual({});
+		// One number is every provider's.
+		expect(readConfig({ PSEO_BATCH_MAX_ENQUEUED_TOKENS: '90000' }).batchMaxEnqueuedTokens).toEqual({ openai: 90_000, anthropic: 90_000, google: 90_000, openai_compatible: 90_000 });
 	});
 
 	it('reads the pacing limits for every provider, or per provider, and the rate wait', () => {
@@ -121,7 +123,7 @@ describe('readConfig', () => {
 		['PSEO_BATCH_POLL_INTERVAL_MS', '5'],
 		['PSEO_BATCH_MAX_REQUESTS', '0'],
 		['PSEO_BATCH_MAX_BYTES', '100'],
-		['PSEO_BATCH_MAX_ENQUEUED_TOKENS', '2000000'],
+		['PSEO_BATCH_MAX_ENQUEUED_TOKENS', '-1'],
 		['PSEO_BATCH_MAX_ENQUEUED_TOKENS', 'openai=0'],
 		['PSEO_BATCH_MAX_ENQUEUED_TOKENS', 'mistral=1000'],
 		['PSEO_BATCH_MAX_ENQUEUED_TOKENS', 'openai=1000,openai=2000'],

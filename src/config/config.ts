@@ -175,8 +175,8 @@ export function readConfig(env: Env): PseoConfig {
 		providerMaxStepFailures: int(env, 'PSEO_PROVIDER_MAX_STEP_FAILURES', 5, 1),
 		authFailureGraceMs: int(env, 'PSEO_AUTH_FAILURE_GRACE_MS', 3_600_000, 0),
 		pacing: {
-			requestsPerMinute: ratePerProvider(env, 'PSEO_PROVIDER_RPM'),
-			tokensPerMinute: ratePerProvider(env, 'PSEO_PROVIDER_TPM'),
+			requestsPerMinute: perProvider(env, 'PSEO_PROVIDER_RPM'),
+			tokensPerMinute: perProvider(env, 'PSEO_PROVIDER_TPM'),
 			rateWaitMs: int(env, 'PSEO_PROVIDER_RATE_WAIT_MS', 300_000, 0),
 		},
 		redis: redisConnection(env),
@@ -254,25 +254,11 @@ function int(env: Env, name: string, fallback: number, min: number): number {
 	return parsed;
 }
 
-/** Positive integers per provider, written `openai=2000000,anthropic=500000`; a provider may be named once. */
+/**
+ * A limit per provider: one positive integer for every provider, or `provider=amount` pairs separated by commas, each
+ * provider once (`openai=2000000,anthropic=500000`); a provider not named has none.
+ */
 function perProvider(env: Env, name: string): Partial<Record<ProviderKind, number>> {
-	const value = optionalString(env, name);
-	const out: Partial<Record<ProviderKind, number>> = {};
-	if (value === undefined || value.trim() === '') return out;
-	for (const entry of value.split(',')) {
-		const match = /^\s*([a-z_]+)\s*=\s*(\d+)\s*$/.exec(entry);
-		const kind = match?.[1];
-		const amount = Number(match?.[2]);
-		if (!kind || !(PROVIDER_KINDS as readonly string[]).includes(kind) || !Number.isSafeInteger(amount) || amount < 1 || kind in out) {
-			throw new TypeError(`${name} must list provider=tokens pairs (providers: ${PROVIDER_KINDS.join(', ')}; tokens a positive integer; each provider once), received ${JSON.stringify(value)}`);
-		}
-		out[kind as ProviderKind] = amount;
-	}
-	return out;
-}
-
-/** A limit per minute: one positive integer for every provider, or `provider=amount` pairs, each provider once. */
-function ratePerProvider(env: Env, name: string): Partial<Record<ProviderKind, number>> {
 	const value = optionalString(env, name)?.trim();
 	if (value === undefined || value === '') return {};
 	const fail = () => {

@@ -30,6 +30,13 @@ const CatalogEntry = named(
 			}),
 			{ description: 'Its batch queue: the limit on what running batches may hold, and what is in use. Parts of bulk jobs are sent as it has room.' },
 		),
+		rate_limit: doc(
+			z.strictObject({
+				requests_per_minute: doc(z.number().int().positive().nullable(), { description: 'PSEO_PROVIDER_RPM for it; null when unset: the pace is then read from the provider\'s rate-limit headers, or learnt from its 429s, per key and model.' }),
+				tokens_per_minute: doc(z.number().int().positive().nullable(), { description: 'PSEO_PROVIDER_TPM for it (input tokens); null when unset.' }),
+			}),
+			{ description: 'The rate limit its online calls (pages, plans) are paced to, across every instance, where the environment sets one.' },
+		),
 	}),
 	{ description: 'One AI provider a website may name. No key is ever part of it.' },
 );

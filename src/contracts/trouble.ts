@@ -6,7 +6,7 @@ const StepError = named(
 	'StepError',
 	z.strictObject({
 		code: doc(z.string(), {
-			description: 'What failed: the provider\'s failure (`bad_request`, `not_found`, `unauthorized`, `forbidden`, `server_error`, `timeout`, `connection`...), `missing_api_key`, `model_not_allowed` (Settings → AI no longer allows the job\'s model), or `internal`; or `provider_capacity` while a job only waits for its provider (a full batch queue, a rate limit), with `attention` off.',
+			description: 'What failed: the provider\'s failure (`bad_request`, `not_found`, `unauthorized`, `forbidden`, `server_error`, `timeout`, `connection`...), `missing_api_key`, `model_not_allowed` (Settings → AI no longer allows the job\'s model), `quota_exhausted` (the provider account\'s credit or spend limit, which waiting does not mend), or `internal`; or `provider_capacity` while a job only waits for its provider (a full batch queue, a rate limit), with `attention` off.',
 			examples: ['bad_request'],
 		}),
 		message: doc(z.string(), { description: 'What happened, for people; never a key.' }),
