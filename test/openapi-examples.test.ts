@@ -74,6 +74,7 @@ const SCENARIO = [
 	'fetchSitemap:website',
 	'generateContentPlan:bakery',
 	'importContentPlan:rows',
+	'importContentPlan:sync',
 	'startOnDemandGeneration:onePage',
 	'startBulkGeneration:threePages',
 	'listGenerations:website',
@@ -143,6 +144,7 @@ describe.skipIf(!legAvailable(LEG))('the OpenAPI document\'s request examples, s
 			expect(body['generation_id']).toBe(2);
 			await eventually(async () => fake.requests.some((entry) => entry.method === 'POST' && entry.path === '/v1/batches'), 30_000, 'the bulk job\'s batch');
 		},
+		'importContentPlan:sync': async (body) => expect(body['data']).toMatchObject({ added: 0, updated: 1, unchanged: 1, retired: 1 }),
 		'cancelGeneration:bulk': async (body) => expect(body['data'].status).toBe('failed'),
 		'retryGeneration:cancelled': async (body) => expect((await waitForJob(directus, user, body['generation_id']))['status']).toBe('completed'),
 		'regeneratePost:withInstructions': async (body) => expect((await waitForJob(directus, user, body['generation_id']))['status']).toBe('completed'),

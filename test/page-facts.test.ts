@@ -117,7 +117,7 @@ describeLegs('facts per page on %s', LEGS, (leg) => {
 		];
 		const res = await importRows(user, pseoId, { route: '/{city}', title: 'Plumbers in {city}', required: ['price'] }, rows);
 		expect(res.status).toBe(200);
-		expect(res.body.data).toEqual({ total_pages: 2, added: 2, skipped: { duplicate: 0, on_site: 0, invalid: 1, missing_data: 3 } });
+		expect(res.body.data).toEqual({ total_pages: 2, added: 2, updated: 0, unchanged: 0, retired: 0, skipped: { duplicate: 0, on_site: 0, invalid: 1, missing_data: 3 } });
 		expect(res.body.message).toMatch(/2 plan page\(s\) added, 4 row\(s\) skipped/);
 		expect((await planOf(pseoId)).map((page) => page.route)).toEqual(['/leeds', '/ely']);
 	});

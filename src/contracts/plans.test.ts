@@ -146,9 +146,16 @@ const valid = { pseo_id: 1, language_code: 'en-US', template: { route: '/{servic
 
 describe('POST /plan/import contract', () => {
 	it('accepts rows or a file id, append by default', () => {
-		expect(parseImportRequest(valid)).toMatchObject({ pseoId: 1, languageCode: 'en-US', mode: 'append', source: { rows: valid.rows } });
+		expect(parseImportRequest(valid)).toMatchObject({ pseoId: 1, languageCode: 'en-US', mode: 'append', data: { rows: valid.rows } });
 		const fileId = '0b6e2c1c-5d7e-4a52-9b59-6f1f0f6d1a11';
-		expect(parseImportRequest({ ...valid, rows: undefined, file_id: fileId, mode: 'replace' })).toMatchObject({ source: { fileId }, mode: 'replace' });
+		expect(parseImportRequest({ ...valid, rows: undefined, file_id: fileId, mode: 'replace' })).toMatchObject({ data: { fileId }, mode: 'replace' });
+	});
+
+	it('takes mode "sync" and a source name, trimmed, "import" by default', () => {
+		expect(parseImportRequest(valid).source).toBe('import');
+		expect(parseImportRequest({ ...valid, source: null }).source).toBe('import');
+		expect(parseImportRequest({ ...valid, mode: 'sync', source: '  price list  ' })).toMatchObject({ mode: 'sync', source: 'price list' });
+		expect(parseImportRequest({ ...valid, source: 'é'.repeat(100) }).source).toHaveLength(100);
 	});
 
 	it('takes template.facts and template.required as lists of column names, trimmed, each once', () => {
@@ -175,7 +182,12 @@ describe('POST /plan/import contract', () => {
 		[{ ...valid, rows: [] }, /"rows" is empty/],
 		[{ ...valid, rows: 'a,b' }, /"rows" must be an array/],
 		[{ ...valid, file_id: 'abc', rows: undefined }, /"file_id" must be the id of a file/],
-		[{ ...valid, mode: 'merge' }, /"mode" must be "append" or "replace"/],
+		[{ ...valid, mode: 'merge' }, /"mode" must be "append", "replace" or "sync", received "merge"/],
+		[{ ...valid, mode: 'sync', source: '' }, /"source" must be a name of 1 to 100 characters \(after trimming\), received 0/],
+		[{ ...valid, mode: 'sync', source: '   ' }, /"source" must be a name of 1 to 100 characters \(after trimming\), received 0/],
+		[{ ...valid, source: 'x'.repeat(101) }, /"source" must be a name of 1 to 100 characters \(after trimming\), received 101/],
+		[{ ...valid, source: 7 }, /"source" must be a name of 1 to 100 characters, received a number/],
+		[{ ...valid, source: 'a\u0000b' }, /"source" must not contain NUL characters/],
 		[{ ...valid, template: { title: 'x' } }, /"template.route" is required/],
 		[{ ...valid, template: { route: 'city/{city}', title: 'x' } }, /must start with a single "\/"/],
 		[{ ...valid, template: { route: '/cities', title: 'x' } }, /at least one placeholder/],

@@ -19,6 +19,8 @@ const LOCALE_SHAPE = /^[a-z]{2,3}(?:-[A-Z][a-z]{3})?(?:-(?:[A-Z]{2}|\d{3}))?$/;
 const LANGUAGE_NAMES = new Intl.DisplayNames(['en'], { type: 'language', fallback: 'none' });
 const REGION_NAMES = new Intl.DisplayNames(['en'], { type: 'region', fallback: 'none' });
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+const MAX_SOURCE_LENGTH = 100;
+const DEFAULT_SOURCE = 'import';
 
 /**
  * The canonical form of a plain locale (`en`, `en-US`, `tr-TR`, `zh-Hant-TW`, `es-419`), or null. Case and `_` are
@@ -218,6 +220,29 @@ const fileId = doc(
 	{ description: 'A file the caller uploaded: CSV with a header row, a JSON array of objects, or JSON Lines; at most 100,000 rows.' },
 );
 
+/** The import's `source`: a name of 1 to 100 characters (Unicode code points) after trimming. */
+const importSource = doc(
+	doc(
+		z
+			.string({ error: rule((input) => `must be a name of 1 to ${MAX_SOURCE_LENGTH} characters, received ${typeName(input)}.`) })
+			.refine((value) => !value.includes('\u0000'), { error: rule('must not contain NUL characters.'), abort: true })
+			.refine(
+				(value) => {
+					const length = codePointLength(value.trim());
+					return length >= 1 && length <= MAX_SOURCE_LENGTH;
+				},
+				{ error: rule((input) => `must be a name of 1 to ${MAX_SOURCE_LENGTH} characters (after trimming), received ${codePointLength(String(input).trim())}.`) },
+			)
+			.transform((value) => value.trim()),
+		{ minLength: 1, maxLength: MAX_SOURCE_LENGTH, examples: ['price-list'] },
+	).nullish(),
+	{
+		default: DEFAULT_SOURCE,
+		description:
+			'The data\'s name, recorded on the pages it adds. A `sync` touches only the pages of its own source: those an earlier import of the same `source` added.',
+	},
+);
+
 /** The body of POST /plan/import: a template crossed with `rows` or with a file of the library, exactly one of the two. */
 const PlanImportRequest = named(
 	'PlanImportRequest',
@@ -230,9 +255,14 @@ const PlanImportRequest = named(
 				rows,
 				file_id: fileId,
 				mode: doc(
-					z.enum(['append', 'replace'], { error: rule((input) => `must be "append" or "replace", received ${JSON.stringify(input)}.`) }).nullish(),
-					{ default: 'append' },
+					z.enum(['append', 'replace', 'sync'], { error: rule((input) => `must be "append", "replace" or "sync", received ${JSON.stringify(input)}.`) }).nullish(),
+					{
+						default: 'append',
+						description:
+							'`append` adds the routes the plan lacks; `replace` empties the plan first; `sync` treats the data as the whole truth of its `source`: new routes are added, pages of that source whose data changed are updated (their posts marked stale), and those no row produces any more are retired.',
+					},
 				),
+				source: importSource,
 			},
 			{ error: objectError('The request body must be a JSON object with "pseo_id", "language_code", "template" and "rows" or "file_id".') },
 		)
@@ -244,8 +274,9 @@ const PlanImportRequest = named(
 				pseoId: body.pseo_id,
 				languageCode: body.language_code,
 				template: body.template,
-				source: body.file_id ? { fileId: body.file_id.toLowerCase() } : { rows: body.rows! },
+				data: body.file_id ? { fileId: body.file_id.toLowerCase() } : { rows: body.rows! },
 				mode: body.mode ?? 'append',
+				source: body.source ?? DEFAULT_SOURCE,
 			}),
 		),
 	{
@@ -299,6 +330,27 @@ export const generateContentPlanRoute = defineRoute({
 	errors: [400, 401, 402, 403, [404, 'The website does not exist.'], [409, 'A content plan of this user is already being generated.'], 502],
 });
 
+/** The import's examples: a price list, first imported, then synced. */
+const PRICE_LIST = {
+	pseo_id: 1,
+	language_code: 'en-GB',
+	source: 'price-list',
+	template: {
+		route: '/{service}/{city}',
+		title: '{service} in {city}',
+		primary_keyword: '{service} {city}',
+		priority: 60,
+		cluster: '{service}',
+		facts: ['city', 'price_from_gbp', 'delivery_days'],
+		required: ['price_from_gbp'],
+	},
+	rows: [
+		{ service: 'Wedding cakes', city: 'Leeds', price_from_gbp: 240, delivery_days: 2 },
+		{ service: 'Wedding cakes', city: 'York', price_from_gbp: 260, delivery_days: 3 },
+		{ service: 'Sourdough classes', city: 'Leeds', price_from_gbp: 45, delivery_days: null },
+	],
+};
+
 /** POST /plan/import. */
 export const importContentPlanRoute = defineRoute({
 	method: 'post',
@@ -306,57 +358,44 @@ export const importContentPlanRoute = defineRoute({
 	path: '/plan/import',
 	operationId: 'importContentPlan',
 	tag: 'Content plans',
-	summary: 'Add plan pages from data (rows or a CSV, JSON or JSON Lines file)',
+	summary: 'Add or sync plan pages from data (rows or a CSV, JSON or JSON Lines file)',
 	description:
-		'Each row gives one plan page through the template, with the row\'s columns as the page\'s `facts` (or those `template.facts` lists). Rows without a value for a `template.required` column, or for a placeholder, or with an invalid route, are skipped and counted; so are routes repeated in the data, already in the plan or on the website\'s sitemap. A template that names a column the data does not have at all (in a placeholder, `facts` or `required`) is a 400 naming it and listing the data\'s columns. Charges `PSEO_TOKEN_PER_IMPORTED_PAGE` per added page (default 0). Takes part in the per-user plan lock.',
+		'Each row gives one plan page through the template, with the row\'s columns as the page\'s `facts` (or those `template.facts` lists). Rows without a value for a `template.required` column, or for a placeholder, or with an invalid route, are skipped and counted; so are routes repeated in the data, already in the plan (in `sync`: from another source, an AI plan or an editor) or, for a route the plan lacks, on the website\'s sitemap. A template that names a column the data does not have at all (in a placeholder, `facts` or `required`) is a 400 naming it and listing the data\'s columns. `mode: "sync"` matches the rows to the pages of its `source` by route: it adds the routes the plan lacks, updates the pages whose data changed (marking their posts stale), and retires the pages no row produces any more (never generated again; their posts marked `retired`); a retired page whose row comes back is revived. Charges `PSEO_TOKEN_PER_IMPORTED_PAGE` per added page (default 0); updates are free. Takes part in the per-user plan lock.',
 	body: PlanImportRequest,
 	examples: {
-		rows: {
-			summary: 'Services crossed with cities, given inline',
-			body: {
-				pseo_id: 1,
-				language_code: 'en-GB',
-				template: {
-					route: '/{service}/{city}',
-					title: '{service} in {city}',
-					primary_keyword: '{service} {city}',
-					priority: 60,
-					cluster: '{service}',
-					facts: ['city', 'price_from_gbp', 'delivery_days'],
-					required: ['price_from_gbp'],
-				},
-				rows: [
-					{ service: 'Wedding cakes', city: 'Leeds', price_from_gbp: 240, delivery_days: 2 },
-					{ service: 'Wedding cakes', city: 'York', price_from_gbp: 260, delivery_days: 3 },
-					{ service: 'Sourdough classes', city: 'Leeds', price_from_gbp: 45, delivery_days: null },
-				],
-			},
+		rows: { summary: 'Services crossed with cities, given inline', body: PRICE_LIST },
+		sync: {
+			summary: 'The same price list again, as the whole truth of its source: a changed price updates its page, a missing row retires its page',
+			body: { ...PRICE_LIST, mode: 'sync', rows: [{ ...PRICE_LIST.rows[0]!, price_from_gbp: 250 }, PRICE_LIST.rows[1]!] },
 		},
 	},
 	responses: {
 		200: {
-			description: 'What was added and skipped.',
+			description: 'What was added, updated, left unchanged, retired and skipped.',
 			schema: success(
 				'PlanImportResponse',
 				{
 					message: message(),
 					data: z.strictObject({
 						total_pages: doc(count(), { description: 'Pages in the website\'s plan after the import.' }),
-						added: count(),
+						added: doc(count(), { description: 'Pages of routes the plan lacked; each is charged.' }),
+						updated: doc(count(), { description: '`sync`: pages of the source whose data changed (their posts marked stale when the change reaches the text), or whose row came back after they were retired. Free. 0 in the other modes.' }),
+						unchanged: doc(count(), { description: '`sync`: pages of the source whose row says nothing new. 0 in the other modes.' }),
+						retired: doc(count(), { description: '`sync`: pages of the source that no row produces any more: never generated again, their posts marked `retired`. 0 in the other modes.' }),
 						skipped: z.strictObject({
-							duplicate: doc(count(), { description: 'Repeated in the data, or already in the plan.' }),
-							on_site: doc(count(), { description: 'Already on the website\'s sitemap.' }),
+							duplicate: doc(count(), { description: 'Repeated in the data, or already in the plan (in `sync`: from another source, an AI plan or an editor).' }),
+							on_site: doc(count(), { description: 'Already on the website\'s sitemap (in `sync`: only routes the plan lacks are checked).' }),
 							invalid: doc(count(), { description: 'A placeholder without a value, or an invalid route or priority.' }),
 							missing_data: doc(count(), { description: 'A column of `template.required` without a value.' }),
 						}),
 					}),
 				},
-				'The import is stored whole: the pages, the charge and the plan record in one transaction.',
+				'The import is stored whole: the pages, the posts it marks stale or retired, the charge and the plan record in one transaction.',
 			),
 		},
 	},
 	errors: [
-		[400, 'A bad body, a row that is not a flat object (the message names the row), or a template naming a column the data does not have (the message names it and lists the data\'s columns).'],
+		[400, 'A bad body (such as a `mode` other than `append`, `replace` or `sync`, or a `source` that is not a name of 1 to 100 characters), a row that is not a flat object (the message names the row), or a template naming a column the data does not have (the message names it and lists the data\'s columns).'],
 		401,
 		402,
 		[403, 'The website or the file belongs to another user.'],

@@ -1,6 +1,7 @@
 import type { PseoConfig } from '../config/config.ts';
 import { readJob } from '../engine/job-store.ts';
 import { InvalidPayloadError } from '../errors/index.ts';
+import { retiredAmong } from '../plan/plan-page-store.ts';
 import { postedRoutes } from '../posts/post-store.ts';
 import { requireOwnedGeneration } from './read-jobs.ts';
 import { acceptJob, type StartJobDeps } from './start-job.ts';
@@ -8,7 +9,8 @@ import type { ServiceContext } from '../shared/services.ts';
 
 /**
  * Starts a new job, in the original job's mode and at that mode's current rate, for the routes in its
- * `failed_routes` that have not meanwhile got a post. 404/403 as for reading the job; 400 while it is still active
+ * `failed_routes` that have not meanwhile got a post nor been retired from the plan (a sync of their source found no
+ * row for them). 404/403 as for reading the job; 400 while it is still active
  * or when nothing is left to retry; 409 when the website has another active job; 402 when the balance is short.
  */
 export async function retryJob(deps: StartJobDeps & { context: ServiceContext; config: PseoConfig }, userId: string, jobId: number): Promise<{ id: number; pages: number }> {
@@ -25,7 +27,12 @@ export async function retryJob(deps: StartJobDeps & { context: ServiceContext; c
 		job.pseo_id,
 		candidates.map((page) => page.route),
 	);
-	const routes = candidates.filter((page) => !posted.has(page.route));
+	const retired = await retiredAmong(
+		deps.database,
+		job.pseo_id,
+		candidates.map((page) => page.route),
+	);
+	const routes = candidates.filter((page) => !posted.has(page.route) && !retired.has(page.route));
 	if (routes.length === 0) {
 		throw new InvalidPayloadError({ reason: `Generation ${jobId} has no failed route left to retry.` });
 	}

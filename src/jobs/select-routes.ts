@@ -8,8 +8,8 @@ import type { Logger } from '../shared/logger.ts';
 
 /**
  * The next `count` routes to generate for a website: from its plan pages, highest priority first, skipping
- * routes that already have a post (operating contract section 4). 400 when there is no plan or too few
- * ungenerated routes; nothing is charged then.
+ * routes that already have a post (operating contract section 4) and retired pages (a sync of their source found no
+ * row for them). 400 when there is no plan or too few ungenerated routes; nothing is charged then.
  */
 export async function selectRoutes(knex: Knex, pseoId: number, count: number, logger: Logger): Promise<{ plan: StoredPlan | null; routes: PlanPage[] }> {
 	await ensurePlanPages(knex, pseoId, logger);

@@ -49,8 +49,9 @@ describeOnVendors('plan import beside money transactions', (database, vendor) =>
 		pseoId,
 		languageCode: 'en-US',
 		template: { route: '/{city}', title: 'Plumbers in {city}' },
-		source: { fileId: randomUUID() },
+		data: { fileId: randomUUID() },
 		mode,
+		source: 'import',
 	});
 	const planStatus = async (pseoId: number) => ((await knex(PLANS).where('pseo_id', pseoId).select('status')) as { status: string }[]).map((row) => row.status);
 	/** Runs `work` on a transaction the test holds, and rolls it back whatever happens, so no lock outlives a test. */
@@ -106,7 +107,7 @@ describeOnVendors('plan import beside money transactions', (database, vendor) =>
 			await addPostCount(ingest, pseoId, 1);
 		});
 
-		expect(await imported).toEqual({ total_pages: 5, added: 5, skipped: { duplicate: 0, on_site: 0, invalid: 0, missing_data: 0 } });
+		expect(await imported).toEqual({ total_pages: 5, added: 5, updated: 0, unchanged: 0, retired: 0, skipped: { duplicate: 0, on_site: 0, invalid: 0, missing_data: 0 } });
 		expect(await countPlanPages(knex, pseoId)).toBe(5);
 		expect(await planStatus(pseoId)).toEqual(['ready']);
 		expect(await readBalance(knex, userId)).toBe(1000);

@@ -1,14 +1,14 @@
 import type { Knex } from 'knex';
 import type { PseoConfig } from '../config/config.ts';
 import type { Logger } from '../shared/logger.ts';
-import { postedRoutes } from '../posts/post-store.ts';
 import { requireOwnedPseo } from '../websites/ownership.ts';
 import { fileRows, inlineRows, type NumberedRow, type OpenedFile } from './import-source.ts';
 import { InvalidPayloadError } from '../errors/index.ts';
 import { hubFromRow, pageFromRow, templateColumns, type ImportTemplate } from './import-template.ts';
-import { countPlanPages, deletePlanPages, insertPlanPages, raisePriority, type StoredPlanPage } from './plan-page-store.ts';
+import { countPlanPages, deletePlanPages } from './plan-page-store.ts';
+import { createPlanSync, type HubPriority, type SyncField } from './plan-sync.ts';
 import { bumpPlanVersion } from './plan-version.ts';
-import { completeImport, extendLock, failPlan, startPlan } from './plan-store.ts';
+import { completeImport, ensurePlanPages, extendLock, failPlan, startPlan } from './plan-store.ts';
 import { retryConflicts, runTransaction } from '../shared/transaction.ts';
 
 /** A validated body of POST /plan/import. */
@@ -18,8 +18,14 @@ export interface ImportRequest {
 	languageCode: string;
 	template: ImportTemplate;
 	/** The rows themselves, or the id of a file in Directus's file library (CSV, JSON array or JSON Lines). */
-	source: { rows: unknown[] } | { fileId: string };
-	mode: 'append' | 'replace';
+	data: { rows: unknown[] } | { fileId: string };
+	/**
+	 * `append`: pages for routes the plan lacks; `replace`: the plan emptied first; `sync`: the data is the whole truth
+	 * of `source` (plan-sync.ts).
+	 */
+	mode: 'append' | 'replace' | 'sync';
+	/** The data's name (1 to 100 characters), recorded on the pages it adds: a sync touches only its own source's pages. */
+	source: string;
 }
 
 export interface ImportDeps {
@@ -36,14 +42,17 @@ export interface ImportDeps {
 export interface ImportResult {
 	total_pages: number;
 	added: number;
+	/** Pages of the source whose data changed (or that came back from retirement); 0 outside `sync`. */
+	updated: number;
+	/** Pages of the source whose row says nothing new; 0 outside `sync`. */
+	unchanged: number;
+	/** Pages of the source that no row produces any more; 0 outside `sync`. */
+	retired: number;
 	skipped: { duplicate: number; on_site: number; invalid: number; missing_data: number };
 }
 
 /** Columns of the data a 400 lists at most. */
 const LISTED_COLUMNS = 50;
-
-/** Pages inserted per statement batch: the import streams rows in, never all at once. */
-const BATCH = 500;
 
 /**
  * POST /plan/import: plan pages from data. Ownership first (403/404), then the file's (403/404), then the
@@ -53,12 +62,17 @@ const BATCH = 500;
  * `template.required` without a value), `invalid` (a placeholder without a value, an invalid route or priority),
  * `duplicate` (repeated in the data, or already in the plan), `on_site` (already on the website's sitemap, read
  * within PSEO_PLAN_SITEMAP_BUDGET_MS). A template that names a column the data does not have at all is a 400 naming
- * it and listing the data's columns (a typo would otherwise skip every row).
+ * it and listing the data's columns (a typo would otherwise skip every row). The pages go through plan-sync.ts in
+ * batches, which in `sync` also updates, revives and retires the pages of the request's `source` (charging only the
+ * added ones).
  */
 export async function importPlan(deps: ImportDeps, userId: string, request: ImportRequest): Promise<ImportResult> {
 	const { database, logger, config } = deps;
 	const pseo = await requireOwnedPseo(database, request.pseoId, userId);
-	let file = 'fileId' in request.source ? await deps.openFile(request.source.fileId, userId) : null;
+	// A plan written as one document (an AI plan stored through the items API) gets its rows first: the import's
+	// record becomes the current plan, and the document's pages would never be rows after it.
+	await ensurePlanPages(database, pseo.id, logger);
+	let file = 'fileId' in request.data ? await deps.openFile(request.data.fileId, userId) : null;
 	let planId: number;
 	try {
 		planId = await startPlan(
@@ -82,14 +96,13 @@ export async function importPlan(deps: ImportDeps, userId: string, request: Impo
 				})
 			).map(pathOf),
 		);
-		const posted = await postedRoutes(database, pseo.id);
 		// The rows of each attempt: a rerun reads the file again from its start.
 		let attempts = 0;
 		const openRows = async () => {
-			if (!file) return inlineRows((request.source as { rows: unknown[] }).rows);
+			if (!file) return inlineRows((request.data as { rows: unknown[] }).rows);
 			if (attempts++ > 0) {
 				file.stream.destroy();
-				file = await deps.openFile((request.source as { fileId: string }).fileId, userId);
+				file = await deps.openFile((request.data as { fileId: string }).fileId, userId);
 			}
 			return fileRows(file);
 		};
@@ -101,7 +114,7 @@ export async function importPlan(deps: ImportDeps, userId: string, request: Impo
 		const result = await retryConflicts(
 			async () => {
 				const rows = await openRows();
-				return runTransaction(database, (trx) => storeImport(trx, rows, { request, owner, posted, onSite, config }));
+				return runTransaction(database, (trx) => storeImport(trx, rows, { request, owner, onSite, config }));
 			},
 			{ logger, what: 'plan import', context: { planId, pseoId: pseo.id } },
 		);
@@ -121,67 +134,65 @@ export async function importPlan(deps: ImportDeps, userId: string, request: Impo
 interface ImportScope {
 	request: ImportRequest;
 	owner: { pseoId: number; userId: string; planId: number };
-	/** Routes the website has posts for, which the new plan pages are marked with. */
-	posted: ReadonlySet<string>;
 	/** Routes on the website's sitemap, skipped as `on_site`. */
 	onSite: ReadonlySet<string>;
 	config: PseoConfig;
 }
 
 async function storeImport(trx: Knex.Transaction, rows: AsyncIterable<NumberedRow>, scope: ImportScope): Promise<ImportResult> {
-	const { request, owner, posted, onSite, config } = scope;
+	const { request, owner, onSite, config } = scope;
 	if (request.mode === 'replace') await deletePlanPages(trx, owner.pseoId);
-	const counts = { added: 0, duplicate: 0, on_site: 0, invalid: 0, missing_data: 0 };
+	const sync = createPlanSync(trx, { owner, source: request.source, mode: request.mode === 'sync' ? 'sync' : 'add', fields: syncedFields(request.template), onSite });
+	const skipped = { invalid: 0, missing_data: 0, duplicate: 0, on_site: 0 };
 	const seen = new Set<string>();
 	const columns = columnCheck(request.template);
-	// Hub pages, one per distinct hub route: stored when first met, before the pages of their set (so a bulk job,
-	// which takes pages by priority and then in stored order, reaches a hub before or with its pages), at the highest
-	// priority of their set, raised at the end when a later page of the set ranks higher.
-	const hubs = new Map<string, { priority: number; stored: number }>();
-	let batch: StoredPlanPage[] = [];
-	const flush = async () => {
-		const added = await insertPlanPages(trx, owner, batch, posted);
-		counts.added += added;
-		counts.duplicate += batch.length - added;
-		batch = [];
-	};
+	// Hub pages, one per distinct hub route: given when first met, before the page of their set (so a bulk job, which
+	// takes pages by priority and then in stored order, reaches a new hub before or with its pages), at the priority of
+	// that page; the sync settles each at the highest priority of its set at the end.
+	const hubs = new Map<string, HubPriority>();
 	for await (const { row, columns: header } of rows) {
 		columns.see(row, header);
 		const page = pageFromRow(request.template, row);
 		if (page === 'invalid' || page === 'missing_data') {
-			counts[page]++;
+			skipped[page]++;
 			continue;
 		}
 		if (seen.has(page.route)) {
-			counts.duplicate++;
+			skipped.duplicate++;
 			continue;
 		}
 		seen.add(page.route);
-		if (onSite.has(page.route)) {
-			counts.on_site++;
+		// A page on the website's sitemap brings no hub either; a sync's own pages are on it once published, and the sync
+		// itself checks the sitemap for the routes its plan lacks.
+		if (request.mode !== 'sync' && onSite.has(page.route)) {
+			skipped.on_site++;
 			continue;
 		}
 		const hub = request.template.hub && page.parent_route ? hubFromRow(request.template.hub, row) : null;
 		if (hub) {
 			const known = hubs.get(hub.route);
-			if (known) known.priority = Math.max(known.priority, page.priority);
+			if (known) known.highest = Math.max(known.highest, page.priority);
 			else {
-				hubs.set(hub.route, { priority: page.priority, stored: page.priority });
-				if (!seen.has(hub.route) && !onSite.has(hub.route)) {
+				hubs.set(hub.route, { first: page.priority, highest: page.priority });
+				if (!seen.has(hub.route)) {
 					seen.add(hub.route);
-					await flush();
-					counts.added += await insertPlanPages(trx, owner, [{ route: hub.route, title: hub.title, priority: page.priority, page_type: 'hub', cluster: page.cluster ?? null }], posted);
+					await sync.hub({ route: hub.route, title: hub.title, priority: page.priority, page_type: 'hub', cluster: page.cluster ?? null });
 				}
 			}
 		}
-		batch.push(page);
-		if (batch.length >= BATCH) await flush();
+		await sync.page(page);
 	}
-	await flush();
 	columns.end();
-	for (const [route, hub] of hubs) if (hub.priority > hub.stored) await raisePriority(trx, owner.pseoId, route, hub.priority);
+	const counts = await sync.finish(hubs);
 	const totalPages = await countPlanPages(trx, owner.pseoId);
-	const skipped = { duplicate: counts.duplicate, on_site: counts.on_site, invalid: counts.invalid, missing_data: counts.missing_data };
+	const result: ImportResult = {
+		total_pages: totalPages,
+		added: counts.added,
+		updated: counts.updated,
+		unchanged: counts.unchanged,
+		retired: counts.retired,
+		skipped: { duplicate: skipped.duplicate + counts.duplicate, on_site: skipped.on_site + counts.on_site, invalid: skipped.invalid, missing_data: skipped.missing_data },
+	};
 	await completeImport(trx, owner.planId, {
 		userId: owner.userId,
 		pseoId: owner.pseoId,
@@ -189,9 +200,26 @@ async function storeImport(trx: Knex.Transaction, rows: AsyncIterable<NumberedRo
 		added: counts.added,
 		totalPages,
 		userCap: config.userDailyTokenCap,
-		summary: { source: 'import', mode: request.mode, template: request.template, added: counts.added, skipped },
+		summary: { source: 'import', import_source: request.source, mode: request.mode, template: request.template, ...result },
 	});
-	return { total_pages: totalPages, added: counts.added, skipped };
+	return result;
+}
+
+/**
+ * The fields an import's data gives its pages, which a sync compares and writes: the title, the facts and the hub
+ * (`parent_route`) always, the keyword, priority and cluster when the template names them (else an editor's stay). A
+ * hub page's title, and its cluster and priority as its pages'.
+ */
+function syncedFields(template: ImportTemplate): { page: SyncField[]; hub: SyncField[] } {
+	const named: SyncField[] = [
+		...(template.primary_keyword !== undefined ? (['primary_keyword'] as const) : []),
+		...(template.priority !== undefined ? (['priority'] as const) : []),
+		...(template.cluster !== undefined ? (['cluster'] as const) : []),
+	];
+	return {
+		page: ['title', 'facts', 'parent_route', ...named],
+		hub: ['title', ...named.filter((field) => field !== 'primary_keyword')],
+	};
 }
 
 /**

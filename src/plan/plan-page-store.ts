@@ -1,6 +1,6 @@
 import type { Knex } from 'knex';
-import { arrayLiteral, dbTimestamp, existingRoutes, vendorOf } from '../shared/database.ts';
-import { factsOf } from '../shared/facts.ts';
+import { arrayLiteral, dbTimestamp, existingRoutes, probeRows, vendorOf } from '../shared/database.ts';
+import { factsOf, type Facts } from '../shared/facts.ts';
 import type { PlanPage } from './plan-page.ts';
 
 /*
@@ -8,13 +8,17 @@ import type { PlanPage } from './plan-page.ts';
  * rows are what generation reads (by priority, through an index) and what editors sort, filter, retitle and
  * delete in the app; each plan's record (plan-store.ts) keeps its metadata (language, description, the model's original
  * answer). A plan that POST /generate/main-json produces replaces the website's rows, as it replaced the plan
- * before; `has_post` is kept by the engine in the transaction that stores each post.
+ * before; `has_post` is kept by the engine in the transaction that stores each post. An imported page records its
+ * `source`; a sync of that source (plan-sync.ts) stamps the pages its rows produce with its run (`sync_run`) and retires
+ * the others (`retired_at`): a retired page stays a row, but nothing generates it, links to it or counts it.
  */
 
 export const PLAN_PAGES = 'pseo_plan_pages';
 
-/** Rows per INSERT statement: 15 columns a row stays under SQLite's historical limit of 999 bound values. */
-const ROWS_PER_INSERT = 64;
+/** Rows per INSERT statement: 17 columns a row stay under SQLite's historical limit of 999 bound values. */
+const ROWS_PER_INSERT = 58;
+/** Rows per multi-row UPDATE outside PostgreSQL: 15 bound values a row (an id and a WHEN pair for each of 7 columns). */
+const ROWS_PER_UPDATE = 60;
 /** Routes per `whereIn`: keeps every statement under SQLite's bound-variable limit. */
 const ROUTES_PER_QUERY = 500;
 
@@ -34,38 +38,76 @@ export async function replacePlanPages(trx: Knex.Transaction, owner: PlanOwner, 
 	return insertPlanPages(trx, owner, pages, posted);
 }
 
+/** Where imported pages come from: the import's `source`, and the run that produced them (its plan record's id). */
+export interface PageOrigin {
+	source: string;
+	syncRun: number;
+}
+
 /** Adds plan pages whose routes the website's plan does not have yet; returns how many were added. */
-export async function insertPlanPages(trx: Knex.Transaction, owner: PlanOwner, pages: readonly StoredPlanPage[], posted: ReadonlySet<string>): Promise<number> {
-	const now = dbTimestamp(trx);
+export async function insertPlanPages(
+	trx: Knex.Transaction,
+	owner: PlanOwner,
+	pages: readonly StoredPlanPage[],
+	posted: ReadonlySet<string>,
+	origin: PageOrigin | null = null,
+): Promise<number> {
 	const unique = new Map<string, StoredPlanPage>();
 	for (const page of pages) if (typeof page.route === 'string' && !unique.has(page.route)) unique.set(page.route, page);
 	// PostgreSQL skips the routes the plan has by ON CONFLICT in the insert itself: a lookup first would probe the
 	// unique index once more for every route.
-	const postgres = vendorOf(trx) === 'postgres';
-	const existing = postgres ? new Set<string>() : await existingRoutes(trx, PLAN_PAGES, owner.pseoId, [...unique.keys()]);
-	const rows = [...unique.values()]
-		.filter((page) => !existing.has(page.route))
-		.map((page) => ({
-			pseo_id: owner.pseoId,
-			main_json_id: owner.planId,
-			user_id: owner.userId,
-			route: page.route,
-			title: typeof page.title === 'string' && page.title !== '' ? page.title : page.route,
-			priority: Number.isFinite(Number(page.priority)) ? Number(page.priority) : 0,
-			primary_keyword: page.primary_keyword ?? null,
-			search_intent: page.search_intent ?? null,
-			page_type: page.page_type ?? null,
-			parent_route: page.parent_route ?? null,
-			cluster: page.cluster ?? null,
-			variables: page.variables ? JSON.stringify(page.variables) : null,
-			facts: page.facts && Object.keys(page.facts).length > 0 ? JSON.stringify(page.facts) : null,
-			has_post: posted.has(page.route),
-			date_created: now,
-		}));
+	const existing = vendorOf(trx) === 'postgres' ? new Set<string>() : await existingRoutes(trx, PLAN_PAGES, owner.pseoId, [...unique.keys()]);
+	return insertNewPlanPages(
+		trx,
+		owner,
+		[...unique.values()].filter((page) => !existing.has(page.route)),
+		posted,
+		origin,
+	);
+}
+
+/**
+ * Inserts plan pages of routes the caller found missing from the plan (each route once); returns how many were
+ * inserted. A route stored meanwhile is skipped on PostgreSQL (ON CONFLICT), and fails the statement elsewhere.
+ */
+export async function insertNewPlanPages(
+	trx: Knex.Transaction,
+	owner: PlanOwner,
+	pages: readonly StoredPlanPage[],
+	posted: ReadonlySet<string>,
+	origin: PageOrigin | null,
+): Promise<number> {
+	const now = dbTimestamp(trx);
+	const rows = pages.map((page) => ({
+		pseo_id: owner.pseoId,
+		main_json_id: owner.planId,
+		user_id: owner.userId,
+		route: page.route,
+		...storedFields(page),
+		search_intent: page.search_intent ?? null,
+		page_type: page.page_type ?? null,
+		variables: page.variables ? JSON.stringify(page.variables) : null,
+		has_post: posted.has(page.route),
+		source: origin?.source ?? null,
+		sync_run: origin?.syncRun ?? null,
+		date_created: now,
+	}));
 	if (rows.length === 0) return 0;
-	if (postgres) return insertArrays(trx, owner, rows, now);
+	if (vendorOf(trx) === 'postgres') return insertArrays(trx, owner, rows, origin, now);
 	for (let i = 0; i < rows.length; i += ROWS_PER_INSERT) await trx(PLAN_PAGES).insert(rows.slice(i, i + ROWS_PER_INSERT));
 	return rows.length;
+}
+
+/** The fields of a plan page that its data gives, as stored: a title (the route without one), a finite priority, facts as JSON or null. */
+function storedFields(page: StoredPlanPage) {
+	return {
+		title: typeof page.title === 'string' && page.title !== '' ? page.title : page.route,
+		priority: Number.isFinite(Number(page.priority)) ? Number(page.priority) : 0,
+		primary_keyword: page.primary_keyword ?? null,
+		parent_route: page.parent_route ?? null,
+		cluster: page.cluster ?? null,
+		facts: page.facts && Object.keys(page.facts).length > 0 ? JSON.stringify(page.facts) : null,
+	};
 }
 
 type PlanPageRow = {
@@ -89,20 +131,22 @@ type PlanPageRow = {
  * the CPU of the insert itself parsing and planning them (bench/scale.bench.ts); the job routes of a trigger are
  * written the same way (engine/job-route-store.ts).
  */
-async function insertArrays(trx: Knex.Transaction, owner: PlanOwner, rows: readonly PlanPageRow[], now: unknown): Promise<number> {
+async function insertArrays(trx: Knex.Transaction, owner: PlanOwner, rows: readonly PlanPageRow[], origin: PageOrigin | null, now: unknown): Promise<number> {
 	const column = <K extends keyof PlanPageRow>(key: K) => arrayLiteral(rows.map((row) => row[key] as string | number | null));
 	const result = (await trx.raw(
-		`INSERT INTO ?? (??, ??, ??, ??, ??, ??, ??, ??, ??, ??, ??, ??, ??, ??, ??)
-		SELECT ?, ?, ?::uuid, u.route, u.title, u.priority, u.primary_keyword, u.search_intent, u.page_type, u.parent_route, u.cluster, u.variables::json, u.facts::json, u.has_post, ?
+		`INSERT INTO ?? (??, ??, ??, ??, ??, ??, ??, ??, ??, ??, ??, ??, ??, ??, ??, ??, ??)
+		SELECT ?, ?, ?::uuid, u.route, u.title, u.priority, u.primary_keyword, u.search_intent, u.page_type, u.parent_route, u.cluster, u.variables::json, u.facts::json, u.has_post, ?::text, ?::int, ?
 		FROM unnest(?::text[], ?::text[], ?::float8[], ?::text[], ?::text[], ?::text[], ?::text[], ?::text[], ?::text[], ?::text[], ?::boolean[])
 			AS u(route, title, priority, primary_keyword, search_intent, page_type, parent_route, cluster, variables, facts, has_post)
 		ON CONFLICT (pseo_id, route) DO NOTHING`,
 		[
 			PLAN_PAGES,
-			...['pseo_id', 'main_json_id', 'user_id', 'route', 'title', 'priority', 'primary_keyword', 'search_intent', 'page_type', 'parent_route', 'cluster', 'variables', 'facts', 'has_post', 'date_created'],
+			...['pseo_id', 'main_json_id', 'user_id', 'route', 'title', 'priority', 'primary_keyword', 'search_intent', 'page_type', 'parent_route', 'cluster', 'variables', 'facts', 'has_post', 'source', 'sync_run', 'date_created'],
 			owner.pseoId,
 			owner.planId,
 			owner.userId,
+			origin?.source ?? null,
+			origin?.syncRun ?? null,
 			now,
 			column('route'),
 			column('title'),
@@ -134,22 +178,176 @@ export async function raisePriority(trx: Knex.Transaction, pseoId: number, route
 	await trx(PLAN_PAGES).where({ pseo_id: pseoId, route }).andWhere('priority', '<', priority).update({ priority });
 }
 
-/** How many plan pages a website has. */
+/** A plan page as a sync compares it with its row: what the data gave it, whose it is, and whether it is retired. */
+export interface SyncedPlanPage {
+	id: number;
+	route: string;
+	title: string;
+	priority: number;
+	primary_keyword: string | null;
+	parent_route: string | null;
+	cluster: string | null;
+	facts: Facts | null;
+	/** The import source that added it; null for a page of an AI plan or an editor's. */
+	source: string | null;
+	retired: boolean;
+	has_post: boolean;
+}
+
+const SYNCED_COLUMNS = ['id', 'route', 'title', 'priority', 'primary_keyword', 'parent_route', 'cluster', 'facts', 'source', 'retired_at', 'has_post'];
+
+/**
+ * The plan pages of these routes of a website, by route, retired or not: one statement per 500 routes (on
+ * PostgreSQL one index probe per route, in one statement).
+ */
+export async function readSyncedPages(knex: Knex, pseoId: number, routes: readonly string[]): Promise<Map<string, SyncedPlanPage>> {
+	const found = new Map<string, SyncedPlanPage>();
+	const postgres = vendorOf(knex) === 'postgres';
+	for (let i = 0; i < routes.length; i += ROUTES_PER_QUERY) {
+		const part = routes.slice(i, i + ROUTES_PER_QUERY);
+		const rows = postgres
+			? ((await probeRows(knex, PLAN_PAGES, pseoId, 'route', part, SYNCED_COLUMNS)) as { rows: Record<string, unknown>[] }).rows
+			: ((await knex(PLAN_PAGES).where('pseo_id', pseoId).whereIn('route', part).select(SYNCED_COLUMNS)) as Record<string, unknown>[]);
+		for (const row of rows) {
+			const text = (value: unknown) => (typeof value === 'string' ? value : null);
+			found.set(String(row['route']), {
+				id: Number(row['id']),
+				route: String(row['route']),
+				title: String(row['title'] ?? row['route']),
+				priority: Number(row['priority'] ?? 0),
+				primary_keyword: text(row['primary_keyword']),
+				parent_route: text(row['parent_route']),
+				cluster: text(row['cluster']),
+				facts: factsOf(row['facts']),
+				source: text(row['source']),
+				retired: row['retired_at'] !== null && row['retired_at'] !== undefined,
+				has_post: row['has_post'] === true || Number(row['has_post']) === 1,
+			});
+		}
+	}
+	return found;
+}
+
+/**
+ * Writes what their data now gives to plan pages (by id), stamps them with the sync run that produced them and
+ * clears their retirement, inside the sync's transaction: on PostgreSQL one UPDATE ... FROM unnest for any number of
+ * pages, elsewhere one UPDATE of CASE expressions per 60 pages. A page's `variables` left null keeps the stored ones
+ * (a hub has no row of its own).
+ */
+export async function updatePlanPages(trx: Knex.Transaction, pages: readonly (StoredPlanPage & { id: number })[], syncRun: number): Promise<void> {
+	if (pages.length === 0) return;
+	const rows = pages.map((page) => ({ id: page.id, ...storedFields(page), variables: page.variables ? JSON.stringify(page.variables) : null }));
+	type Row = (typeof rows)[number];
+	const fields = ['title', 'priority', 'primary_keyword', 'parent_route', 'cluster', 'facts', 'variables'] as const;
+	if (vendorOf(trx) === 'postgres') {
+		const column = (key: keyof Row) => arrayLiteral(rows.map((row) => row[key]));
+		await trx.raw(
+			`UPDATE ?? AS p SET title = u.title, priority = u.priority, primary_keyword = u.primary_keyword, parent_route = u.parent_route, cluster = u.cluster,
+				facts = u.facts::json, variables = coalesce(u.variables::json, p.variables), sync_run = ?::int, retired_at = NULL
+			FROM unnest(?::int[], ?::text[], ?::float8[], ?::text[], ?::text[], ?::text[], ?::text[], ?::text[])
+				AS u(id, title, priority, primary_keyword, parent_route, cluster, facts, variables)
+			WHERE p.id = u.id`,
+			[PLAN_PAGES, syncRun, column('id'), ...fields.map((field) => column(field))],
+		);
+		return;
+	}
+	for (let i = 0; i < rows.length; i += ROWS_PER_UPDATE) {
+		const slice = rows.slice(i, i + ROWS_PER_UPDATE);
+		const cases = (field: (typeof fields)[number]) => ({ sql: `CASE ?? ${slice.map(() => 'WHEN ? THEN ?').join(' ')} END`, bindings: ['id', ...slice.flatMap((row) => [row.id, row[field]])] });
+		const sets = fields.map((field) => {
+			const { sql, bindings } = cases(field);
+			return { sql: field === 'variables' ? `?? = coalesce(${sql}, ??)` : `?? = ${sql}`, bindings: field === 'variables' ? [field, ...bindings, field] : [field, ...bindings] };
+		});
+		await trx.raw(`UPDATE ?? SET ${sets.map((set) => set.sql).join(', ')}, ?? = ?, ?? = NULL WHERE ?? IN (${slice.map(() => '?').join(', ')})`, [
+			PLAN_PAGES,
+			...sets.flatMap((set) => set.bindings),
+			'sync_run',
+			syncRun,
+			'retired_at',
+			'id',
+			...slice.map((row) => row.id),
+		]);
+	}
+}
+
+/** Stamps plan pages (by id) with the sync run that produced them unchanged, and clears their retirement. */
+export async function stampPlanPages(trx: Knex.Transaction, ids: readonly number[], syncRun: number): Promise<void> {
+	for (let i = 0; i < ids.length; i += ROUTES_PER_QUERY) {
+		await trx(PLAN_PAGES).whereIn('id', ids.slice(i, i + ROUTES_PER_QUERY)).update({ sync_run: syncRun, retired_at: null });
+	}
+}
+
+/**
+ * Retires, in one statement, every page of a website's `source` that sync run `syncRun` did not produce and that is
+ * not retired yet, stamping them with the run; returns how many. Pages of other sources, and those without one (an AI
+ * plan's, an editor's), are never touched.
+ */
+export async function retireUnsyncedPages(trx: Knex.Transaction, pseoId: number, source: string, syncRun: number): Promise<number> {
+	return trx(PLAN_PAGES)
+		.where({ pseo_id: pseoId, source })
+		.whereNull('retired_at')
+		.andWhere((unsynced) => unsynced.whereNull('sync_run').orWhereNot('sync_run', syncRun))
+		.update({ retired_at: dbTimestamp(trx), sync_run: syncRun });
+}
+
+/** The routes of the pages that sync run `syncRun` retired, 500 at a time, in the order of their ids. */
+export async function* routesRetiredBy(knex: Knex, pseoId: number, syncRun: number): AsyncGenerator<string[]> {
+	for (let after = 0; ; ) {
+		const rows = (await knex(PLAN_PAGES)
+			.where({ pseo_id: pseoId, sync_run: syncRun })
+			.whereNotNull('retired_at')
+			.andWhere('id', '>', after)
+			.orderBy('id')
+			.limit(ROUTES_PER_QUERY)
+			.select('id', 'route')) as { id: number; route: string }[];
+		if (rows.length === 0) return;
+		yield rows.map((row) => row.route);
+		after = Number(rows.at(-1)!.id);
+		if (rows.length < ROUTES_PER_QUERY) return;
+	}
+}
+
+/** Sets the priority of these routes of a website's plan: one statement per distinct priority and 500 routes. */
+export async function setPriorities(trx: Knex.Transaction, pseoId: number, priorities: ReadonlyMap<string, number>): Promise<void> {
+	const byValue = new Map<number, string[]>();
+	for (const [route, priority] of priorities) byValue.set(priority, [...(byValue.get(priority) ?? []), route]);
+	for (const [priority, routes] of byValue) {
+		for (let i = 0; i < routes.length; i += ROUTES_PER_QUERY) {
+			await trx(PLAN_PAGES).where('pseo_id', pseoId).whereIn('route', routes.slice(i, i + ROUTES_PER_QUERY)).update({ priority });
+		}
+	}
+}
+
+/** Which of these routes of a website's plan are retired: a sync of their source found no row for them. */
+export async function retiredAmong(knex: Knex, pseoId: number, routes: readonly string[]): Promise<Set<string>> {
+	const retired = new Set<string>();
+	for (let i = 0; i < routes.length; i += ROUTES_PER_QUERY) {
+		const rows = (await knex(PLAN_PAGES).where('pseo_id', pseoId).whereIn('route', routes.slice(i, i + ROUTES_PER_QUERY)).whereNotNull('retired_at').select('route')) as { route: string }[];
+		for (const row of rows) retired.add(row.route);
+	}
+	return retired;
+}
+
+/** How many plan pages a website has, retired pages aside. */
 export async function countPlanPages(knex: Knex, pseoId: number): Promise<number> {
-	const row = (await knex(PLAN_PAGES).where('pseo_id', pseoId).count({ n: '*' }).first()) as { n: number | string } | undefined;
+	const row = (await knex(PLAN_PAGES).where('pseo_id', pseoId).whereNull('retired_at').count({ n: '*' }).first()) as { n: number | string } | undefined;
 	return Number(row?.n ?? 0);
 }
 
-/** The routes of a website's plan pages, in no order: what a page may link to, without the pages themselves. */
+/**
+ * The routes of a website's plan pages, in no order: what a page may link to, without the pages themselves. Retired
+ * pages are left out: their posts are taken down.
+ */
 export async function readPlanRoutes(knex: Knex, pseoId: number): Promise<string[]> {
-	const rows = (await knex(PLAN_PAGES).where('pseo_id', pseoId).select('route')) as { route: string }[];
+	const rows = (await knex(PLAN_PAGES).where('pseo_id', pseoId).whereNull('retired_at').select('route')) as { route: string }[];
 	return rows.map((row) => row.route);
 }
 
-/** Every plan page of a website, highest priority first (ties in the plan's order). */
+/** Every plan page of a website but the retired ones, highest priority first (ties in the plan's order). */
 export async function readPlanPages(knex: Knex, pseoId: number): Promise<PlanPage[]> {
 	const rows = (await knex(PLAN_PAGES)
 		.where('pseo_id', pseoId)
+		.whereNull('retired_at')
 		.orderBy([{ column: 'priority', order: 'desc' }, { column: 'id', order: 'asc' }])
 		.select(COLUMNS)) as Record<string, unknown>[];
 	return rows.map(toPlanPage);
@@ -161,10 +359,17 @@ export async function readPlanPage(knex: Knex, pseoId: number, route: string): P
 	return row ? toPlanPage(row) : null;
 }
 
+/** The facts of a website's plan page of `route` (null: none), or undefined when the plan has no such page. */
+export async function readPlanFacts(knex: Knex, pseoId: number, route: string): Promise<Facts | null | undefined> {
+	const row = (await knex(PLAN_PAGES).where({ pseo_id: pseoId, route }).first('facts')) as { facts: unknown } | undefined;
+	return row ? factsOf(row.facts) : undefined;
+}
+
 /**
  * Up to `count` plan pages without a post, with their facts, highest priority first, read page by page through the
  * (pseo_id, has_post, priority) index; `isPosted` double-checks each against the posts themselves, because an
- * editor may delete a post (its row keeps `has_post`) or the flag may lag a post stored outside the engine.
+ * editor may delete a post (its row keeps `has_post`) or the flag may lag a post stored outside the engine. Retired
+ * pages are never picked.
  */
 export async function selectUnposted(
 	knex: Knex,
@@ -177,6 +382,7 @@ export async function selectUnposted(
 	for (let offset = 0; picked.length < count; offset += page) {
 		const rows = (await knex(PLAN_PAGES)
 			.where({ pseo_id: pseoId, has_post: false })
+			.whereNull('retired_at')
 			.orderBy([{ column: 'priority', order: 'desc' }, { column: 'id', order: 'asc' }])
 			.offset(offset)
 			.limit(page)
@@ -243,18 +449,23 @@ export async function planTitles(knex: Knex, pseoId: number, routes: readonly st
 
 /**
  * The sets of the hubs among these routes of a website's plan: for each hub (`page_type: "hub"`), the pages whose
- * parent it is and that have a post, highest priority first, with their titles.
+ * parent it is and that have a post, highest priority first, with their titles. Retired pages are in no set.
  */
 export async function hubSets(knex: Knex, pseoId: number, routes: readonly string[]): Promise<Map<string, { route: string; title: string }[]>> {
 	const sets = new Map<string, { route: string; title: string }[]>();
 	for (let i = 0; i < routes.length; i += ROUTES_PER_QUERY) {
-		const rows = (await knex(PLAN_PAGES).where({ pseo_id: pseoId, page_type: 'hub' }).whereIn('route', routes.slice(i, i + ROUTES_PER_QUERY)).select('route')) as { route: string }[];
+		const rows = (await knex(PLAN_PAGES)
+			.where({ pseo_id: pseoId, page_type: 'hub' })
+			.whereNull('retired_at')
+			.whereIn('route', routes.slice(i, i + ROUTES_PER_QUERY))
+			.select('route')) as { route: string }[];
 		for (const row of rows) sets.set(row.route, []);
 	}
 	const hubs = [...sets.keys()];
 	for (let i = 0; i < hubs.length; i += ROUTES_PER_QUERY) {
 		const rows = (await knex(PLAN_PAGES)
 			.where({ pseo_id: pseoId, has_post: true })
+			.whereNull('retired_at')
 			.whereIn('parent_route', hubs.slice(i, i + ROUTES_PER_QUERY))
 			.orderBy([{ column: 'priority', order: 'desc' }, { column: 'id', order: 'asc' }])
 			.select('route', 'title', 'parent_route')) as { route: string; title: string | null; parent_route: string }[];

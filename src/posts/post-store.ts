@@ -109,6 +109,33 @@ export async function readPostRow(knex: Knex, postId: number): Promise<Record<st
 	return ((await knex(POSTS).where('id', postId).first()) as Record<string, unknown> | undefined) ?? null;
 }
 
+/**
+ * Marks the posts of these routes of a website stale, inside the transaction that changed their plan pages' data:
+ * `stale_since` is when their data first changed after they were written, so a post already stale keeps it.
+ */
+export async function markPostsStale(trx: Knex.Transaction, pseoId: number, routes: readonly string[], now: Date | number): Promise<void> {
+	for (let i = 0; i < routes.length; i += ROUTES_PER_QUERY) {
+		await trx(POSTS)
+			.where({ pseo_id: pseoId, stale: false })
+			.whereIn('route', routes.slice(i, i + ROUTES_PER_QUERY))
+			.update({ stale: true, stale_since: now });
+	}
+}
+
+/**
+ * Marks the posts of these routes of a website retired (their plan pages were retired: no row of their source's data
+ * produces them any more) or back (`retired: false`: their rows came back), inside the transaction that changed the
+ * pages.
+ */
+export async function setPostsRetired(trx: Knex.Transaction, pseoId: number, routes: readonly string[], retired: boolean): Promise<void> {
+	for (let i = 0; i < routes.length; i += ROUTES_PER_QUERY) {
+		await trx(POSTS)
+			.where({ pseo_id: pseoId, retired: !retired })
+			.whereIn('route', routes.slice(i, i + ROUTES_PER_QUERY))
+			.update({ retired });
+	}
+}
+
 /** The columns of a post that a regeneration rewrites. */
 export function rewrittenFields(content: PageContent, generationId: number): Record<string, unknown> {
 	return {

@@ -20,7 +20,7 @@ import { providerSourceFor } from '../provider/create-provider.ts';
 import { createPostReviser } from '../posts/post-revisions.ts';
 import { GenerationRuntime } from '../engine/runtime.ts';
 import { migratePlanDocuments, PLANS } from '../plan/plan-store.ts';
-import { PLAN_PAGES, unmarkPosted } from '../plan/plan-page-store.ts';
+import { PLAN_PAGES, readPlanFacts, unmarkPosted } from '../plan/plan-page-store.ts';
 import { trackPlanPageChanges } from '../plan/plan-version.ts';
 import { POSTS, routesOfPosts } from '../posts/post-store.ts';
 import { setRuntime } from '../engine/runtime-registry.ts';
@@ -87,7 +87,7 @@ export default defineHook(({ init, filter, action }, context) => {
 		// Progress written with the extension's own SQL reaches WebSocket subscribers (and Flows) from here on.
 		if (config.announceChanges) setItemAnnouncer(ctx);
 		const providers = providerSourceFor(config, logger, ctx);
-		const runtime = new GenerationRuntime({ database, logger, config, providers, revise: createPostReviser(ctx) });
+		const runtime = new GenerationRuntime({ database, logger, config, providers, revise: createPostReviser(ctx, readPlanFacts) });
 		setRuntime(runtime);
 		drainBeforeClose(database, () => runtime.drain(config.shutdownGraceMs), logger);
 		runtime.start();

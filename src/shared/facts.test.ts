@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { factLabel, factsFromRow, factsOf, factsProblem, factText } from './facts.ts';
+import { factLabel, factsFromRow, factsOf, factsProblem, factText, sameFacts } from './facts.ts';
 
 describe('factsFromRow', () => {
 	it('takes every column, values of the type they came with, text trimmed; nulls and blanks are left out', () => {
@@ -58,5 +58,22 @@ describe('factLabel and factText', () => {
 		expect(factText(false)).toBe('✗');
 		expect(factText(812000)).toBe('812000');
 		expect(factText('95.50')).toBe('95.50');
+	});
+});
+
+describe('sameFacts', () => {
+	it('is true for the same names and values in any order, and for no facts and empty facts', () => {
+		expect(sameFacts({ city: 'Leeds', price: 95 }, { price: 95, city: 'Leeds' })).toBe(true);
+		expect(sameFacts(null, {})).toBe(true);
+		expect(sameFacts(undefined, null)).toBe(true);
+	});
+
+	it('is false for a changed value, a value of another type, a fact more or less', () => {
+		expect(sameFacts({ price: 95 }, { price: 99 })).toBe(false);
+		expect(sameFacts({ price: 95 }, { price: '95' })).toBe(false);
+		expect(sameFacts({ price: 95 }, { price: 95, city: 'Leeds' })).toBe(false);
+		expect(sameFacts({ price: 95, city: 'Leeds' }, { price: 95 })).toBe(false);
+		expect(sameFacts({ price: 95 }, { cost: 95 })).toBe(false);
+		expect(sameFacts({ open: true }, null)).toBe(false);
 	});
 });

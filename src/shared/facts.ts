@@ -79,6 +79,17 @@ export function factsOf(value: unknown): Facts | null {
 	return factsFromRow(parsed as Record<string, unknown>);
 }
 
+/**
+ * Whether two pages' facts say the same: the same names with the same values, of the same type, in any order. No
+ * facts and empty facts are the same. A sync compares a page's stored facts with its row's, and a rewritten post's with
+ * its plan page's, with this.
+ */
+export function sameFacts(a: Facts | null | undefined, b: Facts | null | undefined): boolean {
+	const left = Object.entries(a ?? {});
+	if (left.length !== Object.keys(b ?? {}).length) return false;
+	return left.every(([name, value]) => Object.hasOwn(b ?? {}, name) && (b as Facts)[name] === value);
+}
+
 /** A fact's name as a reader's label: `price_eur` and `priceEur` read "Price eur". */
 export function factLabel(name: string): string {
 	const words = name

@@ -27,7 +27,9 @@ export type FaultPoint =
 	/** A cancel is stored and the job's lease taken; no page is cancelled yet. */
 	| 'after-cancel-mark'
 	/** WordPress created a post; its id is not stored yet (the adopt-by-marker path of publishing). */
-	| 'after-remote-create';
+	| 'after-remote-create'
+	/** A sync import has written a batch of plan pages inside its transaction; the rest, the charge and the commit are not done. */
+	| 'mid-plan-sync';
 
 const FILE_VAR = 'PSEO_TEST_FAULT_FILE';
 

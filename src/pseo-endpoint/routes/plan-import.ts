@@ -8,7 +8,7 @@ import { libraryFileOpener } from '../../plan/library-file.ts';
 import type { ServiceContext } from '../../shared/services.ts';
 import { siteRoutesReader } from '../../sitemap/site-routes.ts';
 
-/** POST /plan/import — plan pages from data: a template crossed with rows or a CSV, JSON or JSON Lines file. */
+/** POST /plan/import — plan pages from data (appended, replacing the plan, or synced with their source): a template crossed with rows or a CSV, JSON or JSON Lines file. */
 export function registerPlanImport(router: Router, context: ServiceContext): void {
 	const config = useConfig(context.env);
 	const deps = {
@@ -24,7 +24,8 @@ export function registerPlanImport(router: Router, context: ServiceContext): voi
 			run: () => importPlan(deps, userId, body),
 			answer: (data: ImportResult) => {
 				const skipped = data.skipped.duplicate + data.skipped.on_site + data.skipped.invalid + data.skipped.missing_data;
-				return { status: 200, payload: { message: `${data.added} plan page(s) added, ${skipped} row(s) skipped; the plan has ${data.total_pages} pages.`, data } };
+				const synced = body.mode === 'sync' ? `, ${data.updated} updated, ${data.unchanged} unchanged, ${data.retired} retired` : '';
+				return { status: 200, payload: { message: `${data.added} plan page(s) added${synced}, ${skipped} row(s) skipped; the plan has ${data.total_pages} pages.`, data } };
 			},
 		};
 	});
