@@ -9,6 +9,7 @@ import NoticeLine from './notice-line.vue';
 import { explainFailure } from '../lib/api-errors.ts';
 import GenerateTab from './generate-tab.vue';
 import PostsTab from './posts-tab.vue';
+import PlanTab from './plan-tab.vue';
 import { ref } from 'vue';
 import { WORKSPACE } from '../lib/workspace.ts';
 import MarkdownReader from './markdown-reader.vue';
@@ -483,6 +484,65 @@ describe('numbers in the user\'s language', () => {
 		expect(german.get('[data-test="cost"]').text()).toBe('2.000 tokens');
 		expect(german.get('[data-test="short"]').text()).toContain('500 more tokens');
 		expect(german.text()).toContain('of your 1.500');
+	});
+});
+
+describe('plan-tab', () => {
+	function mountTab(result = { total_pages: 6, added: 1, updated: 2, unchanged: 3, retired: 4, skipped: { duplicate: 5, on_site: 0, invalid: 0, missing_data: 0 } }) {
+		const imports: Record<string, unknown>[] = [];
+		const workspace = {
+			api: {
+				importPlan: async (body: Record<string, unknown>) => (imports.push(body), result),
+				planPages: async () => [
+					{ id: 1, route: '/leeds', title: 'Leeds', priority: 1, cluster: null, facts: { price: 95 }, has_post: true, source: 'price-list', retired_at: null },
+					{ id: 2, route: '/york', title: 'York', priority: 1, cluster: null, facts: null, has_post: false, source: 'price-list', retired_at: '2026-01-31T09:30:00.000Z' },
+				],
+			},
+			pseoId: ref(3),
+			website: ref({ id: 3, website_url: 'https://example.com' }),
+			balance: ref(100),
+			rates: ref({ token_per_page: 10, token_per_batch_page: 5, token_per_main_json: 20 }),
+			dailyCap: ref(null),
+			providers: ref(catalog),
+			refreshBalance: async () => {},
+		};
+		// The file library, through the app's axios instance (useApi).
+		const http = { get: async () => ({ data: { data: [{ id: 'file-1', filename_download: 'prices.csv' }] } }) };
+		const wrapper = mount(PlanTab, { global: { stubs: global.stubs, provide: { [WORKSPACE as symbol]: workspace, api: http } } });
+		return { wrapper, imports };
+	}
+	const settle = () => new Promise((resolve) => setTimeout(resolve, 0));
+
+	it('offers a sync with the source\'s name, sends both, and tells what was added, updated, left unchanged and retired', async () => {
+		const { wrapper, imports } = mountTab();
+		await settle();
+		expect(wrapper.findAll('#pseo-import-mode option').map((option) => option.text())).toEqual(['Append to the plan', 'Replace the plan', 'Sync: update changed pages, retire missing ones']);
+		await wrapper.get('#pseo-library-file').setValue('file-1');
+		await wrapper.get('#pseo-template-route').setValue('/{city}');
+		await wrapper.get('#pseo-template-title').setValue('Plumbers in {city}');
+		await wrapper.get('#pseo-import-mode').setValue('sync');
+		await wrapper.get('#pseo-import-source').setValue('  price-list ');
+		expect(wrapper.get('[data-test="import-sync-note"]').text()).toContain('The data is the whole truth of “price-list”');
+		await wrapper.get('[data-test="import-plan"]').trigger('click');
+		await settle();
+		expect(imports).toEqual([expect.objectContaining({ pseo_id: 3, mode: 'sync', source: 'price-list', file_id: 'file-1', template: { route: '/{city}', title: 'Plumbers in {city}' } })]);
+		expect(wrapper.get('[data-test="import-message"]').text()).toBe(
+			'1 pages added, 2 updated, 3 unchanged, 4 retired (6 in the plan); skipped: 5 duplicate, 0 already on the site, 0 invalid, 0 missing required data.',
+		);
+	});
+
+	it('refuses a source without a name, and marks retired pages in the table', async () => {
+		const { wrapper } = mountTab();
+		await settle();
+		await wrapper.get('#pseo-library-file').setValue('file-1');
+		await wrapper.get('#pseo-template-route').setValue('/{city}');
+		await wrapper.get('#pseo-template-title').setValue('Plumbers in {city}');
+		expect(wrapper.get('[data-test="import-plan"]').attributes('disabled')).toBeUndefined();
+		await wrapper.get('#pseo-import-source').setValue('   ');
+		expect(wrapper.get('[data-test="import-plan"]').attributes('disabled')).toBeDefined();
+		expect(wrapper.get('[data-test="import-source-problem"]').text()).toBe('Name the source in 1 to 100 characters.');
+		expect(wrapper.find('[data-test="retired-1"]').exists()).toBe(false);
+		expect(wrapper.get('[data-test="retired-2"]').text()).toBe('retired');
 	});
 });
 

@@ -9,6 +9,7 @@ import { spendBlocker, startBlocker } from './blockers.ts';
 import { aiRun, modelItems, providerItems, providerName, type ProviderCatalog } from './providers.ts';
 import { usageByWebsite } from './usage.ts';
 import { ledgerParams, noteParts, notedUserIds, pageCount, personName } from './ledger.ts';
+import { pseoApi } from './pseo-api.ts';
 
 describe('explainFailure', () => {
 	const envelope = (status: number, error: string, code = 'X') => ({ response: { status, data: { success: false, error, code, timestamp: 't' } } });
@@ -324,5 +325,23 @@ describe('usageByWebsite', () => {
 		expect(sites[1]!.days.map((day) => day.day)).toEqual(['2026-01-09', '2026-02-01']);
 		expect(sites[1]!.peak).toBe(60);
 		expect(sites[0]!.days[0]).toEqual({ day: '2026-01-31', prompt: 300, completion: 100, requests: 1 });
+	});
+});
+
+describe('pseoApi.openRoutes', () => {
+	it('counts the plan pages without a post, retired pages aside (nothing generates them)', async () => {
+		const asked: Record<string, unknown>[] = [];
+		const http = {
+			get: async <T>(_url: string, config?: { params?: Record<string, unknown> }) => {
+				asked.push(config?.params ?? {});
+				return { data: { data: [{ has_post: false, count: { id: '4' } }, { has_post: true, count: { id: 5 } }] } as T };
+			},
+			post: async <T>() => ({ data: {} as T }),
+			put: async <T>() => ({ data: {} as T }),
+			patch: async <T>() => ({ data: {} as T }),
+			delete: async <T>() => ({ data: {} as T }),
+		};
+		expect(await pseoApi(http).openRoutes(3)).toEqual({ open: 4, total: 9 });
+		expect(asked[0]).toMatchObject({ filter: { pseo_id: { _eq: 3 }, retired_at: { _null: true } }, groupBy: ['has_post'] });
 	});
 });

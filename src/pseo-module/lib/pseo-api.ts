@@ -88,12 +88,13 @@ export function pseoApi(http: Http) {
 		balance: async () => (await http.get<{ data: { balance: number; rates: Rates; daily_cap?: CapToday | null } }>(`${BASE}/balance`)).data.data,
 		/**
 		 * The website's plan pages, and how many of them have no post yet; null when that is not known here: a plan
-		 * written through the items API gets its page rows only when a job or start-up first reads it.
+		 * written through the items API gets its page rows only when a job or start-up first reads it. Retired pages
+		 * (a sync of their source found no row for them) are not counted: nothing generates them.
 		 */
 		openRoutes: async (pseoId: number): Promise<{ open: number; total: number } | null> => {
 			const rows = (
 				await http.get<{ data: { has_post: unknown; count: { id: number | string } }[] }>('/items/pseo_plan_pages', {
-					params: { aggregate: { count: ['id'] }, groupBy: ['has_post'], filter: { pseo_id: { _eq: pseoId } } },
+					params: { aggregate: { count: ['id'] }, groupBy: ['has_post'], filter: { pseo_id: { _eq: pseoId }, retired_at: { _null: true } } },
 				})
 			).data.data;
 			const counted = rows.map((row) => ({ posted: row.has_post === true || row.has_post === 1 || row.has_post === '1', count: Number(row.count.id) }));
@@ -133,12 +134,23 @@ export function pseoApi(http: Http) {
 		generatePlan: async (pseoId: number, languageCode: string, description: string) =>
 			(await http.post<{ data: { total_pages: number } }>(`${BASE}/generate/main-json`, { pseo_id: pseoId, language_code: languageCode, description })).data.data,
 		importPlan: async (body: Record<string, unknown>) =>
-			(await http.post<{ data: { total_pages: number; added: number; skipped: { duplicate: number; on_site: number; invalid: number; missing_data: number } } }>(`${BASE}/plan/import`, body))
-				.data.data,
+			(
+				await http.post<{
+					data: { total_pages: number; added: number; updated: number; unchanged: number; retired: number; skipped: { duplicate: number; on_site: number; invalid: number; missing_data: number } };
+				}>(`${BASE}/plan/import`, body)
+			).data.data,
 		planPages: async (pseoId: number, search: string, sort: string) =>
 			(
-				await http.get<{ data: { id: number; route: string; title: string; priority: number; cluster: string | null; facts: Facts | null; has_post: boolean }[] }>('/items/pseo_plan_pages', {
-					params: { filter: { pseo_id: { _eq: pseoId } }, fields: ['id', 'route', 'title', 'priority', 'cluster', 'facts', 'has_post'], sort: [sort], limit: 100, ...(search ? { search } : {}) },
+				await http.get<{
+					data: { id: number; route: string; title: string; priority: number; cluster: string | null; facts: Facts | null; has_post: boolean; source: string | null; retired_at: string | null }[];
+				}>('/items/pseo_plan_pages', {
+					params: {
+						filter: { pseo_id: { _eq: pseoId } },
+						fields: ['id', 'route', 'title', 'priority', 'cluster', 'facts', 'has_post', 'source', 'retired_at'],
+						sort: [sort],
+						limit: 100,
+						...(search ? { search } : {}),
+					},
 				})
 			).data.data,
 		/** A plan page's facts, written through the items API (the owner may; the server checks their shape). */
