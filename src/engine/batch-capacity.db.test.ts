@@ -46,6 +46,9 @@ describeOnVendors('batch capacity', (database) => {
 		await savePart(knex, job, 'w', part(key, 1, 400, 1));
 		const full = await withBatchCapacity(knex, { key, jobId: job, worker: 'w', configured: 1000 }, async () => 'sent');
 		expect(full).toEqual({ ran: false, wait: { reason: 'full', enqueued: 1000, limit: 1000 } });
+		// Room for less than one line of the job beside running parts is no room: nothing is built for it.
+		const scant = await withBatchCapacity(knex, { key, jobId: job, worker: 'w', configured: 1100, minimum: 150 }, async () => 'sent');
+		expect(scant).toEqual({ ran: false, wait: { reason: 'full', enqueued: 1000, limit: 1100 } });
 		// Another provider's queue is its own.
 		expect(await withBatchCapacity(knex, { key: freshKey(), jobId: job, worker: 'w', configured: 1000 }, async (budget) => budget)).toEqual({ ran: true, value: 1000 });
 	});

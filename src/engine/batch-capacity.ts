@@ -53,6 +53,12 @@ export interface CapacityRequest {
 	worker: string;
 	/** PSEO_BATCH_MAX_ENQUEUED_TOKENS for that provider, if set. */
 	configured: number | null;
+	/**
+	 * The least room worth a part: about one line of the job. Less room beside other running parts counts as full,
+	 * without building a part that could not take a line (a step that finds the queue full costs a poll, not a walk
+	 * of the job's routes and a lookup at the provider).
+	 */
+	minimum?: number;
 }
 
 /**
@@ -73,7 +79,7 @@ export async function withBatchCapacity<T>(
 		const ahead = await jobsAhead(knex, request.key, request.jobId);
 		const enqueued = await enqueuedTokens(knex, request.key);
 		if (ahead > 0) return { ran: false, wait: { reason: 'turn', ahead, enqueued, limit } };
-		if (enqueued >= limit) return { ran: false, wait: { reason: 'full', enqueued, limit } };
+		if (enqueued >= limit || (enqueued > 0 && limit - enqueued < (request.minimum ?? 0))) return { ran: false, wait: { reason: 'full', enqueued, limit } };
 		return { ran: true, value: await submit(limit - enqueued, enqueued) };
 	} finally {
 		await knex(CAPACITY).where({ provider: request.key, submit_owner: request.worker }).update({ submit_owner: null, submit_until: null });

@@ -139,9 +139,9 @@ export async function runBatchStep(job: JobHead, deps: RunnerDeps, instanceSetti
 	};
 	// Each part goes when its provider's batch queue has room for it and the job's turn has come (batch-capacity.ts).
 	const submitWithin = async (plan: Omit<PartPlan, 'capacityKey' | 'tokenBudget' | 'queueEmpty'>): Promise<JobPart | null | 'wait'> => {
-		const context = await jobContext();
-		const outcome = await withBatchCapacity(database, { key: capacityKey, jobId: job.id, worker, configured }, (budget, enqueued) =>
-			submitPart(job, deps, provider, context, settings, { ...plan, capacityKey, tokenBudget: budget, queueEmpty: enqueued === 0 }),
+		// The job's context (its plan and sibling index) is loaded only once the queue has room for a part.
+		const outcome = await withBatchCapacity(database, { key: capacityKey, jobId: job.id, worker, configured, minimum: lineTokens(parts) }, async (budget, enqueued) =>
+			submitPart(job, deps, provider, await jobContext(), settings, { ...plan, capacityKey, tokenBudget: budget, queueEmpty: enqueued === 0 }),
 		);
 		if (!outcome.ran) {
 			wait = outcome.wait;
@@ -206,6 +206,14 @@ async function retrievePart(provider: BatchCapableProvider, part: JobPart, jobId
 		const errors = [{ code: 'batch_not_found', message: 'the provider no longer knows this batch', line: null }];
 		return { id: part.batch_id, status: 'failed', inputFileId: null, outputFileId: null, errorFileId: null, requestCounts: { total: 0, completed: 0, failed: 0 }, metadata: {}, errors, createdAt: null };
 	}
+}
+
+/** The estimated tokens of one line of the job, from the parts it has built; 0 before its first. */
+function lineTokens(parts: readonly JobPart[]): number {
+	const sized = parts.filter((part) => part.estimated_tokens !== null && part.route_end > part.route_start);
+	const tokens = sized.reduce((sum, part) => sum + part.estimated_tokens!, 0);
+	const lines = sized.reduce((sum, part) => sum + (part.route_end - part.route_start), 0);
+	return lines === 0 ? 0 : Math.floor(tokens / lines);
 }
 
 /** Whether a failed batch ran nothing because the provider's batch queue was full (OpenAI's `token_limit_exceeded`). */
