@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { ProviderCallError } from '../provider/provider-call-error.ts';
-import { nextStepError, providerMissing, publicStepError, stepRetryDelay, storedStepError, type StoredStepError } from './step-failure.ts';
+import { nextStepError, nextTargetError, providerMissing, publicStepError, stepRetryDelay, storedStepError, type StoredStepError } from './step-failure.ts';
 
 const settings = { providerMaxStepFailures: 3, authFailureGraceMs: 60_000 };
 const refused = new ProviderCallError('Provider rejected the request (HTTP 400): unknown model', { reason: 'bad_request', retryable: false, status: 400 });
@@ -79,5 +79,16 @@ describe('providerMissing', () => {
 		const now = Date.parse('2026-11-27T09:00:00Z');
 		expect(providerMissing({ unavailable: 'No AI provider is configured.' }, now)).toMatchObject({ code: 'missing_api_key', message: 'No AI provider is configured.', attempts: 1 });
 		expect(providerMissing({ unavailable: 'The model "x" is not allowed.', code: 'model_not_allowed' }, now)).toMatchObject({ code: 'model_not_allowed', message: 'The model "x" is not allowed.', attempts: 1 });
+	});
+});
+
+describe('nextTargetError', () => {
+	it('counts a publication\'s failed steps at its target in a row, with the target\'s reason, from the streak\'s start', () => {
+		const first = nextTargetError(null, 'Webhook: the receiver answered HTTP 503 after 2 attempts', 1_000);
+		expect(first).toEqual({ code: 'target_unavailable', message: 'Webhook: the receiver answered HTTP 503 after 2 attempts', at: new Date(1_000).toISOString(), attempts: 1, since: 1_000 });
+		const second = nextTargetError(first, 'The site could not be reached: timeout', 5_000);
+		expect(second).toMatchObject({ code: 'target_unavailable', message: 'The site could not be reached: timeout', attempts: 2, since: 1_000 });
+		// The wait before the next step doubles with the streak, as a job's does.
+		expect([first, second].map((record) => stepRetryDelay(30_000, record.attempts))).toEqual([30_000, 60_000]);
 	});
 });

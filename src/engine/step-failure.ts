@@ -149,3 +149,11 @@ export function troubleValue(field: string, value: unknown): StepError | null | 
 export function nextInternalError(previous: StoredStepError | null, now: number): StoredStepError {
 	return countFailure(previous, classifyStepFailure(null), now);
 }
+
+/** `last_error.code` of a publication whose target could not be reached or refused for now (a 5xx, a 429, no answer). */
+const TARGET_UNAVAILABLE = 'target_unavailable';
+
+/** A failed step of a publication that its target caused: its reason, which names the site, never a secret. */
+export function nextTargetError(previous: StoredStepError | null, message: string, now: number): StoredStepError {
+	return countFailure(previous, { code: TARGET_UNAVAILABLE, message }, now);
+}

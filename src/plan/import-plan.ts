@@ -6,7 +6,7 @@ import { fileRows, inlineRows, type NumberedRow, type OpenedFile } from './impor
 import { InvalidPayloadError } from '../errors/index.ts';
 import { hubFromRow, pageFromRow, templateColumns, type ImportTemplate } from './import-template.ts';
 import { countPlanPages, deletePlanPages } from './plan-page-store.ts';
-import { createPlanSync, type HubPriority, type SyncField } from './plan-sync.ts';
+import { createPlanSync, type HubPriority, type RetiredPages, type SyncField } from './plan-sync.ts';
 import { bumpPlanVersion } from './plan-version.ts';
 import { completeImport, ensurePlanPages, extendLock, failPlan, startPlan } from './plan-store.ts';
 import { retryConflicts, runTransaction } from '../shared/transaction.ts';
@@ -36,6 +36,8 @@ export interface ImportDeps {
 	siteRoutes: (websiteUrl: string, budgetMs: number) => Promise<string[]>;
 	/** Opens a file of the library for `userId`: 404 when it does not exist, 403 when it is not theirs. */
 	openFile: (fileId: string, userId: string) => Promise<OpenedFile>;
+	/** A sync's retired pages, in its transaction: their takedown at the publishing target is queued (plan-sync.ts). */
+	onRetired?: RetiredPages;
 }
 
 /** The answer's `data`. */
@@ -114,7 +116,7 @@ export async function importPlan(deps: ImportDeps, userId: string, request: Impo
 		const result = await retryConflicts(
 			async () => {
 				const rows = await openRows();
-				return runTransaction(database, (trx) => storeImport(trx, rows, { request, owner, onSite, config }));
+				return runTransaction(database, (trx) => storeImport(trx, rows, { request, owner, onSite, config, onRetired: deps.onRetired }));
 			},
 			{ logger, what: 'plan import', context: { planId, pseoId: pseo.id } },
 		);
@@ -137,12 +139,13 @@ interface ImportScope {
 	/** Routes on the website's sitemap, skipped as `on_site`. */
 	onSite: ReadonlySet<string>;
 	config: PseoConfig;
+	onRetired: RetiredPages | undefined;
 }
 
 async function storeImport(trx: Knex.Transaction, rows: AsyncIterable<NumberedRow>, scope: ImportScope): Promise<ImportResult> {
-	const { request, owner, onSite, config } = scope;
+	const { request, owner, onSite, config, onRetired } = scope;
 	if (request.mode === 'replace') await deletePlanPages(trx, owner.pseoId);
-	const sync = createPlanSync(trx, { owner, source: request.source, mode: request.mode === 'sync' ? 'sync' : 'add', fields: syncedFields(request.template), onSite });
+	const sync = createPlanSync(trx, { owner, source: request.source, mode: request.mode === 'sync' ? 'sync' : 'add', fields: syncedFields(request.template), onSite, onRetired });
 	const skipped = { invalid: 0, missing_data: 0, duplicate: 0, on_site: 0 };
 	const seen = new Set<string>();
 	const columns = columnCheck(request.template);

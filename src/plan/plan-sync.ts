@@ -54,7 +54,16 @@ export interface PlanSyncOptions {
 	fields: { page: readonly SyncField[]; hub: readonly SyncField[] };
 	/** Routes on the website's sitemap: a route the plan lacks among them is not added (`on_site`). */
 	onSite: ReadonlySet<string>;
+	/**
+	 * Called in the sync's transaction with each batch of routes it retired, once their posts are marked retired: the
+	 * caller queues their takedown at the website's publishing target there (publishing/takedown.ts), so that it
+	 * exists exactly when the retirement commits. Given by the caller because plan may not import publishing.
+	 */
+	onRetired?: RetiredPages;
 }
+
+/** What becomes of a batch of retired pages' posts beyond their `retired` mark, in the sync's transaction. */
+export type RetiredPages = (trx: Knex.Transaction, pseoId: number, routes: readonly string[]) => Promise<void>;
 
 /** What a sync did, in pages (`added`, `updated`, `unchanged`, `retired`) and in rows it skipped. */
 interface SyncCounts {
@@ -207,19 +216,20 @@ export function createPlanSync(trx: Knex.Transaction, options: PlanSyncOptions):
 			}
 			await setPriorities(trx, pseoId, settled);
 			counts.retired = await retireUnsyncedPages(trx, pseoId, source, owner.planId);
-			if (counts.retired > 0) for await (const routes of routesRetiredBy(trx, pseoId, owner.planId)) await postsRetired(trx, pseoId, routes);
+			if (counts.retired > 0) for await (const routes of routesRetiredBy(trx, pseoId, owner.planId)) await postsRetired(trx, pseoId, routes, options.onRetired);
 			return counts;
 		},
 	};
 }
 
 /**
- * What becomes of the posts of pages a sync retired, in the sync's transaction: they are marked `retired`. Their
- * takedown at the publishing targets they were published to belongs here too, queued in this transaction so that it
- * exists exactly when the retirement commits; until it is built, a retired post stays published where it is.
+ * What becomes of the posts of pages a sync retired, in the sync's transaction: they are marked `retired`, and their
+ * takedown at the publishing target they were published to is queued by `onRetired` in this transaction, so that it
+ * exists exactly when the retirement commits (a crash after the commit leaves it to the publishing runtime).
  */
-async function postsRetired(trx: Knex.Transaction, pseoId: number, routes: readonly string[]): Promise<void> {
+async function postsRetired(trx: Knex.Transaction, pseoId: number, routes: readonly string[], onRetired: RetiredPages | undefined): Promise<void> {
 	await setPostsRetired(trx, pseoId, routes, true);
+	await onRetired?.(trx, pseoId, routes);
 }
 
 /** The fields among `fields` in which a row's page differs from the plan's page, compared as they are stored. */

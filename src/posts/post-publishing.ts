@@ -26,18 +26,20 @@ export interface PostForPublishing {
 	remoteId: string | null;
 	remoteUrl: string | null;
 	publishedHash: string | null;
+	/** Its plan page was retired by a sync (no row of its data produces it any more): never published, taken down. */
+	retired: boolean;
 }
 
 const IDS_PER_QUERY = 500;
 
 /**
  * The ids a publication takes, in id order: the listed ones (those of other websites or missing are returned in
- * `unknown`), or every post of the website except those the quality gate failed.
+ * `unknown`), or every post of the website except those the quality gate failed and the retired ones.
  */
 export async function selectPostIds(knex: Knex, pseoId: number, listed: readonly number[] | null): Promise<{ ids: number[]; unknown: number[] }> {
 	if (listed === null) {
 		const rows = (await knex(POSTS)
-			.where('pseo_id', pseoId)
+			.where({ pseo_id: pseoId, retired: false })
 			.andWhere((q) => q.whereNull('quality_status').orWhereNot('quality_status', 'fail'))
 			.orderBy('id')
 			.select('id')) as { id: number }[];
@@ -78,6 +80,7 @@ export async function readPostForPublishing(knex: Knex, postId: number): Promise
 		remoteId: text('remote_id'),
 		remoteUrl: text('remote_url'),
 		publishedHash: text('published_hash'),
+		retired: row['retired'] === true || row['retired'] === 1 || row['retired'] === '1',
 	};
 }
 
@@ -119,4 +122,44 @@ export async function markPublished(trx: Knex.Transaction, postId: number, remot
  */
 export async function forgetRemotePosts(knex: Knex, pseoId: number): Promise<void> {
 	await knex(POSTS).where('pseo_id', pseoId).update({ remote_id: null, remote_url: null, published_hash: null });
+}
+
+/**
+ * `published_hash` of a post taken down by the takedown publication `publicationId`: it never equals a version's
+ * hash, so the next publication of the post (once its row is back) sends it again, and it names the takedown, so
+ * that a webhook's delivery of a version sent before the takedown gets a new Idempotency-Key.
+ */
+function takenDownHash(publicationId: number): string {
+	return `unpublished:${publicationId}`;
+}
+
+/** The takedown publication a stored `published_hash` names (takenDownHash), or null for a published version. */
+export function takedownOf(publishedHash: string | null): number | null {
+	const match = /^unpublished:(\d+)$/.exec(publishedHash ?? '');
+	return match ? Number(match[1]) : null;
+}
+
+/**
+ * The ids of a website's posts among `routes` that a publishing target has (a remote id, or a version delivered),
+ * in id order: what a takedown takes down.
+ */
+export async function publishedPostIds(knex: Knex, pseoId: number, routes: readonly string[]): Promise<number[]> {
+	const ids: number[] = [];
+	for (let i = 0; i < routes.length; i += IDS_PER_QUERY) {
+		const rows = (await knex(POSTS)
+			.where('pseo_id', pseoId)
+			.whereIn('route', routes.slice(i, i + IDS_PER_QUERY))
+			.andWhere((q) => q.whereNotNull('remote_id').orWhere((p) => p.whereNotNull('published_hash').andWhere('published_hash', 'not like', 'unpublished:%')))
+			.select('id')) as { id: number }[];
+		ids.push(...rows.map((row) => Number(row.id)));
+	}
+	return ids.sort((a, b) => a - b);
+}
+
+/**
+ * Stores that the site no longer shows a post (a takedown): its URL is forgotten, so that no page links to it; its
+ * remote id is kept, so that the post is published again in place when its row comes back.
+ */
+export async function markTakenDown(trx: Knex.Transaction, postId: number, publicationId: number): Promise<void> {
+	await trx(POSTS).where('id', postId).update({ remote_url: null, published_hash: takenDownHash(publicationId) });
 }

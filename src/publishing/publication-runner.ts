@@ -1,7 +1,7 @@
 import type { Knex } from 'knex';
 import type { PseoConfig } from '../config/config.ts';
 import { clustersOf, hubSets } from '../plan/plan-page-store.ts';
-import { markPublished, publishedUrls, readPostForPublishing, routesOfPostIds, type PostForPublishing } from '../posts/post-publishing.ts';
+import { markPublished, markTakenDown, publishedUrls, readPostForPublishing, routesOfPostIds, takedownOf, type PostForPublishing } from '../posts/post-publishing.ts';
 import { faultPoint } from '../shared/fault-injection.ts';
 import type { Logger } from '../shared/logger.ts';
 import { transact } from '../shared/transaction.ts';
@@ -49,11 +49,32 @@ interface Site {
 	hubSets: Map<string, { route: string; title: string }[]>;
 }
 
+/**
+ * The target could not take a step now (no answer, a 5xx or a 429 after the client's own retries): the step fails,
+ * and the publication is resumed at the same post after a back-off (publication-runtime.ts), since a takedown left
+ * undone would leave a retired page on the site.
+ */
+export class TargetUnavailableError extends Error {
+	constructor(message: string) {
+		super(message);
+		this.name = 'TargetUnavailableError';
+	}
+}
+
 export async function runPublication(publication: PublicationRecord, deps: PublicationDeps): Promise<void> {
 	const { database, worker } = deps;
 	const site = await openSite(publication, deps);
 	if (typeof site === 'string') {
 		await finishPublication(database, publication.id, worker, 'failed', site);
+		return;
+	}
+	if (publication.phase === 'takedown') {
+		while (publication.cursor < publication.postIds.length) {
+			deps.signal.throwIfAborted();
+			await takedownStep(publication, site, deps);
+		}
+		await finishPublication(database, publication.id, worker, 'completed', null);
+		deps.logger.info({ publicationId: publication.id, pseoId: publication.pseoId }, 'pseo takedown completed');
 		return;
 	}
 	if (publication.phase === 'publish') {
@@ -90,7 +111,7 @@ async function openSite(publication: PublicationRecord, deps: PublicationDeps): 
 		target.target === 'wordpress' ? createWordPressClient(deps.http, { url: target.url, username: target.username ?? '', applicationPassword: secret }, deps.signal) : null;
 	const inPublication = await routesOfPostIds(deps.database, publication.pseoId, publication.postIds);
 	let structuredData: StructuredDataRoute | null = null;
-	if (wordpress) {
+	if (wordpress && publication.phase !== 'takedown') {
 		try {
 			structuredData = await wordpress.structuredDataRoute();
 		} catch (error) {
@@ -151,6 +172,11 @@ async function publishStep(publication: PublicationRecord, site: Site, deps: Pub
 		await step(deps, publication, { cursor, outcome: 'failed', failed: { post_id: postId, route: post?.route ?? '', error: 'The post no longer exists.' } });
 		return;
 	}
+	if (post.retired) {
+		// Its row left its data: a takedown of its own removes it from the site; it is published again once the row is back.
+		await step(deps, publication, { cursor, outcome: 'failed', failed: { post_id: postId, route: post.route, error: RETIRED_POST } });
+		return;
+	}
 	const placement = placementOf(publication, site, cursor);
 	const rendered = render(post, site);
 	const hash = publishedHash(rendered, placement, structuredMeta(site, post));
@@ -192,7 +218,7 @@ async function relinkStep(publication: PublicationRecord, site: Site, deps: Publ
 	const cursor = publication.cursor;
 	const post = await readPostForPublishing(deps.database, publication.postIds[cursor]!);
 	const wordpress = site.wordpress!;
-	if (post?.remoteId && post.pseoId === publication.pseoId) {
+	if (post?.remoteId && post.pseoId === publication.pseoId && !post.retired && takedownOf(post.publishedHash) === null) {
 		const placement = placementOf(publication, site, cursor);
 		const rendered = render(post, site);
 		const meta = structuredMeta(site, post);
@@ -229,6 +255,63 @@ async function step(deps: PublicationDeps, publication: PublicationRecord, chang
 		what: 'publication progress',
 		context: { publicationId: publication.id },
 	});
+	publicationProgressed(publication.id);
+}
+
+/** Why a publication left a retired post out. */
+const RETIRED_POST = 'The post is retired: no row of its data produces its page any more, so it is not published.';
+
+/**
+ * Takes one retired post down: WordPress keeps it as a draft (never deleted, so it comes back in place, under the
+ * same id, when its row does); a webhook receives a signed `post.unpublished` event. A post whose row came back
+ * before the step ran is left as it is. The site's answer and the cursor move together, as a publication's do.
+ */
+async function takedownStep(publication: PublicationRecord, site: Site, deps: PublicationDeps): Promise<void> {
+	const cursor = publication.cursor;
+	const postId = publication.postIds[cursor]!;
+	const post = await readPostForPublishing(deps.database, postId);
+	if (!post || post.pseoId !== publication.pseoId || !post.retired) {
+		await step(deps, publication, { cursor, outcome: 'unchanged' });
+		return;
+	}
+	try {
+		if (site.wordpress) {
+			// A post the site no longer has (deleted, binned) is down already.
+			if (post.remoteId) await site.wordpress.setStatus(Number(post.remoteId), 'draft');
+		} else {
+			await deliverWebhook(
+				deps.http,
+				{
+					url: site.target.url,
+					secret: site.secret,
+					idempotencyKey: `pseo-${post.pseoId}-${post.id}-unpublished-${publication.id}`,
+					payload: {
+						event: 'post.unpublished',
+						website: { id: post.pseoId, url: site.websiteUrl },
+						post: { id: post.id, route: post.route, slug: slugOf(post.route), url: resolverOf(site)(post.route) },
+					},
+				},
+				{ maxAttempts: deps.config.publishing.maxAttempts, backoffBaseMs: deps.config.publishing.backoffMs, signal: deps.signal },
+			);
+		}
+	} catch (error) {
+		if (deps.signal.aborted) throw error;
+		const reason = describe(error);
+		if (reason === null) throw error;
+		if (!(error instanceof WordPressError) || error.status === 429 || error.status >= 500) throw new TargetUnavailableError(reason);
+		// WordPress refused for good (this user may not edit the post any more): listed, as a publication's failures are.
+		deps.logger.warn({ publicationId: publication.id, postId, route: post.route, reason }, 'pseo takedown: a post could not be taken down');
+		await step(deps, publication, { cursor, outcome: 'failed', failed: { post_id: postId, route: post.route, error: reason } });
+		return;
+	}
+	await transact(
+		deps.database,
+		async (trx) => {
+			await markTakenDown(trx, post.id, publication.id);
+			await recordPostStep(trx, publication, deps.worker, { cursor, outcome: 'updated' });
+		},
+		{ logger: deps.logger, what: 'takedown progress', context: { publicationId: publication.id, postId } },
+	);
 	publicationProgressed(publication.id);
 }
 
@@ -291,14 +374,18 @@ async function sendToWebhook(
 	hash: string,
 	deps: PublicationDeps,
 ): Promise<{ outcome: PostOutcome; remoteId: null; remoteUrl: null }> {
+	const takenDown = takedownOf(post.publishedHash);
+	// A post taken down (its row had left its data) is created again at the receiver, as it was the first time.
+	const created = post.publishedHash === null || takenDown !== null;
 	await deliverWebhook(
 		deps.http,
 		{
 			url: site.target.url,
 			secret: site.secret,
-			idempotencyKey: `pseo-${post.pseoId}-${post.id}-${hash.slice(0, 32)}`,
+			// After a takedown, the same version is a new delivery: the receiver did the first one, then the unpublishing.
+			idempotencyKey: `pseo-${post.pseoId}-${post.id}-${hash.slice(0, 32)}${takenDown === null ? '' : `-after-${takenDown}`}`,
 			payload: {
-				event: post.publishedHash === null ? 'post.created' : 'post.updated',
+				event: created ? 'post.created' : 'post.updated',
 				website: { id: post.pseoId, url: site.websiteUrl },
 				post: {
 					id: post.id,
@@ -324,7 +411,7 @@ async function sendToWebhook(
 		},
 		{ maxAttempts: deps.config.publishing.maxAttempts, backoffBaseMs: deps.config.publishing.backoffMs, signal: deps.signal },
 	);
-	return { outcome: post.publishedHash === null ? 'created' : 'updated', remoteId: null, remoteUrl: null };
+	return { outcome: created ? 'created' : 'updated', remoteId: null, remoteUrl: null };
 }
 
 /** Why a post failed, for failed_posts; null for a fault that is not the post's (the database, a lost lease). */

@@ -13,8 +13,8 @@ import {
 	releasePublication,
 	renewPublicationLease,
 } from './publication-store.ts';
-import { runPublication } from './publication-runner.ts';
-import { nextInternalError } from '../engine/step-failure.ts';
+import { runPublication, TargetUnavailableError } from './publication-runner.ts';
+import { nextInternalError, nextTargetError, stepRetryDelay } from '../engine/step-failure.ts';
 
 /** Publications one instance runs at once: each waits on a website far more than on this process. */
 const MAX_PUBLICATIONS = 4;
@@ -106,19 +106,27 @@ export class PublicationRuntime {
 				this.#logger.warn({ publicationId: id, worker: this.worker }, 'pseo publication handed over to another worker');
 				return;
 			}
-			// A database fault: on its record, and handed back, so that the next sweep (here or elsewhere) resumes it
-			// from its cursor.
-			this.#logger.error({ err: error, publicationId: id }, 'pseo publication step failed; it will be resumed');
-			await this.#stepFailed(id).catch(() => releasePublication(this.#database, id, this.worker).catch(() => undefined));
+			// A database fault, or a target that cannot take a takedown now: on its record, and handed back, so that a sweep
+			// (here or elsewhere) resumes it from its cursor once its back-off has passed.
+			if (error instanceof TargetUnavailableError) this.#logger.warn({ publicationId: id, reason: error.message }, 'pseo publication step failed at its target; it will be resumed');
+			else this.#logger.error({ err: error, publicationId: id }, 'pseo publication step failed; it will be resumed');
+			await this.#stepFailed(id, error).catch(() => releasePublication(this.#database, id, this.worker).catch(() => undefined));
 		} finally {
 			clearInterval(renew);
 		}
 	}
 
-	async #stepFailed(id: number): Promise<void> {
+	/**
+	 * Records a failed step and hands the publication back for later: after the poll interval, doubled at each failed
+	 * step in a row (engine/step-failure.ts, as a job waits), so that a target that is down is not called at every sweep.
+	 */
+	async #stepFailed(id: number, error: unknown): Promise<void> {
 		const publication = await readPublication(this.#database, id);
 		if (!publication) return;
-		await recordPublicationFailure(this.#database, id, this.worker, nextInternalError(publication.lastError, Date.now()));
+		const now = Date.now();
+		const record = error instanceof TargetUnavailableError ? nextTargetError(publication.lastError, error.message, now) : nextInternalError(publication.lastError, now);
+		const retryAt = now + stepRetryDelay(this.#config.batchPollIntervalMs, record.attempts);
+		await recordPublicationFailure(this.#database, id, this.worker, record, retryAt);
 	}
 
 	/** Stops claiming, aborts the publications in flight and hands them back. */

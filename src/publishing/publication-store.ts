@@ -17,7 +17,8 @@ import { storedStepError, TROUBLE_FIELDS, type StoredStepError } from '../engine
 export const PUBLICATIONS = 'pseo_publications';
 
 type PublicationStatus = 'pending' | 'running' | 'completed' | 'failed';
-type PublicationPhase = 'publish' | 'links';
+/** `publish`, then `links` (WordPress); a takedown of retired pages has the one phase `takedown`. */
+type PublicationPhase = 'publish' | 'links' | 'takedown';
 export type PostOutcome = 'created' | 'updated' | 'unchanged' | 'failed';
 
 interface FailedPost {
@@ -57,6 +58,11 @@ export interface NewPublication {
 	publishStatus: string | null;
 	schedule: Schedule | null;
 	postIds: readonly number[];
+	/**
+	 * `takedown`: the posts are taken down (retired pages), not published. A takedown is queued by a sync, whatever
+	 * else the website runs, so it holds no `active_pseo_id` (a publication skips retired posts).
+	 */
+	phase?: 'publish' | 'takedown';
 }
 
 /** The lease lost: another worker runs the publication now. */
@@ -68,6 +74,7 @@ export class PublicationLeaseLostError extends Error {
 }
 
 export async function insertPublication(knex: Knex, publication: NewPublication): Promise<number> {
+	const takedown = publication.phase === 'takedown';
 	const now = dbTimestamp(knex);
 	const rows = await knex(PUBLICATIONS).insert(
 		{
@@ -79,14 +86,14 @@ export async function insertPublication(knex: Knex, publication: NewPublication)
 			schedule: publication.schedule ? JSON.stringify(publication.schedule) : null,
 			post_ids: JSON.stringify(publication.postIds),
 			next_index: 0,
-			phase: 'publish',
+			phase: takedown ? 'takedown' : 'publish',
 			requested_count: publication.postIds.length,
 			created_count: 0,
 			updated_count: 0,
 			unchanged_count: 0,
 			failed_count: 0,
 			failed_posts: JSON.stringify([]),
-			active_pseo_id: publication.pseoId,
+			active_pseo_id: takedown ? null : publication.pseoId,
 			attempts: 0,
 			date_created: now,
 			date_updated: now,
@@ -94,7 +101,7 @@ export async function insertPublication(knex: Knex, publication: NewPublication)
 		['id'],
 	);
 	const id = insertedId(rows);
-	itemsChanged(PUBLICATIONS, [id]);
+	afterCommit(knex, () => itemsChanged(PUBLICATIONS, [id]));
 	return id;
 }
 
@@ -168,11 +175,15 @@ export async function releasePublication(knex: Knex, id: number, worker: string)
 	await knex(PUBLICATIONS).where({ id, lease_owner: worker, status: 'running' }).update({ lease_owner: null, lease_expires_at: null });
 }
 
-/** Records a failed step on the publication, with `attention` on, and hands it back to be resumed by the next sweep. */
-export async function recordPublicationFailure(knex: Knex, id: number, worker: string, record: StoredStepError): Promise<void> {
+/**
+ * Records a failed step on the publication, with `attention` on, and hands it back to be resumed at `retryAt` (epoch
+ * ms): a running publication without an owner whose lease lapses then, so that no sweep claims it before (a target
+ * that is down is not called at every sweep).
+ */
+export async function recordPublicationFailure(knex: Knex, id: number, worker: string, record: StoredStepError, retryAt: number): Promise<void> {
 	const updated = await knex(PUBLICATIONS)
 		.where({ id, lease_owner: worker, status: 'running' })
-		.update({ last_error: JSON.stringify(record), attention: true, lease_owner: null, lease_expires_at: null, date_updated: dbTimestamp(knex) });
+		.update({ last_error: JSON.stringify(record), attention: true, lease_owner: null, lease_expires_at: retryAt, date_updated: dbTimestamp(knex) });
 	if (updated === 1) itemsChanged(PUBLICATIONS, [id]);
 }
 
@@ -189,6 +200,8 @@ const COUNTER: Record<PostOutcome, string> = { created: 'created_count', updated
 /** Moves the cursor past one post and counts its outcome; PublicationLeaseLostError when this worker no longer holds it. */
 export async function recordPostStep(trx: Knex.Transaction, publication: PublicationRecord, worker: string, step: PostStep): Promise<void> {
 	const changes: Record<string, unknown> = { next_index: step.cursor + 1, date_updated: dbTimestamp(trx) };
+	// A step that went well ends the streak of failed ones: the next failure waits the shortest delay again.
+	if (publication.lastError) Object.assign(changes, { last_error: null, attention: false });
 	if (step.outcome) changes[COUNTER[step.outcome]] = trx.raw('?? + 1', [COUNTER[step.outcome]]);
 	if (step.failed) {
 		publication.failedPosts = [...publication.failedPosts, step.failed];
@@ -198,6 +211,7 @@ export async function recordPostStep(trx: Knex.Transaction, publication: Publica
 		.where({ id: publication.id, lease_owner: worker, status: 'running', next_index: step.cursor, phase: publication.phase })
 		.update(changes);
 	if (updated !== 1) throw new PublicationLeaseLostError(publication.id);
+	publication.lastError = null;
 	const { outcome } = step;
 	if (outcome) afterCommit(trx, () => publicationDeliveries.inc({ target: publication.target, outcome }));
 	publication.cursor = step.cursor + 1;

@@ -12,7 +12,7 @@ import { factLabel, factText, type Facts } from '../shared/facts.ts';
  */
 
 /** A post as the publisher renders it: the stored post and its plan page's cluster. */
-export type PublishablePost = Omit<PostForPublishing, 'remoteId' | 'remoteUrl' | 'publishedHash'> & { cluster: string | null };
+export type PublishablePost = Omit<PostForPublishing, 'remoteId' | 'remoteUrl' | 'publishedHash' | 'retired'> & { cluster: string | null };
 
 /** How the website shows a page's facts: a table after the page (`table`, the default), or not at all (`none`). */
 export type FactsDisplay = 'table' | 'none';

@@ -67,6 +67,8 @@ export interface WordPressClient {
 	createPost(payload: PostPayload): Promise<RemotePost>;
 	/** Updates a post; null when the site no longer has it. */
 	updatePost(id: number, payload: PostPayload): Promise<RemotePost | null>;
+	/** Sets a post's status alone (`draft` takes it off the site, keeping it); null when the site no longer has it. */
+	setStatus(id: number, status: string): Promise<RemotePost | null>;
 	/** The id of the category named `name`, created when missing. */
 	categoryId(name: string): Promise<number>;
 	/** The `meta` a post carries for its SEO title and description, for the plugins the site exposes. */
@@ -159,6 +161,13 @@ export function createWordPressClient(http: OutboundClient, credentials: WordPre
 			if (response.status !== 200) throw refusal(response);
 			const post = toRemote(response.json);
 			// A post an editor moved to the bin is gone from the site even though WordPress still updates it.
+			return post.status === 'trash' ? null : post;
+		},
+		async setStatus(id, status) {
+			const response = await call('POST', `wp/v2/posts/${id}`, { status }, { context: 'edit' });
+			if (response.status === 404 || response.status === 410) return null;
+			if (response.status !== 200) throw refusal(response);
+			const post = toRemote(response.json);
 			return post.status === 'trash' ? null : post;
 		},
 		categoryId(name) {

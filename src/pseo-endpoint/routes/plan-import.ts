@@ -5,6 +5,7 @@ import { mountIdempotentRoute } from '../../http/mount-route.ts';
 import { parseRequest } from '../../http/parse-request.ts';
 import { importPlan, type ImportResult } from '../../plan/import-plan.ts';
 import { libraryFileOpener } from '../../plan/library-file.ts';
+import { queueTakedown } from '../../publishing/takedown.ts';
 import type { ServiceContext } from '../../shared/services.ts';
 import { siteRoutesReader } from '../../sitemap/site-routes.ts';
 
@@ -17,6 +18,8 @@ export function registerPlanImport(router: Router, context: ServiceContext): voi
 		config,
 		siteRoutes: siteRoutesReader(config.sitemap, context.logger),
 		openFile: libraryFileOpener(context),
+		// A sync's retired pages come down at the website's publishing target: queued in the sync's transaction.
+		onRetired: queueTakedown,
 	};
 	mountIdempotentRoute(router, importContentPlanRoute, { database: context.database, lockMs: config.leaseMs }, (req, { user: userId }) => {
 		const { body } = parseRequest(importContentPlanRoute, req);
