@@ -46,8 +46,10 @@ describeLegs('retired pages come down (%s)', LEGS, (leg) => {
 	let receiver: http.Server;
 	let origin: string;
 	const deliveries: Delivery[] = [];
-	/** The receiver's answer to a delivery (the website's own script; 204 by default). */
-	const scripts = new Map<number, (delivery: Omit<Delivery, 'status'>) => number>();
+	/** The receiver's answer to a delivery (the website's own script; 204 by default), or `hold`: no answer at all. */
+	const scripts = new Map<number, (delivery: Omit<Delivery, 'status'>) => number | 'hold'>();
+	/** Deliveries held without an answer, answered at the end. */
+	const held: http.ServerResponse[] = [];
 
 	beforeAll(async () => {
 		await ensureWordPress();
@@ -68,6 +70,7 @@ describeLegs('retired pages come down (%s)', LEGS, (leg) => {
 					valid: verify(String(req.headers['x-pseo-signature'] ?? ''), body),
 				};
 				const status = scripts.get(seen.pseoId)?.(seen) ?? 204;
+				if (status === 'hold') return void held.push(res);
 				deliveries.push({ ...seen, status });
 				res.writeHead(status).end();
 			});
@@ -86,6 +89,8 @@ describeLegs('retired pages come down (%s)', LEGS, (leg) => {
 				PSEO_QUALITY_MIN_WORDS: '0',
 				PSEO_BATCH_POLL_INTERVAL_MS: String(RETRY_BASE_MS),
 				PSEO_SWEEP_INTERVAL_MS: String(SWEEP_MS),
+				// A publication held by a killed instance is taken over within seconds.
+				PSEO_LEASE_MS: '3000',
 			},
 		});
 	}, 240_000);
@@ -93,6 +98,7 @@ describeLegs('retired pages come down (%s)', LEGS, (leg) => {
 	afterAll(async () => {
 		await directus?.dispose();
 		await Promise.all([fake?.close(), wordpress?.stop()]);
+		for (const res of held) res.destroy();
 		await new Promise<void>((resolve) => receiver?.close(() => resolve()));
 	});
 
@@ -231,5 +237,25 @@ describeLegs('retired pages come down (%s)', LEGS, (leg) => {
 		for (const [i, wait] of waits.entries()) expect(wait, JSON.stringify(waits)).toBeGreaterThanOrEqual(RETRY_BASE_MS * 2 ** i - 50);
 		for (const [i, wait] of waits.slice(1).entries()) expect(wait, JSON.stringify(waits)).toBeGreaterThan(waits[i]! * 1.5);
 		expect((await postsOf(pseoId)).get('/leeds')).toMatchObject({ id: posts.get('/leeds')!.id, retired: true });
+	}, 120_000);
+
+	it('a sync that committed has its takedown done even when the instance is killed (kill -9) while the takedown waits on its target', async () => {
+		const { user, pseoId, posts } = await website({ target: 'webhook', url: `${origin}/hooks`, secret: SECRET });
+		expect(await publish(user, pseoId)).toMatchObject({ status: 'completed', created_count: 3 });
+		let holding = true;
+		scripts.set(pseoId, (delivery) => (delivery.event === 'post.unpublished' && holding ? 'hold' : 204));
+		const before = held.length;
+		expect(await sync(user, pseoId, CITIES.filter((row) => row.city !== 'York'))).toMatchObject({ retired: 1 });
+		const [takedown] = await takedowns(pseoId);
+		await eventually(async () => held.length > before, 30_000, 'the takedown\'s delivery');
+		await directus.kill();
+		holding = false;
+		await directus.restart();
+		// The restarted instance takes the takedown over once the dead one's lease has lapsed, and delivers it.
+		expect(await publication(user, takedown.id, 60_000)).toMatchObject({ status: 'completed', updated_count: 1, failed_count: 0 });
+		const york = posts.get('/york')!;
+		const delivered = deliveries.filter((delivery) => delivery.pseoId === pseoId && delivery.event === 'post.unpublished');
+		expect(delivered).toEqual([expect.objectContaining({ postId: york.id, valid: true, status: 204, key: `pseo-${pseoId}-${york.id}-unpublished-${takedown.id}` })]);
+		expect((await postsOf(pseoId)).get('/york')).toMatchObject({ retired: true, published_hash: `unpublished:${takedown.id}` });
 	}, 120_000);
 });
