@@ -82,6 +82,7 @@ const SCENARIO = [
 	'cancelGeneration:bulk',
 	'retryGeneration:cancelled',
 	'regeneratePost:withInstructions',
+	'startRefreshGeneration:allStale',
 	'savePublishingTarget:webhook',
 	'getPublishingTarget:website',
 	'publish:everything',
@@ -132,6 +133,15 @@ describe.skipIf(!legAvailable(LEG))('the OpenAPI document\'s request examples, s
 		// The bulk job waits at the provider, so that the cancel example finds it running.
 		'startBulkGeneration:threePages': () => fake.configure({ holdBatches: true }),
 		'retryGeneration:cancelled': () => fake.configure({ holdBatches: false }),
+		// The price list's prices change again, after its pages were written: their posts are stale.
+		'startRefreshGeneration:allStale': async () => {
+			const sync = requests.get('importContentPlan:sync')!.body as Json;
+			const res = await call(directus, 'POST', '/pseo-endpoints/plan/import', {
+				token: user.token,
+				body: { ...sync, rows: sync['rows'].map((row: Json) => ({ ...row, price_from_gbp: row['price_from_gbp'] + 10 })) },
+			});
+			expect(res.body.data).toMatchObject({ updated: 2 });
+		},
 	};
 	/** What an example's answer must say for the examples after it to hold, and what they wait for. */
 	const after: Record<string, (body: Json) => Promise<void>> = {
@@ -148,6 +158,7 @@ describe.skipIf(!legAvailable(LEG))('the OpenAPI document\'s request examples, s
 		'cancelGeneration:bulk': async (body) => expect(body['data'].status).toBe('failed'),
 		'retryGeneration:cancelled': async (body) => expect((await waitForJob(directus, user, body['generation_id']))['status']).toBe('completed'),
 		'regeneratePost:withInstructions': async (body) => expect((await waitForJob(directus, user, body['generation_id']))['status']).toBe('completed'),
+		'startRefreshGeneration:allStale': async (body) => expect(await waitForJob(directus, user, body['generation_id'])).toMatchObject({ kind: 'refresh', status: 'completed' }),
 		'publish:everything': async (body) => {
 			expect(body['publication_id']).toBe(1);
 			await eventually(async () => {

@@ -20,6 +20,7 @@ import {
 } from './support/api.ts';
 import { startDirectus, useSharedDirectus, type DirectusInstance } from './support/directus.ts';
 import { startFixtureServer, type FixtureServer } from './support/sitemap-fixture-server.ts';
+import { importPrices, postsByRoute } from './support/synced-data.ts';
 import { ACCOUNTING_ENV, describeLegs, ENGINE_ENV, ENGINE_INTERFACE_LEGS, IMPORTED_PAGE_RATE, LEGS } from './support/legs.ts';
 
 /*
@@ -157,13 +158,9 @@ describeLegs('plan import on %s', ENGINE_INTERFACE_LEGS, (leg) => {
 		expect(await balanceOf(directus, user.id)).toBe(0);
 	});
 
-	// A template of pages by city whose facts are their city and price: the sync tests' data.
-	const priced = { route: '/{city}', title: 'Plumbers in {city}', priority: '{rank}', facts: ['city', 'price_eur'] };
-	const importing = (user: TestUser, pseoId: number, body: Record<string, unknown>) =>
-		call(directus, 'POST', IMPORT, { token: user.token, body: { pseo_id: pseoId, language_code: 'en-GB', template: priced, ...body } });
+	const importing = (user: TestUser, pseoId: number, body: Record<string, unknown>) => importPrices(directus, user, pseoId, body);
 	const pagesBy = async (pseoId: number) => new Map((await rowsOf(pseoId)).map((row) => [row.route as string, row]));
-	const postsBy = async (pseoId: number) =>
-		new Map((await adminItems(directus, 'pseo_posts', `filter[pseo_id][_eq]=${pseoId}&fields=id,route,stale,stale_since,retired,body,quality_status,quality_issues`)).map((post) => [post.route as string, post]));
+	const postsBy = (pseoId: number) => postsByRoute(directus, pseoId);
 
 	it('a sync counts what it added, updated, left unchanged and retired, charges the added pages only, and leaves another source\'s and an AI plan\'s pages alone', async () => {
 		const user = await createUser(directus, { balance: 100 });

@@ -11,6 +11,7 @@ import { copyDatabase, startDirectus, type DatabaseCopy, type DirectusInstance }
 import { legAvailable } from './support/legs.ts';
 import { PG } from './support/paths.ts';
 import { ensureWordPress, startWordPress, type WordPressPost, type WordPressSite } from './support/wordpress.ts';
+import { postsByRoute, syncPrices } from './support/synced-data.ts';
 
 /*
  * Publishing against a real WordPress (Debian's package, MariaDB, PHP's built-in server on loopback): the fields a
@@ -259,6 +260,40 @@ describe.skipIf(!legAvailable(LEG))('publishing to WordPress', () => {
 		expect(left, JSON.stringify(left.failed_posts)).toMatchObject({ status: 'completed', created_count: 1, notices: [expect.stringMatching(/structured data \(JSON-LD\) was left out: this WordPress user may not publish raw HTML/)] });
 		const [authored] = await remotePostsOf(other.pseoId);
 		expect(authored!.content).not.toContain('application/ld+json');
+	});
+
+	it('a refreshed published post is updated in place: the same WordPress post, still published, with the new figure', async () => {
+		const user = await createUser(directus, { balance: 100 });
+		const { id: pseoId } = await createWebsite(directus, user);
+		const rows = [
+			{ city: 'Leeds', rank: 2, price_eur: 4870 },
+			{ city: 'York', rank: 1, price_eur: 3890 },
+		];
+		expect((await syncPrices(directus, user, pseoId, rows)).body.data).toMatchObject({ added: 2 });
+		const bulk = await api('POST', '/pseo-endpoints/trigger/bulk-generation', { token: user.token, body: { pseo_id: pseoId, post_count: 2 } });
+		expect(await waitForJob(directus, user, bulk.body.generation_id)).toMatchObject({ status: 'completed', created_count: 2 });
+		expect((await api('PUT', `/pseo-endpoints/pseo/${pseoId}/publishing`, { token: user.token, body: target() })).status).toBe(200);
+		expect(await waitForPublication(user, await publish(user, { pseo_id: pseoId, status: 'publish' }))).toMatchObject({ status: 'completed', created_count: 2 });
+		const before = await postsByRoute(directus, pseoId);
+		const remoteOf = async (route: string) => (await remotePostsOf(pseoId)).find((post) => String(post.id) === before.get(route)!.remote_id);
+		expect(await remoteOf('/leeds')).toMatchObject({ status: 'publish', content: expect.stringContaining('4870') });
+
+		// Leeds' price changes; its refresh reaches the site without a click.
+		expect((await syncPrices(directus, user, pseoId, [{ ...rows[0]!, price_eur: 5130 }, rows[1]!])).body.data).toMatchObject({ updated: 1 });
+		const refresh = await api('POST', '/pseo-endpoints/trigger/refresh-generation', { token: user.token, body: { pseo_id: pseoId } });
+		expect(refresh.status).toBe(202);
+		expect(await waitForJob(directus, user, refresh.body.generation_id)).toMatchObject({ kind: 'refresh', status: 'completed', created_count: 1 });
+		const leeds = await eventually(async () => {
+			const post = await remoteOf('/leeds');
+			return post?.content.includes('5130') ? post : null;
+		}, 90_000, 'the refreshed post on WordPress');
+		expect(leeds).toMatchObject({ status: 'publish' });
+		expect(leeds.content).not.toContain('4870');
+		// In place: no second post, the same remote id on record, and York untouched.
+		expect(await remotePostsOf(pseoId)).toHaveLength(2);
+		const after = await postsByRoute(directus, pseoId);
+		expect(after.get('/leeds')).toMatchObject({ remote_id: before.get('/leeds')!.remote_id, stale: false });
+		expect((await remoteOf('/york'))!.content).toContain('3890');
 	});
 
 	it('a schedule gives future posts on the planned days', async () => {

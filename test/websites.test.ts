@@ -32,6 +32,7 @@ describe.each(CORE_INTERFACE_LEGS)('foundation on %s', (leg) => {
 				'POST /pseo',
 				'POST /trigger/on-demand-generation',
 				'POST /trigger/bulk-generation',
+				'POST /trigger/refresh-generation',
 				'GET /generations/:id',
 				'GET /generations?pseo_id=X',
 				'POST /generations/:id/cancel',

@@ -40,6 +40,26 @@ const BulkGenerationRequest = named(
 	{ description: 'Interface 4.5: any number of pages, through the provider\'s Batch API.' },
 );
 
+/** POST /trigger/refresh-generation: the website's stale posts, all of them or the first `post_count`. */
+const RefreshGenerationRequest = named(
+	'RefreshGenerationRequest',
+	z.object(
+		{
+			pseo_id: Identifier,
+			post_count: doc(positiveInteger().optional(), {
+				description: 'Stale posts to rewrite, highest priority first; all of them when omitted.',
+				examples: [10],
+			}),
+			republish: doc(z.boolean({ error: rule('must be true or false.') }).optional(), {
+				description: 'Whether refreshed posts that were published are published again, in place, to the targets they are on. Default true.',
+				examples: [false],
+			}),
+		},
+		{ error: NOT_AN_OBJECT },
+	),
+	{ description: 'Rewrites the website\'s stale posts (their data changed since they were written) from their current facts.' },
+);
+
 const GenerationAccepted = success(
 	'GenerationAccepted',
 	{
@@ -55,6 +75,11 @@ export const GenerationStatus = named('GenerationStatus', z.enum(['pending', 'ru
 		'`pending`: queued; `running`: pages are being generated; `completed`: every page was created; `failed`: some page was not (see `failed_routes`).',
 });
 
+const JobKind = named('GenerationKind', z.enum(['on_demand', 'bulk', 'retry', 'regenerate', 'refresh']), {
+	description:
+		'What started the job: `on_demand` and `bulk`, their triggers; `retry`, a retry of a finished job\'s failed pages; `regenerate`, a new version of one post; `refresh`, a rewrite of the website\'s stale posts.',
+});
+
 const FailedRoute = named('FailedRoute', z.strictObject({ route: z.string(), error: z.string() }), {
 	description: 'A route that produced no post, and why (operating contract section 4).',
 });
@@ -63,6 +88,7 @@ const generationFields = {
 	id: doc(Identifier, { description: 'The `generation_id` returned when the job was started.' }),
 	pseo_id: doc(Identifier, { description: 'The website the job belongs to.' }),
 	status: GenerationStatus,
+	kind: JobKind,
 	requested_count: doc(z.int().min(1), { description: 'Pages requested.' }),
 	created_count: doc(count(), { description: 'Pages created so far.' }),
 	failed_count: doc(count(), { description: 'Pages that failed (each refunded).' }),
@@ -166,6 +192,29 @@ export const bulkGenerationRoute = defineRoute({
 	responses: accepted,
 	errors: [
 		[400, 'Invalid body, no content plan, or fewer routes without a post than `post_count`.'],
+		401,
+		402,
+		403,
+		[404, 'The website does not exist.'],
+		[409, 'A job of this website is pending or running.'],
+	],
+});
+
+/** POST /trigger/refresh-generation. */
+export const refreshGenerationRoute = defineRoute({
+	method: 'post',
+	idempotent: true,
+	path: '/trigger/refresh-generation',
+	operationId: 'startRefreshGeneration',
+	tag: 'Generations',
+	summary: 'Rewrite the stale posts of a website',
+	description:
+		'Takes the website\'s stale posts (a sync import changed their plan page\'s data since they were written; retired ones left out), highest priority first, all of them or the first `post_count`, charges `token_per_batch_page` each and runs as a bulk job (kind `refresh`). Each page is written from the facts its plan page holds when the job is accepted; the new version replaces the post, the previous one stays as a revision, and `stale` is cleared. Unless `republish` is false, the refreshed posts that were published are published again, in place, when the job ends.',
+	body: RefreshGenerationRequest,
+	examples: { allStale: { summary: 'Every stale post of website 1', body: { pseo_id: 1 } } },
+	responses: accepted,
+	errors: [
+		[400, 'Invalid body, or no stale post to refresh.'],
 		401,
 		402,
 		403,

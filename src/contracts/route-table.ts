@@ -5,6 +5,7 @@ import {
 	getGenerationRoute,
 	listGenerationsRoute,
 	onDemandGenerationRoute,
+	refreshGenerationRoute,
 	regeneratePostRoute,
 	retryGenerationRoute,
 } from './generations.ts';
@@ -31,6 +32,7 @@ export const ROUTES: readonly RouteContract[] = [
 	providersRoute,
 	onDemandGenerationRoute,
 	bulkGenerationRoute,
+	refreshGenerationRoute,
 	listGenerationsRoute,
 	getGenerationRoute,
 	cancelGenerationRoute,

@@ -110,7 +110,8 @@ export async function ingestPart(
 	const record = (outcomes: PageOutcome[]) =>
 		timed('writeMs', async () => {
 			try {
-				await recordOutcomes(database, job, worker, outcomes, logger);
+				// A refresh's pages replace their posts, each keeping its previous version as a revision.
+				await recordOutcomes(database, job, worker, outcomes, logger, deps.revise);
 			} finally {
 				gate.settle(outcomes.map((outcome) => outcome.route));
 			}

@@ -289,7 +289,7 @@ describeOnVendors('job store', (database) => {
 	it('one active job per website: a second one fails on the unique index', async () => {
 		const { userId, pseoId } = await freshJob();
 		await expect(
-			knex.transaction((trx) => insertJob(trx, { pseoId, userId, mode: 'bulk', routes: [{ route: '/x', title: 'X', priority: 1 }], rate: 5, planId: null })),
+			knex.transaction((trx) => insertJob(trx, { pseoId, userId, mode: 'bulk', kind: 'bulk', routes: [{ route: '/x', title: 'X', priority: 1 }], rate: 5, planId: null })),
 		).rejects.toThrow();
 		expect(Number((await knex(JOBS).where('pseo_id', pseoId).count({ n: '*' }).first())!['n'])).toBe(1);
 	});

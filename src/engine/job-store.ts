@@ -1,7 +1,7 @@
 import type { Knex } from 'knex';
 import { lockPayer, refundTokens } from '../ledger/token-ledger.ts';
 import type { PlanPage } from '../plan/plan-page.ts';
-import { insertPosts, isRewrittenBy, postedRoutes, type NewPost, type PageContent } from '../posts/post-store.ts';
+import { insertPosts, postIdsByRoute, postedRoutes, rewrittenBy, type NewPost, type PageContent } from '../posts/post-store.ts';
 import type { PostReviser } from '../posts/post-revisions.ts';
 import { dbTimestamp, insertedId, jsonFromDb, vendorOf } from '../shared/database.ts';
 import { itemsChanged } from '../shared/item-events.ts';
@@ -11,7 +11,7 @@ import { retryConflicts, transact } from '../shared/transaction.ts';
 import { addPostCount } from '../websites/website-store.ts';
 import { indexPages } from '../quality/similarity-index.ts';
 import { markPosted } from '../plan/plan-page-store.ts';
-import type { FailedRoute, JobHead, JobMode, JobRecord } from './job-types.ts';
+import { kindOf, rewritesPosts, type FailedRoute, type JobHead, type JobKind, type JobMode, type JobRecord } from './job-types.ts';
 import { storedStepError, type StoredStepError } from './step-failure.ts';
 import { jobsFinished, pagesStored } from '../metrics/metrics.ts';
 
@@ -30,6 +30,8 @@ export interface NewJob {
 	pseoId: number;
 	userId: string;
 	mode: JobMode;
+	/** What started it (job-types.ts); a refresh rewrites the posts of its routes, as a regeneration rewrites its one post. */
+	kind: JobKind;
 	routes: readonly PlanPage[];
 	rate: number;
 	planId: number | null;
@@ -38,6 +40,8 @@ export interface NewJob {
 	instructions?: string | null;
 	/** The provider and model it runs with; null leaves them to the instance's default at each step. */
 	provider?: JobProvider | null;
+	/** A refresh: its published posts are published again once it ends (publishing/republish.ts). */
+	republish?: boolean;
 }
 
 /** The provider and model a job runs with. */
@@ -58,6 +62,7 @@ export async function insertJob(trx: Knex.Transaction, job: NewJob): Promise<num
 			pseo_id: job.pseoId,
 			user_id: job.userId,
 			mode: job.mode,
+			kind: job.kind,
 			status: 'pending',
 			requested_count: job.routes.length,
 			created_count: 0,
@@ -73,6 +78,7 @@ export async function insertJob(trx: Knex.Transaction, job: NewJob): Promise<num
 			instructions: job.instructions ?? null,
 			provider: job.provider?.kind ?? null,
 			model: job.provider?.model ?? null,
+			republish_pending: job.republish ?? false,
 			date_created: now,
 			date_updated: now,
 		},
@@ -307,6 +313,7 @@ export async function readJobHead(knex: Knex, jobId: number): Promise<JobHead | 
 		pseo_id: Number(row['pseo_id']),
 		user_id: String(row['user_id']),
 		mode: row['mode'] as JobRecord['mode'],
+		kind: kindOf(row),
 		status: row['status'] as JobRecord['status'],
 		requested_count: Number(row['requested_count']),
 		created_count: Number(row['created_count']),
@@ -335,12 +342,23 @@ export async function settledAmong(knex: Knex, job: JobHead, routes: readonly st
 }
 
 /**
- * Routes of the job that already have their post: any post for a job of new pages; for a regeneration, only a post
- * this very job rewrote (the post it rewrites exists from the start).
+ * Routes of the job that already have their post: any post for a job of new pages; for a job that rewrites posts
+ * (a regeneration, a refresh), only a post this very job rewrote (the posts it rewrites exist from the start).
  */
 async function doneRoutes(knex: Knex, job: JobHead, routes: readonly string[]): Promise<Set<string>> {
-	if (job.regenerate_post_id === null) return postedRoutes(knex, job.pseo_id, routes);
-	return (await isRewrittenBy(knex, job.regenerate_post_id, job.id)) ? new Set(routes) : new Set();
+	if (!rewritesPosts(job.kind)) return postedRoutes(knex, job.pseo_id, routes);
+	const posts = await postsToRewrite(knex, job, routes);
+	const rewritten = await rewrittenBy(knex, [...posts.values()], job.id);
+	return new Set([...posts].filter(([, postId]) => rewritten.has(postId)).map(([route]) => route));
+}
+
+/**
+ * The post each of these routes of a rewriting job rewrites: a regeneration's one post, or the website's post of the
+ * route for a refresh. A route whose post was deleted meanwhile is absent: nothing is left to rewrite.
+ */
+async function postsToRewrite(knex: Knex, job: JobHead, routes: readonly string[]): Promise<Map<string, number>> {
+	if (job.regenerate_post_id !== null) return new Map(routes.map((route) => [route, job.regenerate_post_id!]));
+	return postIdsByRoute(knex, job.pseo_id, routes);
 }
 
 export interface PageOutcome {
@@ -380,7 +398,7 @@ export async function recordOutcomes(
 		context: { jobId: job.id, worker },
 	});
 	if (recorded.created > 0 || recorded.failed > 0) itemsChanged(JOBS, [job.id]);
-	pagesStored.inc({ outcome: job.regenerate_post_id === null ? 'created' : 'regenerated' }, recorded.created);
+	pagesStored.inc({ outcome: rewritesPosts(job.kind) ? 'regenerated' : 'created' }, recorded.created);
 	pagesStored.inc({ outcome: 'failed' }, recorded.failed);
 	return recorded;
 }
@@ -408,14 +426,9 @@ async function recordInTransaction(
 	}
 
 	const now = dbTimestamp(trx);
-	const duplicates = job.regenerate_post_id === null ? await insertPosts(trx, newPosts(job, fresh), now) : new Set<string>();
-	if (job.regenerate_post_id !== null) {
-		for (const outcome of fresh) {
-			if (!outcome.content) continue;
-			if (!revise) throw new Error(`Generation ${job.id} rewrites post ${job.regenerate_post_id}, and this worker cannot record post revisions.`);
-			await revise(trx, { postId: job.regenerate_post_id, userId: job.user_id, generationId: job.id }, outcome.content);
-		}
-	}
+	const rewriting = rewritesPosts(job.kind);
+	// Routes whose page could not be stored: a post another writer stored first, or the post to rewrite deleted meanwhile.
+	const duplicates = rewriting ? await rewritePosts(trx, job, fresh, revise) : await insertPosts(trx, newPosts(job, fresh), now);
 	let created = 0;
 	let failed = 0;
 	for (const outcome of fresh) {
@@ -423,7 +436,7 @@ async function recordInTransaction(
 			created++;
 			continue;
 		}
-		if (outcome.content) outcome.error = 'A post for this route already exists.';
+		if (outcome.content) outcome.error = rewriting ? 'The post of this route no longer exists.' : 'A post for this route already exists.';
 		failedRoutes.push({ route: outcome.route, error: outcome.error ?? 'Generation failed.' });
 		failed++;
 		await refundTokens(trx, job.user_id, job.token_rate, {
@@ -453,8 +466,8 @@ async function recordInTransaction(
 				date_updated: now,
 			});
 	}
-	// A regeneration rewrites a post the website already counts.
-	if (created > 0 && job.regenerate_post_id === null) {
+	// A regeneration or a refresh rewrites posts the website already counts.
+	if (created > 0 && !rewriting) {
 		await addPostCount(trx, job.pseo_id, created);
 		await markPosted(
 			trx,
@@ -470,6 +483,28 @@ async function recordInTransaction(
 		stored.map((outcome) => ({ route: outcome.route, signature: outcome.content?.quality?.signature ?? null })),
 	);
 	return { created, failed };
+}
+
+/**
+ * A rewriting job's pages replace their posts, each keeping its previous version as a revision (posts/post-revisions.ts);
+ * returns the routes whose post no longer exists, which fail like a duplicate does for new pages.
+ */
+async function rewritePosts(trx: Knex.Transaction, job: JobHead, outcomes: readonly PageOutcome[], revise: PostReviser | undefined): Promise<Set<string>> {
+	const written = outcomes.filter((outcome) => outcome.content);
+	if (written.length === 0) return new Set();
+	if (!revise) throw new Error(`Generation ${job.id} rewrites posts, and this worker cannot record post revisions.`);
+	const posts = await postsToRewrite(
+		trx,
+		job,
+		written.map((outcome) => outcome.route),
+	);
+	const gone = new Set<string>();
+	for (const outcome of written) {
+		const postId = posts.get(outcome.route);
+		if (postId === undefined) gone.add(outcome.route);
+		else await revise(trx, { postId, userId: job.user_id, generationId: job.id }, outcome.content!);
+	}
+	return gone;
 }
 
 function newPosts(job: JobHead, outcomes: readonly PageOutcome[]): NewPost[] {
@@ -554,6 +589,32 @@ export async function lockLeasedJob(trx: Knex.Transaction, jobId: number, worker
 /** The job's first provider batch, on the job itself (part-store.ts `savePart` calls it, fenced). */
 export async function setJobBatch(trx: Knex.Transaction, jobId: number, batchId: string, inputFileId: string | null): Promise<void> {
 	await trx(JOBS).where('id', jobId).update({ batch_id: batchId, batch_input_file_id: inputFileId, date_updated: dbTimestamp(trx) });
+}
+
+/** A finished job whose rewritten posts are to be published again (a refresh's republish), and its website and owner. */
+export interface OwedRepublish {
+	jobId: number;
+	pseoId: number;
+	userId: string;
+}
+
+/** Finished jobs owing a republish, oldest first. */
+export async function jobsOwingRepublish(knex: Knex, limit: number): Promise<OwedRepublish[]> {
+	const rows = (await knex(JOBS)
+		.where('republish_pending', true)
+		.whereIn('status', ['completed', 'failed'])
+		.orderBy('id')
+		.limit(limit)
+		.select('id', 'pseo_id', 'user_id')) as { id: number; pseo_id: number; user_id: string }[];
+	return rows.map((row) => ({ jobId: Number(row.id), pseoId: Number(row.pseo_id), userId: String(row.user_id) }));
+}
+
+/**
+ * Clears a job's owed republish, in the transaction that creates its publication (or finds nothing to publish);
+ * false when another worker cleared it first, whose transaction then has the publication.
+ */
+export async function settleRepublish(trx: Knex.Transaction, jobId: number): Promise<boolean> {
+	return (await trx(JOBS).where({ id: jobId, republish_pending: true }).update({ republish_pending: false })) === 1;
 }
 
 /** Jobs stored with their routes as JSON arrays, for the start-up migration to rows (job-route-store.ts). */

@@ -8,6 +8,26 @@ export interface FailedRoute {
 
 type JobStatus = 'pending' | 'running' | 'completed' | 'failed';
 export type JobMode = 'on_demand' | 'bulk';
+/**
+ * What started a job: the on-demand or bulk trigger, a retry of a finished job's failed pages, a regeneration of one
+ * post, or a refresh of the website's stale posts. Its mode says how it runs; its kind says what it is for.
+ */
+export type JobKind = 'on_demand' | 'bulk' | 'retry' | 'regenerate' | 'refresh';
+
+/**
+ * The kind of a job from its stored row: the one it recorded, or for a job stored before jobs recorded one, what its
+ * mode and `regenerate_post_id` say (a retry was then indistinguishable from a job of its mode).
+ */
+export function kindOf(row: { kind?: unknown; mode?: unknown; regenerate_post_id?: unknown }): JobKind {
+	if (typeof row.kind === 'string' && row.kind !== '') return row.kind as JobKind;
+	if (row.regenerate_post_id !== null && row.regenerate_post_id !== undefined) return 'regenerate';
+	return row.mode === 'bulk' ? 'bulk' : 'on_demand';
+}
+
+/** Whether a job of `kind` rewrites posts that exist (a regeneration, a refresh) rather than creating new ones. */
+export function rewritesPosts(kind: JobKind): boolean {
+	return kind === 'regenerate' || kind === 'refresh';
+}
 
 /**
  * A generation job's record without its routes: what a bulk step that only polls its parts needs. A job's routes
@@ -19,6 +39,7 @@ export interface JobHead {
 	pseo_id: number;
 	user_id: string;
 	mode: JobMode;
+	kind: JobKind;
 	status: JobStatus;
 	requested_count: number;
 	created_count: number;

@@ -1,6 +1,6 @@
 import type { Accountability, SchemaOverview } from '@directus/types';
 import { JOBS, readJobOwner } from '../engine/job-store.ts';
-import type { FailedRoute } from '../engine/job-types.ts';
+import { kindOf, type FailedRoute } from '../engine/job-types.ts';
 import { ForbiddenError, NotFoundError } from '../errors/index.ts';
 import { isoFromDb } from '../shared/database.ts';
 import { failedRoutesOf } from '../engine/job-route-store.ts';
@@ -17,9 +17,14 @@ import { readWebsite } from '../websites/website-store.ts';
 const INTERFACE_FIELDS = ['id', 'pseo_id', 'status', 'requested_count', 'created_count', 'failed_count', 'failed_routes', 'date_created', 'date_completed'];
 /** The provider and model a job runs with; null for a job accepted before jobs recorded them. */
 const PROVIDER_FIELDS = ['provider', 'model'];
-const LIST_FIELDS = [...INTERFACE_FIELDS, ...TROUBLE_FIELDS, ...PROVIDER_FIELDS];
-const RECORD_FIELDS = [...INTERFACE_FIELDS.slice(0, 8), 'date_updated', 'date_completed', ...TROUBLE_FIELDS, ...PROVIDER_FIELDS];
-const stored = (fields: string[]) => fields.filter((field) => field !== 'failed_routes');
+/**
+ * What started the job (engine/job-types.ts `kindOf`): read with the columns it is derived from for a job stored before
+ * jobs recorded it.
+ */
+const KIND_FIELDS = ['kind'];
+const LIST_FIELDS = [...INTERFACE_FIELDS, ...KIND_FIELDS, ...TROUBLE_FIELDS, ...PROVIDER_FIELDS];
+const RECORD_FIELDS = [...INTERFACE_FIELDS.slice(0, 8), 'date_updated', 'date_completed', ...KIND_FIELDS, ...TROUBLE_FIELDS, ...PROVIDER_FIELDS];
+const stored = (fields: string[]) => [...fields.filter((field) => field !== 'failed_routes'), 'mode', 'regenerate_post_id'];
 const USAGE_FIELDS = ['usage_prompt_tokens', 'usage_completion_tokens', 'usage_requests'];
 
 /** What the job cost at the provider so far, as the provider reported it. */
@@ -34,6 +39,7 @@ function toRecord(row: Record<string, unknown>, fields: string[], failed: Failed
 	for (const field of fields) {
 		const value = row[field];
 		if (field === 'failed_routes') record[field] = failed;
+		else if (field === 'kind') record[field] = kindOf(row);
 		else if (TROUBLE_FIELDS.includes(field)) record[field] = troubleValue(field, value);
 		else if (field.startsWith('date_')) record[field] = isoFromDb(value);
 		else if (field === 'status' || PROVIDER_FIELDS.includes(field)) record[field] = value ?? null;

@@ -37,6 +37,7 @@ export async function regeneratePost(
 		userId,
 		pseoId: post.pseoId,
 		mode: 'on_demand',
+		kind: 'regenerate',
 		rate: deps.config.tokenPerPage,
 		routes: [page],
 		planId: plan?.id ?? null,

@@ -41,6 +41,7 @@ export async function retryJob(deps: StartJobDeps & { context: ServiceContext; c
 		userId,
 		pseoId: job.pseo_id,
 		mode: job.mode,
+		kind: 'retry',
 		rate,
 		routes,
 		planId: job.main_json_id,

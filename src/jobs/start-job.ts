@@ -3,7 +3,7 @@ import { ConflictError } from '../errors/index.ts';
 import { assertWithinDailyCaps } from '../ledger/spend-caps.ts';
 import { chargeTokens, lockPayer } from '../ledger/token-ledger.ts';
 import { announceJob, hasActiveJob, insertJob, type JobProvider } from '../engine/job-store.ts';
-import type { JobMode } from '../engine/job-types.ts';
+import type { JobKind, JobMode } from '../engine/job-types.ts';
 import type { PlanPage } from '../plan/plan-page.ts';
 import { isUniqueViolation } from '../shared/database.ts';
 import type { Logger } from '../shared/logger.ts';
@@ -39,6 +39,8 @@ export interface JobToAccept {
 	userId: string;
 	pseoId: number;
 	mode: JobMode;
+	/** What started it: its trigger's kind (engine/job-types.ts). */
+	kind: JobKind;
 	rate: number;
 	routes: PlanPage[];
 	planId: number | null;
@@ -50,6 +52,8 @@ export interface JobToAccept {
 	regeneratePostId?: number;
 	instructions?: string | null;
 	provider?: JobProvider | null;
+	/** A refresh: publish its published posts again once it ends. */
+	republish?: boolean;
 }
 
 /** What accepting a job committed: its id and its number of pages. */
@@ -72,7 +76,7 @@ export async function startJob(deps: StartJobDeps, input: StartJobInput): Promis
 	// Cheap early answer; the unique index in acceptJob is what actually decides.
 	if (await hasActiveJob(deps.database, pseoId)) throw activeConflict(pseoId);
 	const { plan, routes } = await selectRoutes(deps.database, pseoId, postCount, deps.logger);
-	return acceptJob(deps, { userId, pseoId, mode, rate, routes, planId: plan?.id ?? null, note: `${mode} generation of ${postCount} page(s)`, userCap });
+	return acceptJob(deps, { userId, pseoId, mode, kind: mode, rate, routes, planId: plan?.id ?? null, note: `${mode} generation of ${postCount} page(s)`, userCap });
 }
 
 /**
@@ -84,7 +88,7 @@ export async function startJob(deps: StartJobDeps, input: StartJobInput): Promis
  * (shared/transaction.ts).
  */
 export async function acceptJob(deps: StartJobDeps, job: JobToAccept): Promise<AcceptedJob> {
-	const { userId, pseoId, mode, rate, routes, planId, note, userCap, regeneratePostId = null, instructions = null } = job;
+	const { userId, pseoId, mode, kind, rate, routes, planId, note, userCap, regeneratePostId = null, instructions = null, republish = false } = job;
 	// Before the transaction: the pick may read Settings → AI.
 	const provider = job.provider !== undefined ? job.provider : ((await deps.pickProvider?.(pseoId)) ?? null);
 	try {
@@ -93,7 +97,7 @@ export async function acceptJob(deps: StartJobDeps, job: JobToAccept): Promise<A
 			async (trx) => {
 				await lockPayer(trx, userId);
 				await assertWithinDailyCaps(trx, { userId, pseoId, amount: rate * routes.length, userCap });
-				const id = await insertJob(trx, { pseoId, userId, mode, routes, rate, planId, regeneratePostId, instructions, provider });
+				const id = await insertJob(trx, { pseoId, userId, mode, kind, routes, rate, planId, regeneratePostId, instructions, provider, republish });
 				await chargeTokens(trx, userId, rate * routes.length, { pseoId, generationId: id, note });
 				const accepted = { id, pages: routes.length };
 				// With an Idempotency-Key, the key records this job in the charge's transaction: a retry after a crash

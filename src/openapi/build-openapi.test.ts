@@ -111,6 +111,7 @@ describe('buildOpenApi', () => {
 			id: 4,
 			pseo_id: 1,
 			status: 'failed',
+			kind: 'bulk',
 			requested_count: 2,
 			created_count: 1,
 			failed_count: 1,
@@ -126,6 +127,11 @@ describe('buildOpenApi', () => {
 		expect(valid('GenerationSummary', { ...job, provider: null, model: null })).toBe(true);
 		const { provider: _provider, ...withoutProvider } = job;
 		expect(valid('GenerationSummary', withoutProvider)).toBe(false);
+		// Every job names what started it, from a closed list.
+		expect(valid('GenerationSummary', { ...job, kind: 'refresh' })).toBe(true);
+		expect(valid('GenerationSummary', { ...job, kind: 'sync' })).toBe(false);
+		const { kind: _kind, ...withoutKind } = job;
+		expect(valid('GenerationSummary', withoutKind)).toBe(false);
 		const trouble = { code: 'bad_request', message: 'Provider rejected the request (HTTP 400)', at: timestamp, attempts: 2, since: timestamp };
 		expect(valid('GenerationSummary', { ...job, last_error: trouble, attention: true })).toBe(true);
 		// The start of the streak is a timestamp on the wire, not the epoch ms the database keeps.
@@ -159,6 +165,7 @@ describe('buildOpenApi', () => {
 			'POST /publish',
 			'POST /trigger/bulk-generation',
 			'POST /trigger/on-demand-generation',
+			'POST /trigger/refresh-generation',
 		]);
 		for (const [name, operation] of keyed) {
 			expect(Object.keys(operation.responses), name).toEqual(expect.arrayContaining(['409', '422']));

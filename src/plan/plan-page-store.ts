@@ -400,6 +400,25 @@ export async function selectUnposted(
 	return picked;
 }
 
+/**
+ * The plan pages of these routes of a website, with their current facts, highest priority first (ties in the plan's
+ * order), retired pages left out; at most `limit` of them when given. Routes without a plan page are absent.
+ */
+export async function planPagesAmong(knex: Knex, pseoId: number, routes: readonly string[], limit?: number): Promise<PlanPage[]> {
+	const rows: Record<string, unknown>[] = [];
+	for (let i = 0; i < routes.length; i += ROUTES_PER_QUERY) {
+		rows.push(
+			...((await knex(PLAN_PAGES)
+				.where('pseo_id', pseoId)
+				.whereIn('route', routes.slice(i, i + ROUTES_PER_QUERY))
+				.whereNull('retired_at')
+				.select([...WITH_FACTS, 'id'])) as Record<string, unknown>[]),
+		);
+	}
+	rows.sort((a, b) => Number(b['priority'] ?? 0) - Number(a['priority'] ?? 0) || Number(a['id']) - Number(b['id']));
+	return rows.slice(0, limit ?? rows.length).map(toPlanPage);
+}
+
 /** Marks routes of a website as posted, inside the transaction that stores their posts. */
 export async function markPosted(trx: Knex.Transaction, pseoId: number, routes: readonly string[]): Promise<void> {
 	for (let i = 0; i < routes.length; i += ROUTES_PER_QUERY) {

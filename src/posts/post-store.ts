@@ -86,10 +86,45 @@ export async function routesOfPosts(knex: Knex, postIds: readonly (string | numb
 	return found;
 }
 
-/** Whether post `postId` was last written by generation `jobId` (a regeneration that already stored its page). */
-export async function isRewrittenBy(knex: Knex, postId: number, jobId: number): Promise<boolean> {
-	const row = (await knex(POSTS).where('id', postId).first('generation_id')) as { generation_id: unknown } | undefined;
-	return row !== undefined && Number(row.generation_id) === jobId;
+/** Which of these posts were last written by generation `jobId` (a regeneration or a refresh that already stored their pages). */
+export async function rewrittenBy(knex: Knex, postIds: readonly number[], jobId: number): Promise<Set<number>> {
+	const rewritten = new Set<number>();
+	for (let i = 0; i < postIds.length; i += ROUTES_PER_QUERY) {
+		const rows = (await knex(POSTS).whereIn('id', postIds.slice(i, i + ROUTES_PER_QUERY)).where('generation_id', jobId).select('id')) as { id: number }[];
+		for (const row of rows) rewritten.add(Number(row.id));
+	}
+	return rewritten;
+}
+
+/** The id of the website's post of each of these routes (routes without a post are absent). */
+export async function postIdsByRoute(knex: Knex, pseoId: number, routes: readonly string[]): Promise<Map<string, number>> {
+	const ids = new Map<string, number>();
+	for (let i = 0; i < routes.length; i += ROUTES_PER_QUERY) {
+		const rows = (await knex(POSTS).where('pseo_id', pseoId).whereIn('route', routes.slice(i, i + ROUTES_PER_QUERY)).select('id', 'route')) as { id: number; route: string }[];
+		for (const row of rows) ids.set(row.route, Number(row.id));
+	}
+	return ids;
+}
+
+/**
+ * The ids of a website's posts last written by generation `jobId` that a publishing target has (a remote id, or a
+ * version delivered), in id order, leaving out retired posts and those the quality gate failed: what a refresh
+ * publishes again.
+ */
+export async function publishedPostsRewrittenBy(knex: Knex, pseoId: number, jobId: number): Promise<number[]> {
+	const rows = (await knex(POSTS)
+		.where({ pseo_id: pseoId, generation_id: jobId, retired: false })
+		.andWhere((q) => q.whereNotNull('remote_id').orWhereNotNull('published_hash'))
+		.andWhere((q) => q.whereNull('quality_status').orWhereNot('quality_status', 'fail'))
+		.orderBy('id')
+		.select('id')) as { id: number }[];
+	return rows.map((row) => Number(row.id));
+}
+
+/** The routes of a website's stale posts that are not retired: what a refresh rewrites. */
+export async function staleRoutes(knex: Knex, pseoId: number): Promise<string[]> {
+	const rows = (await knex(POSTS).where({ pseo_id: pseoId, stale: true, retired: false }).select('route')) as { route: string }[];
+	return rows.map((row) => row.route);
 }
 
 /** What a regeneration needs of a post: its website, owner, route and title; null when it does not exist. */

@@ -14,6 +14,7 @@ import {
 	renewPublicationLease,
 } from './publication-store.ts';
 import { runPublication, TargetUnavailableError } from './publication-runner.ts';
+import { republishRefreshedPosts } from './republish.ts';
 import { nextInternalError, nextTargetError, stepRetryDelay } from '../engine/step-failure.ts';
 
 /** Publications one instance runs at once: each waits on a website far more than on this process. */
@@ -61,6 +62,10 @@ export class PublicationRuntime {
 	}
 
 	async #sweep(): Promise<void> {
+		// Refresh jobs that ended owe their published posts a publication (republish.ts): queued here, claimed below.
+		await republishRefreshedPosts(this.#database, this.#logger).catch((error: unknown) =>
+			this.#logger.error({ err: error }, 'pseo republish of refreshed posts failed; it is tried again at the next sweep'),
+		);
 		const free = MAX_PUBLICATIONS - this.#owned.size;
 		if (free <= 0) return;
 		for (const id of await findClaimablePublications(this.#database, Date.now(), free * 2)) {

@@ -276,3 +276,18 @@ export const PUBLICATIONS_VIEW_FIELDS = [
 	...TROUBLE_FIELDS,
 ];
 
+
+/**
+ * The WordPress status the website's newest publication of posts (not a takedown) gave them: what a republish of
+ * refreshed posts keeps, so that a live post stays live and a draft stays a draft. A scheduled publication's posts
+ * are `publish`: their dates have come, or WordPress publishes them when they do. Null when it set none: the
+ * target's default then, as it was for that publication.
+ */
+export async function lastPublishStatus(knex: Knex, pseoId: number): Promise<string | null> {
+	const row = (await knex(PUBLICATIONS).where('pseo_id', pseoId).whereNot('phase', 'takedown').orderBy('id', 'desc').first('publish_status', 'schedule')) as
+		| { publish_status: string | null; schedule: unknown }
+		| undefined;
+	if (!row) return null;
+	if (row.schedule !== null && row.schedule !== undefined) return 'publish';
+	return row.publish_status ?? null;
+}

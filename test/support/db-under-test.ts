@@ -64,6 +64,7 @@ export async function insertPendingJob(knex: Knex, job: { userId: string; pseoId
 			pseoId: job.pseoId,
 			userId: job.userId,
 			mode: job.mode ?? 'bulk',
+			kind: job.mode ?? 'bulk',
 			routes: job.routes.map((route, index) => ({ route, title: `Page ${route}`, priority: job.routes.length - index })),
 			rate: job.rate ?? 5,
 			planId: null,

@@ -13,6 +13,7 @@ export const ENDPOINTS = [
 	'POST /pseo',
 	'POST /trigger/on-demand-generation',
 	'POST /trigger/bulk-generation',
+	'POST /trigger/refresh-generation',
 	'GET /generations/:id',
 	'GET /generations?pseo_id=X',
 	'POST /generations/:id/cancel',
