@@ -32,8 +32,12 @@ describeLegs('refresh jobs on %s', LEGS, (leg) => {
 
 	const refresh = (user: TestUser, body: Record<string, unknown>, key?: string) =>
 		call(directus, 'POST', REFRESH, { token: user.token, body, ...(key ? { headers: { 'idempotency-key': key } } : {}) });
-	/** The routes of each batch the fake created since `from` (a request-log position), in input order. */
-	const batchedSince = (from: number) => fake.requests.slice(from).filter((entry) => entry.method === 'POST' && entry.path === '/v1/batches' && entry.status === 200).map((entry) => entry.routes);
+	/** The batches the fake created since `from` (a request-log position): each one's routes and their prompts' facts, in input order. */
+	const batchedSince = (from: number) =>
+		fake.requests
+			.slice(from)
+			.filter((entry) => entry.method === 'POST' && entry.path === '/v1/batches' && entry.status === 200)
+			.map((entry) => entry.routes!.map((route, line) => [route, entry.lineFacts![line]]));
 
 	/** A website whose priced pages all have a post, then synced with `changed` rows: their posts are stale. */
 	async function websiteWithStalePosts(user: TestUser, rows: PriceRow[], changed: PriceRow[]): Promise<number> {
@@ -71,10 +75,11 @@ describeLegs('refresh jobs on %s', LEGS, (leg) => {
 		expect(first.body).toMatchObject({ success: true, status: 'pending', generation_id: expect.any(Number) });
 		expect(await balanceOf(directus, user.id)).toBe(balance - BATCH_RATE);
 		expect(await waitForJob(directus, user, first.body.generation_id)).toMatchObject({ kind: 'refresh', status: 'completed', requested_count: 1, created_count: 1 });
-		expect(batchedSince(from)).toEqual([['/leeds']]);
+		// The provider's prompt carried the new price.
+		expect(batchedSince(from)).toEqual([[['/leeds', { city: 'Leeds', price_eur: 5130 }]]]);
 		let after = await postsByRoute(directus, pseoId);
 		expect(after.get('/leeds')).toMatchObject({ id: before.get('/leeds')!.id, stale: false, stale_since: null, generation_id: first.body.generation_id });
-		// Written from the new price: the provider's prompt carried it, and the page states it.
+		// The page states it.
 		expect(after.get('/leeds')!.body).toContain('5130');
 		expect(after.get('/leeds')!.body).not.toContain('4870');
 		const revisions = await call(directus, 'GET', `/revisions?filter[collection][_eq]=pseo_posts&filter[item][_eq]=${before.get('/leeds')!.id}&fields=data`, { token: directus.adminToken });
@@ -89,7 +94,12 @@ describeLegs('refresh jobs on %s', LEGS, (leg) => {
 		expect(await balanceOf(directus, user.id)).toBe(balance - 2 * BATCH_RATE);
 		const job = await waitForJob(directus, user, rest.body.generation_id);
 		expect(job).toMatchObject({ kind: 'refresh', status: 'failed', requested_count: 2, created_count: 1, failed_count: 1, failed_routes: [{ route: '/bath', error: expect.any(String) }] });
-		expect(batchedSince(from)).toEqual([['/ely', '/bath']]);
+		expect(batchedSince(from)).toEqual([
+			[
+				['/ely', { city: 'Ely', price_eur: 2790 }],
+				['/bath', { city: 'Bath', price_eur: 1690 }],
+			],
+		]);
 		expect(await balanceOf(directus, user.id)).toBe(balance - BATCH_RATE);
 		expect((await ledgerOf(directus, user.id)).filter((row) => row.generation_id === rest.body.generation_id && row.route === '/bath' && row.reason === 'refund')).toHaveLength(1);
 		after = await postsByRoute(directus, pseoId);

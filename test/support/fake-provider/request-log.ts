@@ -25,6 +25,8 @@ export interface RequestLogEntry {
 	/** Batch creation: the custom_ids and the prompt-context routes of the input lines, in file order. */
 	customIds?: string[];
 	routes?: (string | null)[];
+	/** Batch creation: each input line's page `facts` from its prompt context (null without), in file order. */
+	lineFacts?: (Record<string, unknown> | null)[];
 	/** Batch routes: the batch id (set on create once known). Batch metadata on create. */
 	batchId?: string;
 	metadata?: Record<string, string> | null;

@@ -636,7 +636,7 @@ class FakeProviderServer implements FakeProvider {
 				batchId: result.batch.id,
 				metadata: result.batch.metadata,
 				customIds: (result.lines ?? []).map((line) => line.customId),
-				routes: (result.lines ?? []).map((line) => line.request?.route ?? null),
+				...linesLogged(result.lines ?? []),
 			});
 		}
 		sendJson(res, 200, result.batch);
@@ -677,7 +677,7 @@ class FakeProviderServer implements FakeProvider {
 			Object.assign(entry, {
 				batchId: result.batch.id,
 				customIds: (result.lines ?? []).map((line) => line.customId),
-				routes: (result.lines ?? []).map((line) => line.request?.route ?? null),
+				...linesLogged(result.lines ?? []),
 			});
 		}
 		sendJson(res, 200, result.batch);
@@ -739,7 +739,7 @@ class FakeProviderServer implements FakeProvider {
 			Object.assign(entry, {
 				batchId: result.operation.name.replace(/^batches\//, ''),
 				customIds: (result.lines ?? []).map((line) => line.key),
-				routes: (result.lines ?? []).map((line) => line.request?.route ?? null),
+				...linesLogged(result.lines ?? []),
 				metadata: displayName === undefined ? null : { display_name: displayName },
 				...(result.operation.metadata.inputConfig ? { fileId: result.operation.metadata.inputConfig.fileName } : {}),
 			});
@@ -852,6 +852,17 @@ class FakeProviderServer implements FakeProvider {
 	}
 }
 
+/** What a batch create's log entry says of its input lines, in file order: each one's route and its page's facts. */
+function linesLogged(lines: readonly { request: ChatRequest | null }[]): Pick<RequestLogEntry, 'routes' | 'lineFacts'> {
+	return { routes: lines.map((line) => line.request?.route ?? null), lineFacts: lines.map((line) => factsOf(line.request?.context ?? null) ?? null) };
+}
+
+/** The page's `facts` in a prompt context, when it has them. */
+function factsOf(context: Record<string, unknown> | null): Record<string, unknown> | undefined {
+	const facts = context?.['facts'];
+	return typeof facts === 'object' && facts !== null && !Array.isArray(facts) ? (facts as Record<string, unknown>) : undefined;
+}
+
 /** Records what a model call's prompt context says: its task and route, and the page inputs tests look for. */
 function logPrompt(entry: RequestLogEntry, request: ChatRequest): void {
 	Object.assign(entry, { task: request.task, route: request.route, schemaName: request.schemaName });
@@ -859,8 +870,8 @@ function logPrompt(entry: RequestLogEntry, request: ChatRequest): void {
 	if (typeof instructions === 'string') entry.instructions = instructions;
 	const qualityIssues = request.context?.['quality_issues'];
 	if (Array.isArray(qualityIssues)) entry.qualityIssues = qualityIssues.map(String);
-	const facts = request.context?.['facts'];
-	if (typeof facts === 'object' && facts !== null && !Array.isArray(facts)) entry.facts = facts as Record<string, unknown>;
+	const facts = factsOf(request.context);
+	if (facts) entry.facts = facts;
 }
 
 /** The wait a `retry-after` header of an error asks for, in seconds; null when there is none. */
