@@ -8,9 +8,8 @@ import { ProviderCallError } from '../provider-call-error.ts';
 import { describeFailure, redact, type ProviderFailure } from '../provider-failure.ts';
 import type { RetryContext, Attempt } from '../retry-policy.ts';
 import type { BatchInfo, BatchLineResult, BatchProvider, BatchStatus, JsonCompletionRequest } from '../types.ts';
-import type { Logger } from '../../shared/logger.ts';
 import { classifyGoogleError } from './google-failure.ts';
-import { createGoogleFiles, FILE_NAME, secondsOf } from './google-files.ts';
+import { createGoogleFiles, FILE_NAME, secondsOf, type GoogleConnection } from './google-files.ts';
 import { generateParams, generateRequest, readGeminiContent, readGeminiUsage, type GenerateContentRequest } from './google-message.ts';
 
 /*
@@ -54,20 +53,13 @@ interface BatchLine {
 	request: GenerateContentRequest;
 }
 
-export interface GoogleBatchesOptions {
+/** The batch operations' options; the connection is what a results file's download needs besides the SDK (google-files.ts). */
+export interface GoogleBatchesOptions extends GoogleConnection {
 	client: GoogleGenAI;
 	withRetries: <T>(context: RetryContext, attempt: () => Promise<Attempt<T>>) => Promise<T>;
 	model: string;
 	maxTokens: number;
 	maxRetryAfterMs: number;
-	/** What a results file's download needs besides the SDK (google-files.ts): the key, root, version and headers the SDK is given, and its timeout. */
-	apiKey: string;
-	baseURL: string | undefined;
-	apiVersion: string;
-	headers: Record<string, string> | undefined;
-	timeoutMs: number;
-	secrets: readonly string[];
-	logger: Logger;
 	/** How many recent batches a lookup by metadata looks at, newest first. Default 1000. */
 	maxBatchScan?: number;
 }

@@ -31,10 +31,8 @@ export const FILE_NAME = /^files\/[a-z0-9](?:[a-z0-9-]{0,38}[a-z0-9])?$/;
 /** Google's largest page of a file list. */
 const LIST_PAGE_SIZE = 100;
 
-export interface GoogleFilesOptions {
-	client: GoogleGenAI;
-	/** One SDK call under the provider's retry policy, its errors classified (google-batches.ts). */
-	call: <T>(context: RetryContext, run: () => Promise<T>) => Promise<T>;
+/** What a download needs besides the SDK: the key, root, version and headers the SDK is given, and a timeout. */
+export interface GoogleConnection {
 	apiKey: string;
 	/** The API's root without a version, as the SDK is given it; undefined for the SDK's default. */
 	baseURL: string | undefined;
@@ -45,6 +43,12 @@ export interface GoogleFilesOptions {
 	timeoutMs: number;
 	secrets: readonly string[];
 	logger: Logger;
+}
+
+export interface GoogleFilesOptions extends GoogleConnection {
+	client: GoogleGenAI;
+	/** One SDK call under the provider's retry policy, its errors classified (google-batches.ts). */
+	call: <T>(context: RetryContext, run: () => Promise<T>) => Promise<T>;
 }
 
 export interface GoogleFiles {
