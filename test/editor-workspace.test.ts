@@ -96,6 +96,20 @@ describe.skipIf(!legAvailable(LEG))('the editors\' workspace in the app', () => 
 	/** Clicks one of the module's buttons: the app's v-button carries the data-test on a wrapper wider than the button. */
 	const press = (id: string) => page.locator(`[data-test="${id}"] button, button[data-test="${id}"]`).first().click();
 
+	/**
+	 * The text a screen reader reads as the description of an element: that of the elements its own
+	 * `aria-describedby` names (checked on the element itself, the real button, not on the app's wrapper around it).
+	 */
+	const describedBy = (element: ReturnType<Page['locator']>) =>
+		element.evaluate((node) => {
+			const ids = node.getAttribute('aria-describedby');
+			if (!ids) return null;
+			return ids
+				.split(/\s+/)
+				.map((id: string) => node.ownerDocument.getElementById(id)?.textContent?.trim() ?? `(no element #${id})`)
+				.join(' ');
+		});
+
 	/** The input (or textarea) of one of the module's labelled fields, however the app's component wraps it. */
 	const field = (id: string) => page.locator(`input#${id}, textarea#${id}, #${id} input, #${id} textarea`).first();
 
@@ -358,7 +372,9 @@ describe.skipIf(!legAvailable(LEG))('the editors\' workspace in the app', () => 
 		await second.locator('[data-test="cost"]').getByText('15 tokens').waitFor();
 		const reason = second.locator('[data-test="start-blocked"]');
 		await reason.getByText('Start needs 5 more tokens').waitFor();
-		expect(await second.locator('[data-test="start-job"] button, button[data-test="start-job"]').first().isDisabled()).toBe(true);
+		const start = second.locator('[data-test="start-job"] button, button[data-test="start-job"]').first();
+		expect(await start.isDisabled()).toBe(true);
+		expect(await describedBy(start)).toContain('Start needs 5 more tokens');
 		await expectAccessible('13-generate-blocked', second);
 		await second.close();
 	});

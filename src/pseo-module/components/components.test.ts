@@ -45,7 +45,10 @@ const stubs = {
 	'v-button': defineComponent({
 		props: { disabled: Boolean, loading: Boolean },
 		emits: ['click'],
-		setup: (props, { slots, emit }) => () => h('button', { type: 'button', disabled: props.disabled, onClick: () => emit('click') }, slots['default']?.()),
+		// As the app's v-button: the real button inside a wrapper, which keeps the attributes it is given (data-test,
+		// and an aria-describedby bound the plain way, where a screen reader never looks).
+		setup: (props, { slots, emit }) => () =>
+			h('div', { class: 'v-button' }, [h('button', { type: 'button', disabled: props.disabled, onClick: () => emit('click') }, slots['default']?.())]),
 	}),
 	'v-notice': defineComponent({ props: { type: String }, setup: (props, { slots }) => () => h('div', { class: `notice ${props.type}` }, slots['default']?.()) }),
 	'v-icon': defineComponent({ props: { name: String }, setup: () => () => h('i') }),
@@ -175,8 +178,8 @@ describe('generate-tab', () => {
 		const reason = async (facts: Parameters<typeof mountTab>[1]) => {
 			const { wrapper } = mountTab(1000, facts);
 			await settle();
-			expect(wrapper.get('[data-test="start-job"]').attributes('disabled')).toBeDefined();
-			expect(wrapper.get('[data-test="start-job"]').attributes('aria-describedby')).toBe('start-blocked');
+			expect(wrapper.get('[data-test="start-job"] button').attributes('disabled')).toBeDefined();
+			expect(wrapper.get('[data-test="start-job"] button').attributes('aria-describedby')).toBe('start-blocked');
 			return wrapper.get('#start-blocked').text();
 		};
 		expect(await reason({ jobs: [{ id: 12, status: 'completed' }, { id: 11, status: 'running' }] })).toBe('Job 11 is still running on this website: wait for it to end, or cancel it in the Jobs tab.');
@@ -200,16 +203,20 @@ describe('generate-tab', () => {
 	it('disables Start with the reason beside it when the balance does not cover the price, and enables it once it does', async () => {
 		const { wrapper, workspace, triggered } = mountTab(20);
 		// Ten bulk pages at 5 tokens: 50, against a balance of 20.
-		const start = wrapper.get('[data-test="start-job"]');
+		const start = wrapper.get('[data-test="start-job"] button');
 		expect(start.attributes('disabled')).toBeDefined();
 		expect(wrapper.get('[data-test="start-blocked"]').text()).toContain('Start needs 30 more tokens');
+		// The reason is named by the button itself, not by the app's wrapper around it.
+		expect(start.attributes('aria-describedby')).toBe('start-blocked');
+		expect(wrapper.get('[data-test="start-job"]').attributes('aria-describedby')).toBeUndefined();
 		await start.trigger('click');
 		expect(triggered).toEqual([]);
 		workspace.balance.value = 50;
 		await wrapper.vm.$nextTick();
 		expect(wrapper.find('[data-test="start-blocked"]').exists()).toBe(false);
-		expect(wrapper.get('[data-test="start-job"]').attributes('disabled')).toBeUndefined();
-		await wrapper.get('[data-test="start-job"]').trigger('click');
+		expect(wrapper.get('[data-test="start-job"] button').attributes('disabled')).toBeUndefined();
+		expect(wrapper.get('[data-test="start-job"] button').attributes('aria-describedby')).toBeUndefined();
+		await wrapper.get('[data-test="start-job"] button').trigger('click');
 		expect(triggered).toEqual([['bulk', 3, 10]]);
 	});
 
@@ -228,7 +235,7 @@ describe('generate-tab', () => {
 
 		const google = mountTab(1000, { ai: { provider: 'google' } });
 		await settle();
-		expect(google.wrapper.get('[data-test="start-job"]').attributes('disabled')).toBeDefined();
+		expect(google.wrapper.get('[data-test="start-job"] button').attributes('disabled')).toBeDefined();
 		expect(google.wrapper.get('[data-test="start-blocked"]').text()).toBe(
 			'Google is not configured: choose another provider in the AI tab, or ask an admin to add its key in Settings → AI.',
 		);
@@ -237,7 +244,7 @@ describe('generate-tab', () => {
 		expect(refused.wrapper.get('[data-test="start-blocked"]').text()).toBe(
 			'Anthropic does not allow the model claude-opus-4 here: choose one of claude-haiku-4-5, claude-sonnet-4-6 in the AI tab.',
 		);
-		await refused.wrapper.get('[data-test="start-job"]').trigger('click');
+		await refused.wrapper.get('[data-test="start-job"] button').trigger('click');
 		expect(refused.triggered).toEqual([]);
 	});
 });
@@ -292,7 +299,7 @@ describe('website-form', () => {
 
 		await wrapper.get('#pseo-website-url').setValue('https://example.com');
 		await wrapper.get('#pseo-master-prompt').setValue('Friendly pages.');
-		await wrapper.get('[data-test="create-website"]').trigger('click');
+		await wrapper.get('[data-test="create-website"] button').trigger('click');
 		expect(wrapper.emitted('submit')).toEqual([
 			[{ website_url: 'https://example.com', master_prompt: 'Friendly pages.', website_software: 'wordpress', provider: 'anthropic', model: 'claude-sonnet-4-6' }],
 		]);
@@ -314,7 +321,7 @@ describe('website-form', () => {
 		await wrapper.get('#pseo-website-url').setValue('https://example.com');
 		await wrapper.get('#pseo-master-prompt').setValue('Friendly pages.');
 		await wrapper.get('#pseo-model').setValue('m'.repeat(201));
-		await wrapper.get('[data-test="create-website"]').trigger('click');
+		await wrapper.get('[data-test="create-website"] button').trigger('click');
 		expect(wrapper.emitted('submit')).toBeUndefined();
 		expect(wrapper.get('[data-test="problem-model"]').text()).toBe('At most 200 characters.');
 	});
@@ -431,7 +438,7 @@ describe('ledger-entries', () => {
 		expect(wrapper.findAll('[data-test="ledger-user"]').map((cell) => cell.text())).toEqual(['eddie@example.com', 'Ada Admin']);
 		expect(wrapper.get('tbody tr:nth-child(2)').text()).toContain('set by you');
 		expect(wrapper.get('[data-test="page-status"]').text()).toBe('Page 1 of 3 · 60 entries');
-		await wrapper.get('[data-test="page-next"]').trigger('click');
+		await wrapper.get('[data-test="page-next"] button').trigger('click');
 		await settle();
 		expect(asked.at(-1)).toMatchObject({ page: 2, withUser: true, userId: null });
 		await wrapper.get('#pseo-ledger-user').setValue(editor.id);
@@ -523,7 +530,7 @@ describe('plan-tab', () => {
 		await wrapper.get('#pseo-import-mode').setValue('sync');
 		await wrapper.get('#pseo-import-source').setValue('  price-list ');
 		expect(wrapper.get('[data-test="import-sync-note"]').text()).toContain('The data is the whole truth of “price-list”');
-		await wrapper.get('[data-test="import-plan"]').trigger('click');
+		await wrapper.get('[data-test="import-plan"] button').trigger('click');
 		await settle();
 		expect(imports).toEqual([expect.objectContaining({ pseo_id: 3, mode: 'sync', source: 'price-list', file_id: 'file-1', template: { route: '/{city}', title: 'Plumbers in {city}' } })]);
 		expect(wrapper.get('[data-test="import-message"]').text()).toBe(
@@ -537,9 +544,9 @@ describe('plan-tab', () => {
 		await wrapper.get('#pseo-library-file').setValue('file-1');
 		await wrapper.get('#pseo-template-route').setValue('/{city}');
 		await wrapper.get('#pseo-template-title').setValue('Plumbers in {city}');
-		expect(wrapper.get('[data-test="import-plan"]').attributes('disabled')).toBeUndefined();
+		expect(wrapper.get('[data-test="import-plan"] button').attributes('disabled')).toBeUndefined();
 		await wrapper.get('#pseo-import-source').setValue('   ');
-		expect(wrapper.get('[data-test="import-plan"]').attributes('disabled')).toBeDefined();
+		expect(wrapper.get('[data-test="import-plan"] button').attributes('disabled')).toBeDefined();
 		expect(wrapper.get('[data-test="import-source-problem"]').text()).toBe('Name the source in 1 to 100 characters.');
 		expect(wrapper.find('[data-test="retired-1"]').exists()).toBe(false);
 		expect(wrapper.get('[data-test="retired-2"]').text()).toBe('retired');
@@ -567,16 +574,16 @@ describe('posts-tab', () => {
 		const settle = () => new Promise((resolve) => setTimeout(resolve, 0));
 		const wrapper = mount(PostsTab, options);
 		await settle();
-		const all = wrapper.get('[data-test="publish-all"]');
+		const all = wrapper.get('[data-test="publish-all"] button');
 		expect(all.attributes('disabled')).toBeDefined();
 		expect(all.attributes('aria-describedby')).toBe('publish-blocked');
 		expect(wrapper.get('#publish-blocked').text()).toBe('This website has no publishing target yet: set one in the Publishing tab.');
 		target = 'present';
 		const again = mount(PostsTab, options);
 		await settle();
-		expect(again.get('[data-test="publish-all"]').attributes('disabled')).toBeUndefined();
+		expect(again.get('[data-test="publish-all"] button').attributes('disabled')).toBeUndefined();
 		// Nothing selected: only "Publish selected" waits, and says why.
-		expect(again.get('[data-test="publish-selected"]').attributes('disabled')).toBeDefined();
+		expect(again.get('[data-test="publish-selected"] button').attributes('disabled')).toBeDefined();
 		expect(again.get('#publish-selected-blocked').text()).toBe('Select the posts to publish in the table.');
 	});
 });
@@ -619,14 +626,14 @@ describe('ai-tab', () => {
 		expect((wrapper.get('select#pseo-provider').element as unknown as { value: string }).value).toBe('anthropic');
 		expect((wrapper.get('select#pseo-model').element as unknown as { value: string }).value).toBe('claude-haiku-4-5');
 		await wrapper.get('select#pseo-model').setValue('claude-sonnet-4-6');
-		await wrapper.get('[data-test="save-ai"]').trigger('click');
+		await wrapper.get('[data-test="save-ai"] button').trigger('click');
 		await new Promise((resolve) => setTimeout(resolve, 0));
 		expect(saved).toEqual([[3, { provider: 'anthropic', model: 'claude-sonnet-4-6' }]]);
 		expect(workspace.website.value).toMatchObject({ provider: 'anthropic', model: 'claude-sonnet-4-6' });
 		expect(wrapper.get('[data-test="ai-message"]').text()).toContain('Saved');
 		// Back to the default: both blank, saved as null.
 		await wrapper.get('select#pseo-provider').setValue('');
-		await wrapper.get('[data-test="save-ai"]').trigger('click');
+		await wrapper.get('[data-test="save-ai"] button').trigger('click');
 		await new Promise((resolve) => setTimeout(resolve, 0));
 		expect(saved.at(-1)).toEqual([3, { provider: null, model: null }]);
 	});
@@ -716,7 +723,7 @@ describe('facts-editor', () => {
 		expect(JSON.parse((input.element as unknown as { value: string }).value)).toEqual(facts);
 		expect(wrapper.get('label').attributes('for')).toBe('facts-1');
 		await input.setValue('{"city": "Leeds", "population": 812001, "open_sundays": true}');
-		await wrapper.get('[data-test="facts-save"]').trigger('click');
+		await wrapper.get('[data-test="facts-save"] button').trigger('click');
 		expect(wrapper.emitted('save')).toEqual([[{ city: 'Leeds', population: 812001, open_sundays: true }]]);
 	});
 
@@ -724,15 +731,15 @@ describe('facts-editor', () => {
 		const wrapper = mount(FactsEditor, { props: { id: 'facts-2', facts }, global });
 		const input = wrapper.get('[data-test="facts-input"]');
 		await input.setValue('{"prices": {"low": 1}}');
-		await wrapper.get('[data-test="facts-save"]').trigger('click');
+		await wrapper.get('[data-test="facts-save"] button').trigger('click');
 		expect(wrapper.get('[data-test="facts-problem"]').text()).toBe('"facts.prices" must be a string, a number or a boolean, received an object.');
 		expect(input.attributes('aria-describedby')).toBe('facts-2-problem');
 		await input.setValue('{city: Leeds}');
-		await wrapper.get('[data-test="facts-save"]').trigger('click');
+		await wrapper.get('[data-test="facts-save"] button').trigger('click');
 		expect(wrapper.get('[data-test="facts-problem"]').text()).toMatch(/^Not JSON/);
 		expect(wrapper.emitted('save')).toBeUndefined();
 		await input.setValue('  ');
-		await wrapper.get('[data-test="facts-save"]').trigger('click');
+		await wrapper.get('[data-test="facts-save"] button').trigger('click');
 		expect(wrapper.emitted('save')).toEqual([[null]]);
 	});
 });
