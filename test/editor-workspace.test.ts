@@ -270,6 +270,11 @@ describe.skipIf(!legAvailable(LEG))('the editors\' workspace in the app', () => 
 		await expectAccessible('06-publishing');
 
 		await page.click('[data-test="tab-posts"]');
+		// Nothing is stale yet: Refresh is disabled, and its real button names the reason.
+		const refresh = page.locator('[data-test="refresh-stale"] button').first();
+		await page.locator('[data-test="refresh-blocked"]').waitFor();
+		expect(await refresh.isDisabled()).toBe(true);
+		expect(await describedBy(refresh)).toBe('No post is stale: a sync import marks the posts whose data changed.');
 		await press('publish-all');
 		await page.locator('[data-test="publication"][data-status="completed"]').waitFor({ timeout: UI_TIMEOUT_MS });
 		await expectAccessible('09-posts');

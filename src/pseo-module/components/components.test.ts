@@ -563,9 +563,14 @@ describe('posts-tab', () => {
 					if (target === 'missing') throw Object.assign(new Error('Not found'), { response: { status: 404, data: { code: 'PSEO_NOT_FOUND' } } });
 					return { target: 'webhook', url: 'https://hooks.example' };
 				},
+				staleCount: async () => 0,
+				jobs: async () => [],
 			},
 			pseoId: ref(3),
 			website: ref(null),
+			rates: ref(null),
+			balance: ref(null),
+			dailyCap: ref(null),
 			refreshBalance: async () => {},
 			showTab: () => {},
 			live: () => null,
@@ -585,6 +590,121 @@ describe('posts-tab', () => {
 		// Nothing selected: only "Publish selected" waits, and says why.
 		expect(again.get('[data-test="publish-selected"] button').attributes('disabled')).toBeDefined();
 		expect(again.get('#publish-selected-blocked').text()).toBe('Select the posts to publish in the table.');
+	});
+});
+
+describe('posts-tab: stale and retired posts, and their refresh', () => {
+	const post = (id: number, extra: Record<string, unknown>) => ({ id, route: `/p${id}`, title: `P${id}`, quality_status: 'pass', quality_score: 90, remote_url: null, date_published: null, stale: false, stale_since: null, retired: false, ...extra });
+	const rows = [post(1, {}), post(2, { stale: true, stale_since: '2026-01-31T09:00:00.000Z' }), post(3, { stale: true, stale_since: '2026-01-30T09:00:00.000Z' }), post(4, { retired: true })];
+	function mountPosts(options: { balance: number; stale: number; jobs?: { id: number; status: string }[] }) {
+		const calls: string[] = [];
+		const workspace = {
+			api: {
+				posts: async () => rows,
+				target: async () => ({ target: 'webhook' }),
+				staleCount: async () => options.stale,
+				jobs: async () => options.jobs ?? [],
+				refresh: async (pseoId: number) => {
+					calls.push(`refresh ${pseoId}`);
+					return { generation_id: 41 };
+				},
+			},
+			pseoId: ref(3),
+			website: ref(null),
+			rates: ref({ token_per_page: 10, token_per_batch_page: 5, token_per_main_json: 20 }),
+			balance: ref<number | null>(options.balance),
+			dailyCap: ref(null),
+			refreshBalance: async () => void calls.push('balance'),
+			showTab: (tab: string) => void calls.push(`tab ${tab}`),
+			live: () => null,
+		};
+		const stubs = { ...global.stubs, 'v-drawer': defineComponent({ setup: (_props, { slots }) => () => h('div', slots['default']?.()) }), 'markdown-reader': true, 'native-field': defineComponent({ props: { id: String, modelValue: String }, emits: ['update:modelValue'], setup: (props, { emit }) => () => h('input', { id: props.id, value: props.modelValue, onInput: (event: Event) => emit('update:modelValue', (event.target as unknown as { value: string }).value) }) }) };
+		return { wrapper: mount(PostsTab, { global: { stubs, provide: { [WORKSPACE as symbol]: workspace } } }), calls, workspace };
+	}
+	const settle = () => new Promise((resolve) => setTimeout(resolve, 0));
+
+	it('marks stale posts with the date their data changed and retired posts as retired, and filters on either', async () => {
+		const { wrapper } = mountPosts({ balance: 100, stale: 2 });
+		await settle();
+		expect(wrapper.get('[data-test="stale-2"]').text()).toContain('Stale');
+		expect(wrapper.get('[data-test="stale-2"] time').attributes('datetime')).toBe('2026-01-31T09:00:00.000Z');
+		expect(wrapper.get('[data-test="retired-4"]').text()).toBe('Retired');
+		expect(wrapper.find('[data-test="stale-1"]').exists()).toBe(false);
+		const routes = () => wrapper.findAll('[data-test="posts"] tbody tr button.open').map((button) => button.text());
+		expect(routes()).toEqual(['/p1', '/p2', '/p3', '/p4']);
+		await wrapper.get('#pseo-posts-show').setValue('stale');
+		expect(routes()).toEqual(['/p2', '/p3']);
+		await wrapper.get('#pseo-posts-show').setValue('retired');
+		expect(routes()).toEqual(['/p4']);
+	});
+
+	it('prices "Refresh N stale pages" at the batch rate, starts it and shows the job in the Jobs tab', async () => {
+		const { wrapper, calls } = mountPosts({ balance: 100, stale: 2 });
+		await settle();
+		const refresh = wrapper.get('[data-test="refresh-stale"] button');
+		expect(refresh.text()).toBe('Refresh 2 stale pages');
+		// Two pages at 5 tokens (the batch page rate).
+		expect(wrapper.get('[data-test="cost"]').text()).toBe('10 tokens');
+		expect(refresh.attributes('disabled')).toBeUndefined();
+		expect(refresh.attributes('aria-describedby')).toBeUndefined();
+		await refresh.trigger('click');
+		await settle();
+		expect(calls).toEqual(['refresh 3', 'balance', 'tab jobs']);
+		expect(wrapper.get('[data-test="refresh-message"]').text()).toBe('Refresh started as job 41.');
+	});
+
+	it('disables Refresh with the reason named by its real button when nothing is stale, a job runs, or the balance is short', async () => {
+		const reason = async (options: Parameters<typeof mountPosts>[0]) => {
+			const { wrapper, calls } = mountPosts(options);
+			await settle();
+			const refresh = wrapper.get('[data-test="refresh-stale"] button');
+			expect(refresh.attributes('disabled')).toBeDefined();
+			expect(refresh.attributes('aria-describedby')).toBe('refresh-blocked');
+			expect(wrapper.get('[data-test="refresh-stale"]').attributes('aria-describedby')).toBeUndefined();
+			await refresh.trigger('click');
+			expect(calls).toEqual([]);
+			return wrapper.get('#refresh-blocked').text();
+		};
+		expect(await reason({ balance: 100, stale: 0 })).toBe('No post is stale: a sync import marks the posts whose data changed.');
+		expect(await reason({ balance: 100, stale: 2, jobs: [{ id: 9, status: 'running' }] })).toBe('Job 9 is still running on this website: wait for it to end, or cancel it in the Jobs tab.');
+		// Two pages at 5 tokens against a balance of 4.
+		expect(await reason({ balance: 4, stale: 2 })).toBe('Refresh needs 6 more tokens: ask an admin to add tokens to your balance.');
+	});
+
+	it('shows in the reader what changed in a stale post\'s facts since it was written, the old and new values side by side', async () => {
+		const { wrapper, workspace } = mountPosts({ balance: 100, stale: 2 });
+		const read: string[] = [];
+		Object.assign(workspace.api, {
+			post: async (id: number) => ({
+				id,
+				pseo_id: 3,
+				route: `/p${id}`,
+				title: `P${id}`,
+				body: '# P',
+				meta_description: null,
+				quality_status: 'pass',
+				quality_issues: null,
+				facts: id === 2 ? { city: 'Leeds', price_from_gbp: 240 } : { city: 'York' },
+				structured_data: null,
+				stale: id === 2,
+				stale_since: id === 2 ? '2026-01-31T09:00:00.000Z' : null,
+			}),
+			currentFacts: async (pseoId: number, route: string) => {
+				read.push(`${pseoId} ${route}`);
+				return { city: 'Leeds', price_from_gbp: 250 };
+			},
+		});
+		await settle();
+		await wrapper.get('[data-test="open-2"]').trigger('click');
+		await settle();
+		const rows = wrapper.findAll('[data-test="fact-changes"] tbody tr').map((row) => row.findAll('th, td').map((cell) => cell.text()));
+		expect(rows).toEqual([['Price from gbp', '240', '250']]);
+		expect(read).toEqual(['3 /p2']);
+		// A post that is not stale reads nothing more, and shows no changes.
+		await wrapper.get('[data-test="open-1"]').trigger('click');
+		await settle();
+		expect(wrapper.find('[data-test="fact-changes"]').exists()).toBe(false);
+		expect(read).toEqual(['3 /p2']);
 	});
 });
 

@@ -10,6 +10,7 @@ import { aiRun, modelItems, providerItems, providerName, type ProviderCatalog } 
 import { usageByWebsite } from './usage.ts';
 import { ledgerParams, noteParts, notedUserIds, pageCount, personName } from './ledger.ts';
 import { pseoApi } from './pseo-api.ts';
+import { factChanges } from './fact-changes.ts';
 
 describe('explainFailure', () => {
 	const envelope = (status: number, error: string, code = 'X') => ({ response: { status, data: { success: false, error, code, timestamp: 't' } } });
@@ -343,5 +344,17 @@ describe('pseoApi.openRoutes', () => {
 		};
 		expect(await pseoApi(http).openRoutes(3)).toEqual({ open: 4, total: 9 });
 		expect(asked[0]).toMatchObject({ filter: { pseo_id: { _eq: 3 }, retired_at: { _null: true } }, groupBy: ['has_post'] });
+	});
+});
+
+describe('factChanges', () => {
+	it('lists the facts whose value changed, appeared or went since the post was written, and nothing else', () => {
+		expect(factChanges({ city: 'Leeds', price: 240, open: true }, { city: 'Leeds', price: 250, branch: 'North' })).toEqual([
+			{ name: 'price', written: 240, now: 250 },
+			{ name: 'open', written: true, now: null },
+			{ name: 'branch', written: null, now: 'North' },
+		]);
+		expect(factChanges({ price: 240 }, { price: 240 })).toEqual([]);
+		expect(factChanges(null, null)).toEqual([]);
 	});
 });

@@ -158,11 +158,39 @@ export function pseoApi(http: Http) {
 		sitemap: async (pseoId: number) => (await http.get<{ urls: string[] }>(`${BASE}/fetch-sitemap`, { params: { pseo_id: pseoId } })).data.urls,
 		posts: async (pseoId: number) =>
 			(
-				await http.get<{ data: { id: number; route: string; title: string; quality_status: string | null; quality_score: number | null; remote_url: string | null; date_published: string | null }[] }>(
-					'/items/pseo_posts',
-					{ params: { filter: { pseo_id: { _eq: pseoId } }, fields: ['id', 'route', 'title', 'quality_status', 'quality_score', 'remote_url', 'date_published'], sort: ['route'], limit: 200 } },
-				)
+				await http.get<{
+					data: {
+						id: number;
+						route: string;
+						title: string;
+						quality_status: string | null;
+						quality_score: number | null;
+						remote_url: string | null;
+						date_published: string | null;
+						stale: boolean | null;
+						stale_since: string | null;
+						retired: boolean | null;
+					}[];
+				}>('/items/pseo_posts', {
+					params: {
+						filter: { pseo_id: { _eq: pseoId } },
+						fields: ['id', 'route', 'title', 'quality_status', 'quality_score', 'remote_url', 'date_published', 'stale', 'stale_since', 'retired'],
+						sort: ['route'],
+						limit: 200,
+					},
+				})
 			).data.data,
+		/** How many of the website's posts a refresh would rewrite: stale, and not retired (the table shows 200 at most). */
+		staleCount: async (pseoId: number) => {
+			const rows = (
+				await http.get<{ data: { count: { id: number | string } }[] }>('/items/pseo_posts', {
+					params: { aggregate: { count: ['id'] }, filter: { pseo_id: { _eq: pseoId }, stale: { _eq: true }, retired: { _eq: false } } },
+				})
+			).data.data;
+			return Number(rows[0]?.count.id ?? 0);
+		},
+		/** Rewrites the website's stale posts from their current facts (POST /trigger/refresh-generation). */
+		refresh: async (pseoId: number) => (await http.post<{ generation_id: number }>(`${BASE}/trigger/refresh-generation`, { pseo_id: pseoId })).data,
 		post: async (id: number) =>
 			(
 				await http.get<{
@@ -176,9 +204,19 @@ export function pseoApi(http: Http) {
 						quality_issues: QualityIssue[] | null;
 						facts: Facts | null;
 						structured_data: unknown[] | null;
+						pseo_id: number;
+						stale: boolean | null;
+						stale_since: string | null;
 					};
 				}>(`/items/pseo_posts/${id}`)
 			).data.data,
+		/** The facts the plan page of a route holds now; null when the plan has no such page, or it has none. */
+		currentFacts: async (pseoId: number, route: string) =>
+			(
+				await http.get<{ data: { facts: Facts | null }[] }>('/items/pseo_plan_pages', {
+					params: { filter: { pseo_id: { _eq: pseoId }, route: { _eq: route } }, fields: ['facts'], limit: 1 },
+				})
+			).data.data[0]?.facts ?? null,
 		regenerate: async (postId: number, instructions: string) =>
 			(await http.post<{ generation_id: number }>(`${BASE}/posts/${postId}/regenerate`, instructions.trim() ? { instructions } : {})).data,
 		target: async (pseoId: number) => (await http.get<{ data: Record<string, unknown> }>(`${BASE}/pseo/${pseoId}/publishing`)).data.data,
