@@ -166,10 +166,11 @@ async function triggerReference(
 	const to = await scratchWebsite(database, from);
 	const amount = pages * rate;
 	const text = (column: string) => `coalesce(to_json(nullif(${column}, ''))::text, 'null')`;
-	// JSON.stringify of { priority, primary_keyword, search_intent, page_type, parent_route, cluster }, in that order.
+	// JSON.stringify of { priority, primary_keyword, search_intent, page_type, parent_route, cluster, facts }, in that
+	// order: a job's routes carry their pages' facts as they were at acceptance.
 	const page =
 		`'{"priority":' || coalesce(to_json(priority)::text, '0') || ',"primary_keyword":' || ${text('primary_keyword')} || ',"search_intent":' || ${text('search_intent')} || ` +
-		`',"page_type":' || ${text('page_type')} || ',"parent_route":' || ${text('parent_route')} || ',"cluster":' || ${text('cluster')} || '}'`;
+		`',"page_type":' || ${text('page_type')} || ',"parent_route":' || ${text('parent_route')} || ',"cluster":' || ${text('cluster')} || ',"facts":' || coalesce(facts::text, 'null') || '}'`;
 	const [plan] = await pgAdmin<{ id: number | null }>(`SELECT max(id) AS id FROM pseo_main_json WHERE pseo_id = ${from}`, database);
 	const seconds = await timedStatement(
 		database,
