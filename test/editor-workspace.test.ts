@@ -4,7 +4,8 @@ import path from 'node:path';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import { startFakeProvider, type FakeProvider } from './support/fake-provider/server.ts';
-import { balanceOf, call, createUser, PSEO_USER_ROLE, type TestUser } from './support/api.ts';
+import { balanceOf, call, createUser, createWebsite, PSEO_USER_ROLE, waitForJob, type TestUser } from './support/api.ts';
+import { postsByRoute, syncPrices } from './support/synced-data.ts';
 import { axeViolations, launchBrowser, recordPageTrouble, screenshot, signIn } from './support/browser.ts';
 import { plannedSite } from './support/job-checks.ts';
 import { startDirectus, type DirectusInstance } from './support/directus.ts';
@@ -382,6 +383,50 @@ describe.skipIf(!legAvailable(LEG))('the editors\' workspace in the app', () => 
 		expect(await describedBy(start)).toContain('Start needs 5 more tokens');
 		await expectAccessible('13-generate-blocked', second);
 		await second.close();
+	});
+
+	it('an editor sees the posts a sync made stale and what changed in their data, refreshes them, and reads the new figure', async () => {
+		// Two priced pages written by a bulk job, then synced again with one price changed and the other row gone.
+		// The first editor's (the instance's seats are few): a website of their own.
+		const owner = editor;
+		const { id: pseoId } = await createWebsite(directus, owner, { website_url: wordpress.url });
+		expect((await syncPrices(directus, owner, pseoId, [{ city: 'Ripon', rank: 2, price_eur: 240 }, { city: 'Whitby', rank: 1, price_eur: 180 }])).body.data).toMatchObject({ added: 2 });
+		const bulk = await call(directus, 'POST', '/pseo-endpoints/trigger/bulk-generation', { token: owner.token, body: { pseo_id: pseoId, post_count: 2 } });
+		expect(bulk.status).toBe(202);
+		expect((await waitForJob(directus, owner, bulk.body.generation_id)).status).toBe('completed');
+		expect((await syncPrices(directus, owner, pseoId, [{ city: 'Ripon', rank: 2, price_eur: 265 }])).body.data).toMatchObject({ updated: 1, retired: 1 });
+		const posts = await postsByRoute(directus, pseoId);
+		const stale = posts.get('/ripon')!;
+		const retired = posts.get('/whitby')!;
+
+		const on = page;
+		await on.goto(`${directus.url}${MODULE}/${pseoId}`);
+		await on.click('[data-test="tab-posts"]');
+		await on.locator(`[data-test="stale-${stale.id}"]`).getByText('Stale').waitFor();
+		expect(await on.locator(`[data-test="retired-${retired.id}"]`).textContent()).toBe('Retired');
+		const refresh = on.locator('[data-test="refresh-stale"] button').first();
+		await on.locator('[data-test="cost"]').getByText('5 tokens').waitFor();
+		expect((await refresh.textContent())!.trim()).toBe('Refresh 1 stale page');
+		expect(await refresh.isDisabled()).toBe(false);
+		expect(await refresh.getAttribute('aria-describedby')).toBeNull();
+		await expectAccessible('15-posts-stale', on);
+
+		// The reader sets the price the post was written from beside the price the data holds now.
+		await on.click(`[data-test="open-${stale.id}"]`);
+		const changed = on.locator('[data-test="fact-changes"] tbody tr');
+		await changed.first().waitFor();
+		expect(await changed.first().locator('th, td').allTextContents()).toEqual(['Price eur', '240', '265']);
+
+		await on.reload();
+		await on.click('[data-test="tab-posts"]');
+		await on.locator('[data-test="refresh-stale"] button').first().click();
+		const job = on.locator('[data-test^="job-"]').first();
+		await job.locator('[data-test="percent"]').getByText('100 %').waitFor({ timeout: UI_TIMEOUT_MS });
+		await vi.waitFor(async () => expect(await job.getAttribute('data-status')).toBe('completed'), { timeout: UI_TIMEOUT_MS, interval: 100 });
+		await on.click('[data-test="tab-posts"]');
+		await on.click(`[data-test="open-${stale.id}"]`);
+		await on.locator('[data-test="reader"]').getByText(/price eur here is 265/).waitFor();
+		expect(await on.locator(`[data-test="stale-${stale.id}"]`).count()).toBe(0);
 	});
 
 	it('an editor picks Anthropic and a model for a website, and its job runs with them and says so', async () => {
