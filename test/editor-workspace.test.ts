@@ -386,7 +386,8 @@ describe.skipIf(!legAvailable(LEG))('the editors\' workspace in the app', () => 
 	});
 
 	it('an editor sees the posts a sync made stale and what changed in their data, refreshes them, and reads the new figure', async () => {
-		// Two priced pages written by a bulk job, then synced again with one price changed and the other row gone.
+		// Two priced pages imported as the source "prices" and written by a bulk job; the editor then syncs a CSV of
+		// the same source in the Plan tab, with one price changed and the other row gone.
 		// The first editor's (the instance's seats are few): a website of their own.
 		const owner = editor;
 		const { id: pseoId } = await createWebsite(directus, owner, { website_url: wordpress.url });
@@ -394,13 +395,24 @@ describe.skipIf(!legAvailable(LEG))('the editors\' workspace in the app', () => 
 		const bulk = await call(directus, 'POST', '/pseo-endpoints/trigger/bulk-generation', { token: owner.token, body: { pseo_id: pseoId, post_count: 2 } });
 		expect(bulk.status).toBe(202);
 		expect((await waitForJob(directus, owner, bulk.body.generation_id)).status).toBe('completed');
-		expect((await syncPrices(directus, owner, pseoId, [{ city: 'Ripon', rank: 2, price_eur: 265 }])).body.data).toMatchObject({ updated: 1, retired: 1 });
+		const on = page;
+		await on.goto(`${directus.url}${MODULE}/${pseoId}`);
+		const csv = path.join(csvDir, 'prices.csv');
+		writeFileSync(csv, 'city,rank,price_eur\nRipon,2,265\n');
+		await on.setInputFiles('[data-test="csv-input"]', csv);
+		await on.locator('[data-test="csv-rows"]').getByText('1 rows').waitFor();
+		await field('pseo-template-route').fill('/{city}');
+		await field('pseo-template-title').fill('Plumbers in {city}');
+		await field('pseo-template-facts').fill('city, price_eur');
+		await on.selectOption('#pseo-import-mode', 'sync');
+		await field('pseo-import-source').fill('prices');
+		await press('import-plan');
+		await on.locator('[data-test="import-message"]').getByText(/0 pages added, 1 updated, 0 unchanged, 1 retired/).waitFor({ timeout: UI_TIMEOUT_MS });
 		const posts = await postsByRoute(directus, pseoId);
 		const stale = posts.get('/ripon')!;
 		const retired = posts.get('/whitby')!;
+		expect([stale.stale, retired.retired]).toEqual([true, true]);
 
-		const on = page;
-		await on.goto(`${directus.url}${MODULE}/${pseoId}`);
 		await on.click('[data-test="tab-posts"]');
 		await on.locator(`[data-test="stale-${stale.id}"]`).getByText('Stale').waitFor();
 		expect(await on.locator(`[data-test="retired-${retired.id}"]`).textContent()).toBe('Retired');
