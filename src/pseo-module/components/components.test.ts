@@ -547,7 +547,8 @@ describe('plan-tab', () => {
 		expect(wrapper.get('[data-test="import-plan"] button').attributes('disabled')).toBeUndefined();
 		await wrapper.get('#pseo-import-source').setValue('   ');
 		expect(wrapper.get('[data-test="import-plan"] button').attributes('disabled')).toBeDefined();
-		expect(wrapper.get('[data-test="import-source-problem"]').text()).toBe('Name the source in 1 to 100 characters.');
+		expect(wrapper.get('[data-test="import-plan"] button').attributes('aria-describedby')).toBe('import-source-problem');
+		expect(wrapper.get('#import-source-problem').text()).toBe('Name the source in 1 to 100 characters.');
 		expect(wrapper.find('[data-test="retired-1"]').exists()).toBe(false);
 		expect(wrapper.get('[data-test="retired-2"]').text()).toBe('retired');
 	});
