@@ -435,6 +435,7 @@ describe.skipIf(!legAvailable(LEG))('the editors\' workspace in the app', () => 
 		const job = on.locator('[data-test^="job-"]').first();
 		await job.locator('[data-test="percent"]').getByText('100 %').waitFor({ timeout: UI_TIMEOUT_MS });
 		await vi.waitFor(async () => expect(await job.getAttribute('data-status')).toBe('completed'), { timeout: UI_TIMEOUT_MS, interval: 100 });
+		expect(await job.locator('[data-test="job-kind"]').textContent()).toBe('Refresh of stale pages');
 		await on.click('[data-test="tab-posts"]');
 		await on.click(`[data-test="open-${stale.id}"]`);
 		await on.locator('[data-test="reader"]').getByText(/price eur here is 265/).waitFor();

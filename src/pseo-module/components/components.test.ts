@@ -731,6 +731,23 @@ describe('jobs-tab', () => {
 		expect(reads).toBe(1);
 		wrapper.unmount();
 	});
+
+	it('names what started each job, and nothing for a job from a server that does not say', async () => {
+		const job = (id: number, kind?: string) => ({ id, pseo_id: 3, status: 'completed', requested_count: 1, created_count: 1, failed_count: 0, failed_routes: [], date_created: '2026-01-31T09:30:00.000Z', date_completed: '2026-01-31T09:31:00.000Z', last_error: null, attention: false, provider: null, model: null, ...(kind ? { kind } : {}) });
+		const workspace = {
+			api: { jobs: async () => [job(9, 'refresh'), job(8, 'bulk'), job(7)] },
+			pseoId: ref(3),
+			providers: ref(catalog),
+			refreshBalance: async () => {},
+			live: () => null,
+		};
+		const wrapper = mount(JobsTab, { global: { stubs: { ...global.stubs, 'empty-state': true, 'local-time': true }, provide: { [WORKSPACE as symbol]: workspace } } });
+		await vi.waitFor(() => expect(wrapper.find('[data-test="job-9"]').exists()).toBe(true));
+		expect(wrapper.get('[data-test="job-9"] [data-test="job-kind"]').text()).toBe('Refresh of stale pages');
+		expect(wrapper.get('[data-test="job-8"] [data-test="job-kind"]').text()).toBe('Bulk');
+		expect(wrapper.find('[data-test="job-7"] [data-test="job-kind"]').exists()).toBe(false);
+		wrapper.unmount();
+	});
 });
 
 describe('ai-tab', () => {

@@ -50,6 +50,8 @@ export interface Job {
 	/** The provider and model it was accepted with; null for a job accepted before jobs recorded them. */
 	provider: ProviderKind | null;
 	model: string | null;
+	/** What started it (absent from a server older than refresh jobs). */
+	kind?: 'on_demand' | 'bulk' | 'retry' | 'regenerate' | 'refresh';
 }
 
 export interface Publication {
