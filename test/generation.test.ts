@@ -220,17 +220,18 @@ describeLegs('generation engine on %s', ENGINE_INTERFACE_LEGS, (leg) => {
 		expect(list.body.data).toHaveLength(50);
 		expect(list.body.data.map((job: { id: number }) => job.id)).toEqual([...ids].reverse().slice(0, 50));
 		expect(Object.keys(list.body.data[0]).sort()).toEqual(
-			['id', 'pseo_id', 'status', 'requested_count', 'created_count', 'failed_count', 'failed_routes', 'date_created', 'date_completed', 'last_error', 'attention', 'provider', 'model'].sort(),
+			['id', 'pseo_id', 'kind', 'status', 'requested_count', 'created_count', 'failed_count', 'failed_routes', 'date_created', 'date_completed', 'last_error', 'attention', 'provider', 'model'].sort(),
 		);
 		// Jobs that went well: no trouble on their record.
 		expect(list.body.data[0]).toMatchObject({ last_error: null, attention: false });
 		expect(list.body.data[0].date_created).toMatch(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/);
 		const one = await call(directus, 'GET', `/pseo-endpoints/generations/${ids[0]}`, { token: user.token });
 		expect(Object.keys(one.body.data).sort()).toEqual(
-			['id', 'pseo_id', 'status', 'requested_count', 'created_count', 'failed_count', 'failed_routes', 'date_created', 'date_updated', 'date_completed', 'last_error', 'attention', 'provider', 'model', 'usage'].sort(),
+			['id', 'pseo_id', 'kind', 'status', 'requested_count', 'created_count', 'failed_count', 'failed_routes', 'date_created', 'date_updated', 'date_completed', 'last_error', 'attention', 'provider', 'model', 'usage'].sort(),
 		);
-		// The provider and model it was accepted with: the environment's OpenAI key, and the instance's model.
-		expect(one.body.data).toMatchObject({ provider: 'openai', model: expect.stringMatching(/\S/) });
+		// The provider and model it was accepted with: the environment's OpenAI key, and the instance's model; and
+		// what started it.
+		expect(one.body.data).toMatchObject({ kind: 'on_demand', provider: 'openai', model: expect.stringMatching(/\S/) });
 		const stranger = await createUser(directus);
 		expectEnvelope(await call(directus, 'GET', `/pseo-endpoints/generations/${ids[0]}`, { token: stranger.token }), 403);
 		expectEnvelope(await call(directus, 'GET', `/pseo-endpoints/generations?pseo_id=${pseoId}`, { token: stranger.token }), 403);

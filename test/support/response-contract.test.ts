@@ -8,6 +8,7 @@ const envelope = (code: string) => ({ success: false, error: 'Something went wro
 const job = {
 	id: 3,
 	pseo_id: 1,
+	kind: 'bulk',
 	status: 'running',
 	requested_count: 2,
 	created_count: 1,
