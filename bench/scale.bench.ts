@@ -102,8 +102,22 @@ async function pollSamples(urls: readonly string[], token: string, until: Promis
 	return samples;
 }
 
+/** A fresh PostgreSQL database `name` with the extension's schema bootstrapped by Directus: a template to copy. */
+export async function postgresTemplate(name: string): Promise<void> {
+	await dropDatabase(name);
+	await pgAdmin(`CREATE DATABASE "${name}"`);
+	await bootstrapTemplate({ DB_CLIENT: 'pg', DB_HOST: PG.host, DB_PORT: String(PG.port), DB_USER: PG.user, DB_PASSWORD: PG.password, DB_DATABASE: name });
+}
+
+/** The Directus server process this benchmark started (`npm start`'s Node under launchDirectus). */
+export function directusServerPid(): number {
+	const pid = findDescendant(process.pid, (command) => command.includes('directus-cli.mjs') && / start\b/.test(command));
+	if (pid === null) throw new Error('could not find the Directus server process under this benchmark');
+	return pid;
+}
+
 /** A new website of the same owner and URL as website `from`, written straight into the database: a scratch website for a reference. */
-async function scratchWebsite(database: string, from: number): Promise<number> {
+export async function scratchWebsite(database: string, from: number): Promise<number> {
 	const [website] = await pgAdmin<{ id: number }>(
 		`INSERT INTO pseo (website_url, master_prompt, backend_user_id, date_created) SELECT website_url, master_prompt, backend_user_id, date_created FROM pseo WHERE id = ${from} RETURNING id`,
 		database,
@@ -115,7 +129,7 @@ async function scratchWebsite(database: string, from: number): Promise<number> {
  * Runs the `setup` statements, then `timed`, on one connection of `database`, and returns the seconds `timed` took:
  * the connection and the setup stay out of the reference.
  */
-async function timedStatement(database: string, setup: readonly string[], timed: string): Promise<number> {
+export async function timedStatement(database: string, setup: readonly string[], timed: string): Promise<number> {
 	const client = new pg.Client({ ...PG, database, connectionTimeoutMillis: 3000 });
 	await client.connect();
 	try {
@@ -246,12 +260,9 @@ export async function runScaleBench(options: { log?: (line: string) => void } = 
 			buildExtension();
 		}
 		const template = `pseo_bench_scale_${process.pid}`;
-		await dropDatabase(template);
-		await pgAdmin(`CREATE DATABASE "${template}"`);
 		cleanups.push(() => dropDatabase(template));
-		const pgEnv = { DB_CLIENT: 'pg', DB_HOST: PG.host, DB_PORT: String(PG.port), DB_USER: PG.user, DB_PASSWORD: PG.password };
 		log('bootstrapping a PostgreSQL template');
-		await bootstrapTemplate({ ...pgEnv, DB_DATABASE: template });
+		await postgresTemplate(template);
 
 		const fake = await spawnFakeProvider({ batchStepsPerPoll: 10 });
 		cleanups.push(() => fake.stop());
@@ -278,8 +289,7 @@ export async function runScaleBench(options: { log?: (line: string) => void } = 
 		// The instance's own output (with PSEO_SERVER_NODE_FLAGS=--trace-gc, its heap after each collection), for a look afterwards.
 		const instanceLog = process.env['PSEO_BENCH_INSTANCE_LOG'];
 		if (instanceLog) cleanups.push(async () => writeFileSync(instanceLog, directus.output()));
-		const pid = findDescendant(process.pid, (command) => command.includes('directus-cli.mjs') && / start\b/.test(command));
-		if (pid === null) throw new Error('could not find the Directus server process under this benchmark');
+		const pid = directusServerPid();
 		const sampler = new RssSampler(pid, 50);
 		sampler.start();
 		cleanups.push(async () => sampler.stop());
