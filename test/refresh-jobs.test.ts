@@ -228,8 +228,13 @@ describeLegs('refresh jobs on %s', LEGS, (leg) => {
 		const derby = updates.find((delivery) => delivery.payload.post.id === posts.get('/derby')!.id)!;
 		expect(derby.payload.post.markdown).toContain('7410');
 		expect(derby.payload.post.facts).toEqual({ city: 'Derby', price_eur: 7410 });
-		// Ripon, never published, stays off the site.
-		await new Promise((resolve) => setTimeout(resolve, 1500));
+		// Ripon, never published, stays off the site: the republish, the website's second publication, has ended with
+		// the two updates alone.
+		const publications = () => adminItems(directus, 'pseo_publications', `filter[pseo_id][_eq]=${pseoId}&sort=id&fields=id,status`);
+		await eventually(async () => {
+			const rows = await publications();
+			return rows.length === 2 && rows[1]!.status === 'completed';
+		}, 60_000, 'the republish to end');
 		expect(ours()).toHaveLength(4);
 
 		// republish: false rewrites the posts and leaves the site as it is.
@@ -237,7 +242,10 @@ describeLegs('refresh jobs on %s', LEGS, (leg) => {
 		const quiet = await refresh(user, { pseo_id: pseoId, republish: false });
 		expect(await waitForJob(directus, user, quiet.body.generation_id)).toMatchObject({ status: 'completed', created_count: 3 });
 		expect((await postsByRoute(directus, pseoId)).get('/derby')!.body).toContain('7510');
-		await new Promise((resolve) => setTimeout(resolve, 2500));
+		// The job owes no republish from its acceptance on, so no sweep makes one: nothing more reached the site.
+		const [quietRow] = await adminItems(directus, 'pseo_generations', `filter[id][_eq]=${quiet.body.generation_id}&fields=republish_pending`);
+		expect(quietRow.republish_pending).toBe(false);
+		expect(await publications()).toHaveLength(2);
 		expect(ours()).toHaveLength(4);
 	});
 });
