@@ -246,7 +246,6 @@ export async function recordCapacityWait(knex: Knex, jobId: number, worker: stri
 		last_error: JSON.stringify(record),
 		attention: false,
 		waiting_for: waitingFor,
-		waiting_since: record.since,
 		date_updated: dbTimestamp(knex),
 		lease_owner: null,
 		lease_expires_at: null,
@@ -258,7 +257,7 @@ export async function recordCapacityWait(knex: Knex, jobId: number, worker: stri
 
 /** Puts a job in its provider's queue for batch capacity (`provider`), or takes it out (null), fenced by its lease. */
 export async function setWaitingFor(knex: Knex, jobId: number, worker: string, provider: string | null): Promise<void> {
-	const updated = await leasedBy(knex, jobId, worker).update(provider === null ? { waiting_for: null, waiting_since: null } : { waiting_for: provider });
+	const updated = await leasedBy(knex, jobId, worker).update({ waiting_for: provider });
 	if (updated !== 1) throw new LeaseLostError(jobId);
 }
 
@@ -566,7 +565,6 @@ export async function finishJob(
 			...(keepLastError ? {} : { last_error: null }),
 			// An ended job waits for no provider capacity: other jobs no longer take turns with it.
 			waiting_for: null,
-			waiting_since: null,
 			date_completed: now,
 			date_updated: now,
 		});
