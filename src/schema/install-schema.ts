@@ -117,6 +117,8 @@ export async function ensureIndexes(knex: Knex, logger?: Logger): Promise<void> 
 	const indexes: IndexSpec[] = [
 		{ name: 'pseo_posts_pseo_route_unique', unique: true, on: `${POSTS} (pseo_id, route)` },
 		{ name: 'pseo_generations_status_lease', on: `${JOBS} (status, lease_expires_at)` },
+		// The publication sweep looks for ended refresh jobs that owe a republish at every tick (publishing/republish.ts).
+		{ name: 'pseo_generations_republish', on: `${JOBS} (republish_pending, status)` },
 		{ name: 'pseo_plan_pages_pseo_route_unique', unique: true, on: `${PLAN_PAGES} (pseo_id, route)` },
 		{ name: 'pseo_plan_pages_next', on: `${PLAN_PAGES} (pseo_id, has_post, priority)` },
 		{ name: 'pseo_post_bands_lookup', on: `${BANDS_TABLE} (pseo_id, band_key)` },
