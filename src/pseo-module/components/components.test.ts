@@ -32,6 +32,9 @@ import type { ProviderCatalog } from '../lib/providers.ts';
  * The stateful parts of the module, mounted for real. The app's global components (v-button, v-input…) are the
  * host's; here they are plain elements with the same props and events, so the tests see what the component does.
  */
+/** One turn of the event loop: what a component awaits (its API calls, resolved at once here) has settled. */
+const settle = () => new Promise((resolve) => setTimeout(resolve, 0));
+
 const field = (tag: 'input' | 'textarea') =>
 	defineComponent({
 		props: { modelValue: { type: [String, Number], default: '' }, id: String, placeholder: String },
@@ -172,7 +175,6 @@ describe('generate-tab', () => {
 		const stubs = { ...global.stubs, 'native-field': defineComponent({ props: { id: String }, setup: () => () => h('input') }) };
 		return { wrapper: mount(GenerateTab, { global: { stubs, provide: { [WORKSPACE as symbol]: workspace } } }), workspace, triggered };
 	}
-	const settle = () => new Promise((resolve) => setTimeout(resolve, 0));
 
 	it('disables Start with the reason beside it while the website has a job running, has no plan, or has too few pages left', async () => {
 		const reason = async (facts: Parameters<typeof mountTab>[1]) => {
@@ -403,7 +405,6 @@ describe('ledger-entries', () => {
 		};
 		return { api, asked };
 	}
-	const settle = () => new Promise((resolve) => setTimeout(resolve, 0));
 	const mountEntries = (props: Record<string, unknown>, language = 'en-US') =>
 		mount(LedgerEntries, { props, global: { ...global, provide: { stores: storesOf(language) } } });
 
@@ -518,7 +519,6 @@ describe('plan-tab', () => {
 		const wrapper = mount(PlanTab, { global: { stubs: global.stubs, provide: { [WORKSPACE as symbol]: workspace, api: http } } });
 		return { wrapper, imports };
 	}
-	const settle = () => new Promise((resolve) => setTimeout(resolve, 0));
 
 	it('offers a sync with the source\'s name, sends both, and tells what was added, updated, left unchanged and retired', async () => {
 		const { wrapper, imports } = mountTab();
@@ -577,7 +577,6 @@ describe('posts-tab', () => {
 			live: () => null,
 		};
 		const options = { global: { stubs: { ...global.stubs, 'v-drawer': true, 'native-field': true }, provide: { [WORKSPACE as symbol]: workspace } } };
-		const settle = () => new Promise((resolve) => setTimeout(resolve, 0));
 		const wrapper = mount(PostsTab, options);
 		await settle();
 		const all = wrapper.get('[data-test="publish-all"] button');
@@ -622,7 +621,6 @@ describe('posts-tab: stale and retired posts, and their refresh', () => {
 		const stubs = { ...global.stubs, 'v-drawer': defineComponent({ setup: (_props, { slots }) => () => h('div', slots['default']?.()) }), 'markdown-reader': true, 'native-field': defineComponent({ props: { id: String, modelValue: String }, emits: ['update:modelValue'], setup: (props, { emit }) => () => h('input', { id: props.id, value: props.modelValue, onInput: (event: Event) => emit('update:modelValue', (event.target as unknown as { value: string }).value) }) }) };
 		return { wrapper: mount(PostsTab, { global: { stubs, provide: { [WORKSPACE as symbol]: workspace } } }), calls, workspace };
 	}
-	const settle = () => new Promise((resolve) => setTimeout(resolve, 0));
 
 	it('marks stale posts with the date their data changed and retired posts as retired, and filters on either', async () => {
 		const { wrapper } = mountPosts({ balance: 100, stale: 2 });
@@ -765,14 +763,14 @@ describe('ai-tab', () => {
 		expect((wrapper.get('select#pseo-model').element as unknown as { value: string }).value).toBe('claude-haiku-4-5');
 		await wrapper.get('select#pseo-model').setValue('claude-sonnet-4-6');
 		await wrapper.get('[data-test="save-ai"] button').trigger('click');
-		await new Promise((resolve) => setTimeout(resolve, 0));
+		await settle();
 		expect(saved).toEqual([[3, { provider: 'anthropic', model: 'claude-sonnet-4-6' }]]);
 		expect(workspace.website.value).toMatchObject({ provider: 'anthropic', model: 'claude-sonnet-4-6' });
 		expect(wrapper.get('[data-test="ai-message"]').text()).toContain('Saved');
 		// Back to the default: both blank, saved as null.
 		await wrapper.get('select#pseo-provider').setValue('');
 		await wrapper.get('[data-test="save-ai"] button').trigger('click');
-		await new Promise((resolve) => setTimeout(resolve, 0));
+		await settle();
 		expect(saved.at(-1)).toEqual([3, { provider: null, model: null }]);
 	});
 });
@@ -819,7 +817,7 @@ describe('provider-usage', () => {
 			websiteNames: async (ids?: number[]) => [{ id: 4, website_url: 'https://plumbers.example' }].filter((site) => !ids || ids.includes(site.id)),
 		};
 		const wrapper = mount(ProviderUsage, { props: { api }, global: { ...global, provide: { stores: storesOf('en-US') } } });
-		await new Promise((resolve) => setTimeout(resolve, 0));
+		await settle();
 		expect(wrapper.get('[data-test="usage-dashboard"]').attributes('href')).toBe('/insights/6f1d3a2e-6c1b-4a3e-9a57-0b9e6c0d5a01');
 		expect(wrapper.get('[data-test="usage-chart"] figcaption a').text()).toBe('https://plumbers.example');
 		expect(wrapper.get('details tbody tr').text()).toContain('Jan 31, 2026');
