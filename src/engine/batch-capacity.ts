@@ -71,8 +71,7 @@ export async function withBatchCapacity<T>(
 	request: CapacityRequest,
 	submit: (budget: number | null, enqueued: number) => Promise<T>,
 ): Promise<{ ran: true; value: T } | { ran: false; wait: CapacityWait }> {
-	const learnt = await learntLimit(knex, request.key);
-	const limit = request.configured === null ? learnt : learnt === null ? request.configured : Math.min(request.configured, learnt);
+	const limit = limitInForce(request.configured, await learntLimit(knex, request.key));
 	if (limit === null) return { ran: true, value: await submit(null, 0) };
 	if (!(await takeSubmissions(knex, request.key, request.worker))) return { ran: false, wait: { reason: 'busy', limit } };
 	try {
@@ -104,9 +103,20 @@ export async function learnLimit(knex: Knex, key: string, enqueuedBesides: numbe
 
 /** The limit learnt from the provider's latest refusal, while it is fresh; null when none is known. */
 async function learntLimit(knex: Knex, key: string): Promise<number | null> {
-	const row = (await knex(CAPACITY).where('provider', key).first('learnt_tokens', 'learnt_at')) as { learnt_tokens: number | string | null; learnt_at: number | string | null } | undefined;
-	if (!row || row.learnt_tokens === null || row.learnt_at === null || Number(row.learnt_at) < Date.now() - LEARNT_FOR_MS) return null;
-	return Number(row.learnt_tokens);
+	return (await learntLimits(knex, key)).get(key) ?? null;
+}
+
+/** The fresh learnt limits, by provider: of one provider, or of all of them in one read. */
+async function learntLimits(knex: Knex, key?: string): Promise<Map<string, number>> {
+	let query = knex(CAPACITY).whereNotNull('learnt_tokens').andWhere('learnt_at', '>=', Date.now() - LEARNT_FOR_MS);
+	if (key !== undefined) query = query.andWhere('provider', key);
+	const rows = (await query.select('provider', 'learnt_tokens')) as { provider: string; learnt_tokens: number | string }[];
+	return new Map(rows.map((row) => [row.provider, Number(row.learnt_tokens)]));
+}
+
+/** The limit a queue keeps to: the configured one, the learnt one, or the smaller of the two when both are known. */
+function limitInForce(configured: number | null, learnt: number | null): number | null {
+	return configured === null ? learnt : learnt === null ? configured : Math.min(configured, learnt);
 }
 
 async function ensureRow(knex: Knex, key: string): Promise<void> {
@@ -146,12 +156,11 @@ export interface BatchQueueFigures {
 
 /** Every provider's batch queue, by provider; `configured` is PSEO_BATCH_MAX_ENQUEUED_TOKENS. */
 export async function batchQueues(knex: Knex, configured: Partial<Record<string, number>>, providers: readonly string[]): Promise<Map<string, BatchQueueFigures>> {
-	const [enqueued, waiting] = await Promise.all([enqueuedByProvider(knex), waitingJobCounts(knex)]);
+	const [enqueued, waiting, learnt] = await Promise.all([enqueuedByProvider(knex), waitingJobCounts(knex), learntLimits(knex)]);
 	const out = new Map<string, BatchQueueFigures>();
 	for (const provider of new Set([...providers, ...enqueued.keys(), ...waiting.keys()])) {
-		const learnt = await learntLimit(knex, provider);
 		const set = configured[provider] ?? null;
-		const limit = set === null ? learnt : learnt === null ? set : Math.min(set, learnt);
+		const limit = limitInForce(set, learnt.get(provider) ?? null);
 		out.set(provider, {
 			limit_tokens: limit,
 			limit_source: limit === null ? null : limit === set ? 'configured' : 'learnt',
