@@ -32,8 +32,8 @@ const NEW_PART = 'none';
  * Whether a failed create surely made no batch: the provider answered it, and not with what the provider failure
  * classification takes as transient (a timeout, a conflict or a server error may have made one, which the next step
  * adopts, and whose input file it still needs), or with a 429, which made nothing. This holds because a create is
- * sent once, retried only after a 429: a refusal that answered a retry of a create that timed out would say nothing
- * of the first one.
+ * sent once and never repeated in the call (after a 429 the part waits for the next step): a refusal that answered a
+ * repeat of a create that timed out would say nothing of the first one.
  */
 function refusedCreate(error: unknown): boolean {
 	return isProviderCallError(error) && error.status !== undefined && (!error.retryable || error.reason === 'rate_limited');

@@ -12,6 +12,13 @@ import { classifyError, rateWaitError, toCallError, type ProviderFailure, type S
  */
 export type Attempt<T> = ({ ok: true; value: T } | { ok: false; failure: ProviderFailure }) & { headers?: Headers | null };
 
+/**
+ * `mayRetry` of a batch create: it is never repeated in the call, not even after a 429. The SDKs send no idempotency
+ * key, and a 429 there is the provider's batch queue or rate limit, which the engine waits for between its steps
+ * (engine/capacity-wait.ts).
+ */
+export const neverRepeated = (): boolean => false;
+
 export interface RetryContext {
 	/** The operation, as the metrics and log lines name it (`chat`, `create_batch`...). */
 	op: string;

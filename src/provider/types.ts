@@ -117,7 +117,7 @@ export interface BatchProvider {
 	buildBatchLine(customId: string, request: JsonCompletionRequest): string;
 	/** Uploads JSONL lines with `purpose: 'batch'`; resolves to the file id. Not retried except on 429. */
 	uploadBatchFile(lines: string[] | AsyncIterable<string>, filename: string): Promise<string>;
-	/** Creates a 24h chat-completions batch tagged with `metadata`. Not retried except on 429. */
+	/** Creates a 24h chat-completions batch tagged with `metadata`. Never repeated, not even after a 429 (the engine waits). */
 	createBatch(inputFileId: string, metadata: Record<string, string>): Promise<BatchInfo>;
 	/** The newest batch whose `metadata[key] === value`, looking at a bounded number of recent batches. */
 	findBatchByMetadata(key: string, value: string): Promise<BatchInfo | null>;

@@ -6,7 +6,7 @@ import { decodeTag, encodeTag } from '../batch-tag.ts';
 import { checkId, checkLookup, checkRequest } from '../call-checks.ts';
 import { ProviderCallError } from '../provider-call-error.ts';
 import { classifyError, describeFailure, redact, type ProviderFailure } from '../provider-failure.ts';
-import type { RetryContext, Attempt } from '../retry-policy.ts';
+import { neverRepeated, type RetryContext, type Attempt } from '../retry-policy.ts';
 import type { BatchInfo, BatchLineResult, BatchProvider, BatchStatus, JsonCompletionRequest } from '../types.ts';
 import { messageParams, readMessageContent, readMessageUsage } from './anthropic-message.ts';
 import { allOf, firstOf } from '../batch-lookups.ts';
@@ -61,9 +61,6 @@ export function createAnthropicBatches(options: AnthropicBatchesOptions): BatchP
 	const { client, withRetries, model, maxTokens, secrets, logger } = options;
 	const maxBatchScan = options.maxBatchScan ?? 1000;
 	const onlyRateLimits = (failure: ProviderFailure) => failure.reason === 'rate_limited';
-	// A create is never repeated in the call, not even after a 429: the SDKs send no idempotency key, and a 429 is
-	// the provider's batch queue or rate limit, which the engine waits for between its steps (engine/capacity-wait.ts).
-	const noRetry = () => false;
 	// Tags read back (or written) per batch id, oldest first, so that a lookup downloads a batch's first result once.
 	const tags = new Map<string, Record<string, string>>();
 	const remember = (id: string, metadata: Record<string, string>) => {
@@ -231,7 +228,7 @@ export function createAnthropicBatches(options: AnthropicBatchesOptions): BatchP
 					if (!CUSTOM_ID.test(customId)) throw new TypeError(`Expected the tagged custom id \`${customId}\` to match ${CUSTOM_ID}`);
 					requests.push({ custom_id: customId, params: request.params });
 				}
-				const batch = await withRetries({ op: 'create_batch', mayRetry: noRetry, logContext: { requests: requests.length } }, async () => ({
+				const batch = await withRetries({ op: 'create_batch', mayRetry: neverRepeated, logContext: { requests: requests.length } }, async () => ({
 					ok: true as const,
 					value: await client.messages.batches.create({ requests }),
 				}));

@@ -6,7 +6,7 @@ import { decodeTag, encodeTag } from '../batch-tag.ts';
 import { checkId, checkLookup, checkRequest } from '../call-checks.ts';
 import { ProviderCallError } from '../provider-call-error.ts';
 import { describeFailure, redact, type ProviderFailure } from '../provider-failure.ts';
-import type { RetryContext, Attempt } from '../retry-policy.ts';
+import { neverRepeated, type RetryContext, type Attempt } from '../retry-policy.ts';
 import type { BatchInfo, BatchLineResult, BatchProvider, BatchStatus, JsonCompletionRequest } from '../types.ts';
 import { classifyGoogleError } from './google-failure.ts';
 import { createGoogleFiles, FILE_NAME, secondsOf, type GoogleConnection } from './google-files.ts';
@@ -75,9 +75,6 @@ export function createGoogleBatches(options: GoogleBatchesOptions): BatchProvide
 	const maxBatchScan = options.maxBatchScan ?? 1000;
 	let warnedScanLimit = false;
 	const onlyRateLimits = (failure: ProviderFailure) => failure.reason === 'rate_limited';
-	// A create is never repeated in the call, not even after a 429 (RESOURCE_EXHAUSTED): that is the batch queue or a
-	// rate limit, which the engine waits for between its steps (engine/capacity-wait.ts).
-	const noRetry = () => false;
 
 	/** One SDK call under the shared policy; this SDK's errors are classified here, as the chat call's are. */
 	function call<T>(context: RetryContext, run: () => Promise<T>): Promise<T> {
@@ -199,7 +196,7 @@ export function createGoogleBatches(options: GoogleBatchesOptions): BatchProvide
 				throw new TypeError(`Expected \`inputFileId\` to be an uploaded file (\`files/...\`), got \`${String(inputFileId)}\``);
 			}
 			const displayName = `${encodeTag(metadata)}${NAME_SUFFIX}:${inputFileId}`;
-			const batch = await call({ op: 'create_batch', mayRetry: noRetry, logContext: { inputFileId } }, () =>
+			const batch = await call({ op: 'create_batch', mayRetry: neverRepeated, logContext: { inputFileId } }, () =>
 				client.batches.create({ model, src: inputFileId, config: { displayName } }),
 			);
 			return batchInfo(batch);

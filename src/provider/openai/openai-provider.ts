@@ -4,7 +4,7 @@ import OpenAI, { toStreamingFile } from 'openai';
 import { nodeHttpFetch } from './node-http-fetch.ts';
 import type { Logger } from '../../shared/logger.ts';
 import { assertBackoff, DEFAULT_BACKOFF, defaultSleep } from '../backoff.ts';
-import { createRetrier } from '../retry-policy.ts';
+import { createRetrier, neverRepeated } from '../retry-policy.ts';
 import { spoolLines } from '../batch-spool.ts';
 import { checkId, checkLookup, checkRequest, positiveInteger } from '../call-checks.ts';
 import type { BackoffOptions, Sleep } from '../backoff.ts';
@@ -121,9 +121,6 @@ export function createOpenAiProvider(options: OpenAiProviderOptions): OpenAiProv
 	}
 
 	const onlyRateLimits = (failure: ProviderFailure) => failure.reason === 'rate_limited';
-	// A create is never repeated in the call, not even after a 429: the SDKs send no idempotency key, and a 429 is
-	// the provider's batch queue or rate limit, which the engine waits for between its steps (engine/capacity-wait.ts).
-	const noRetry = () => false;
 
 	/** The batches whose `metadata[key] === value` among the `maxBatchScan` most recent, newest first (as listed). */
 	async function* batchesTagged(key: string, value: string): AsyncGenerator<BatchInfo> {
@@ -221,7 +218,7 @@ export function createOpenAiProvider(options: OpenAiProviderOptions): OpenAiProv
 			checkId('inputFileId', inputFileId);
 			checkMetadata(metadata);
 			const api = requireClient();
-			const batch = await withRetries({ op: 'create_batch', mayRetry: noRetry, logContext: { inputFileId } }, async () => ({
+			const batch = await withRetries({ op: 'create_batch', mayRetry: neverRepeated, logContext: { inputFileId } }, async () => ({
 				ok: true as const,
 				value: await api.batches.create({
 					input_file_id: inputFileId,
