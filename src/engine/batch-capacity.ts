@@ -8,8 +8,9 @@ import { enqueuedByProvider, enqueuedTokens, partsTaken } from './part-store.ts'
  * in running batches (OpenAI: 2,000,000 for a small model on a first tier; Google per model; Anthropic by requests),
  * and a part beyond it fails (OpenAI: `token_limit_exceeded` at validation) or its create is refused (429). So parts
  * are submitted as the queue has room, not all at once:
- * - what is enqueued is the sum of the estimated tokens of the running parts of that provider, read from the
- *   database, so every instance counts every instance's parts;
+ * - what is enqueued is the sum of the estimated tokens of the running parts of that provider (each request's as the
+ *   pacer estimates it: pacing/input-tokens.ts), read from the database, so every instance counts every instance's
+ *   parts;
  * - the limit is PSEO_BATCH_MAX_ENQUEUED_TOKENS for the provider, else the one learnt from its last refusal (kept an
  *   hour, so that a raised limit is found again), else there is none and parts go as they come, as they always did;
  * - one instance at a time submits against a limited queue (a lease on the provider's row), so two instances never
@@ -29,11 +30,6 @@ const LEARNT_FOR_MS = 3_600_000;
  * minutes for the largest parts; a holder that died lets the others in after this.
  */
 const SUBMIT_HOLD_MS = 10 * 60_000;
-
-/** Input tokens of one request line, estimated from its size: about four bytes a token, counting the schema and envelope too, so never under. */
-export function estimateTokens(line: string): number {
-	return Math.ceil(Buffer.byteLength(line) / 4);
-}
 
 /** The provider whose batch queue a job's parts count in: the one it was accepted with (OpenAI for jobs from before jobs named it). */
 export function capacityKeyOf(job: Pick<JobHead, 'provider'>): string {

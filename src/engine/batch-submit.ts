@@ -11,7 +11,7 @@ import type { JobHead } from './job-types.ts';
 import { buildPageRequest } from './page-request.ts';
 import type { RunnerDeps } from './page-runner.ts';
 import { BATCH_PART_KEY, readParts, savePart, type JobPart, type NewPart } from './part-store.ts';
-import { estimateTokens } from './batch-capacity.ts';
+import { estimateInputTokens } from '../provider/pacing/input-tokens.ts';
 import { discardFile } from './batch-files.ts';
 import { stopTwins } from './stray-batches.ts';
 import type { PlanPage } from '../plan/plan-page.ts';
@@ -103,9 +103,11 @@ export async function submitPart(
 	let bytes = 0;
 	let tokens = 0;
 	const source = unsettled(first)[Symbol.asyncIterator]();
+	// A line, and its input tokens as the pacer counts a request's (what the provider's batch queue holds of it).
 	const lineOf = async (next: { item: PlanPage; position: number }) => {
 		const customId = provider.customIdFor ? provider.customIdFor(next.item.route, next.position) : next.item.route;
-		return provider.buildBatchLine(customId, await buildPageRequest(context, next.item));
+		const request = await buildPageRequest(context, next.item);
+		return { text: provider.buildBatchLine(customId, request), tokens: estimateInputTokens(request) };
 	};
 	// The first line is built before anything is uploaded: a queue without room for it gets no upload at all.
 	let head: { item: PlanPage; position: number; end: number } | undefined;
@@ -118,27 +120,26 @@ export async function submitPart(
 	if (!head) return null;
 	const firstLine = await lineOf(head);
 	const budget = plan.tokenBudget;
-	if (budget !== null && estimateTokens(firstLine) > budget && !plan.queueEmpty) {
+	if (budget !== null && firstLine.tokens > budget && !plan.queueEmpty) {
 		await source.return?.(undefined);
-		return { short: 'room', tokens: estimateTokens(firstLine) };
+		return { short: 'room', tokens: firstLine.tokens };
 	}
 	// Lines are built as the upload reads them, so a part never sits in memory whole. A new part ends at the
 	// instance's request and byte limits, and at the room its provider's batch queue has left.
 	async function* lines(): AsyncGenerator<string> {
 		let next: { item: PlanPage | null; position?: number; end: number } | undefined = head;
-		let line: string | undefined = firstLine;
+		let line: { text: string; tokens: number } | undefined = firstLine;
 		while (next) {
 			if (next.item) {
 				line ??= await lineOf(next as { item: PlanPage; position: number });
-				const size = Buffer.byteLength(line) + 1;
-				const lineTokens = estimateTokens(line);
-				const full = count >= settings.maxRequests || bytes + size > settings.maxBytes || (budget !== null && tokens + lineTokens > budget);
+				const size = Buffer.byteLength(line.text) + 1;
+				const full = count >= settings.maxRequests || bytes + size > settings.maxBytes || (budget !== null && tokens + line.tokens > budget);
 				if (plan.end === null && count > 0 && full) return;
 				count++;
 				bytes += size;
-				tokens += lineTokens;
+				tokens += line.tokens;
 				end = next.end;
-				yield line;
+				yield line.text;
 				line = undefined;
 			} else {
 				end = next.end;
