@@ -93,6 +93,9 @@ export function createDatabasePacingStore(database: Knex): PacingStore {
 					return { at: slot.at, taken: true, shared: sharedOf(next) };
 				}
 				if (conflicts >= MAX_CONFLICTS) throw new Error(`the pacing row of ${key} kept changing under ${MAX_CONFLICTS} reservations`);
+				// A random pause, growing with the conflicts, before reading again: two instances that take slots in
+				// lockstep would otherwise meet again at once, and the one with the slower round trip could lose every time.
+				await new Promise((resolve) => setTimeout(resolve, Math.random() * Math.min(50, 2 ** conflicts)));
 				known = await readRow(key);
 			}
 		},
