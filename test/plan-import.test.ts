@@ -351,13 +351,14 @@ describeLegs('a sync import killed halfway on %s', LEGS, (leg) => {
 		const template = { route: '/{city}', title: 'Plumbers in {city}', facts: ['city', 'price'] };
 		const importing = (body: Record<string, unknown>) =>
 			call(directus, 'POST', IMPORT, { token: user.token, body: { pseo_id: pseoId, language_code: 'en-GB', template, source: 'prices', ...body } });
-		const cities = Array.from({ length: 1_200 }, (_, i) => ({ city: `City ${i}`, price: i }));
-		expect((await importing({ rows: cities })).body.data).toMatchObject({ total_pages: 1_200, added: 1_200 });
+		const cities = Array.from({ length: 2_400 }, (_, i) => ({ city: `City ${i}`, price: i }));
+		expect((await importing({ rows: cities })).body.data).toMatchObject({ total_pages: 2_400, added: 2_400 });
 		const pagesNow = async () => adminItems(directus, 'pseo_plan_pages', `filter[pseo_id][_eq]=${pseoId}&fields=route,facts,retired_at&sort=id`);
 		const before = await pagesNow();
 
-		// The first 600 change their price, 400 stay as they are, the last 200 are gone and 300 are new: three batches.
-		const rows = [...cities.slice(0, 1_000).map((row, i) => (i < 600 ? { ...row, price: row.price + 1 } : row)), ...Array.from({ length: 300 }, (_, i) => ({ city: `New ${i}`, price: i }))];
+		// The first 1,200 change their price, 800 stay as they are, the last 400 are gone and 300 are new: two batches of
+		// the sync (2,000 routes each), killed after the first is written.
+		const rows = [...cities.slice(0, 2_000).map((row, i) => (i < 1_200 ? { ...row, price: row.price + 1 } : row)), ...Array.from({ length: 300 }, (_, i) => ({ city: `New ${i}`, price: i }))];
 		writeFileSync(faultFile, 'mid-plan-sync');
 		const killed = await importing({ mode: 'sync', rows }).catch((error: unknown) => error);
 		expect(killed).toBeInstanceOf(Error);
@@ -368,18 +369,18 @@ describeLegs('a sync import killed halfway on %s', LEGS, (leg) => {
 
 		// None of it: the pages as they were, nothing retired, nothing charged.
 		expect(await pagesNow()).toEqual(before);
-		expect(await balanceOf(directus, user.id)).toBe(10_000 - 1_200);
+		expect(await balanceOf(directus, user.id)).toBe(10_000 - 2_400);
 
 		// All of it, once the dead request's plan lock has lapsed (PSEO_PLAN_LOCK_MS).
 		const again = await eventually(async () => {
 			const res = await importing({ mode: 'sync', rows });
 			return res.status === 409 ? null : res;
 		}, 30_000, 'the plan lock to lapse');
-		expect(again.body.data).toEqual({ total_pages: 1_300, added: 300, updated: 600, unchanged: 400, retired: 200, skipped: NOTHING_SKIPPED });
+		expect(again.body.data).toEqual({ total_pages: 2_300, added: 300, updated: 1_200, unchanged: 800, retired: 400, skipped: NOTHING_SKIPPED });
 		const after = await pagesNow();
-		expect(after.filter((page) => page.retired_at !== null).map((page) => page.route)).toEqual(cities.slice(1_000).map((row) => `/city-${row.city.split(' ')[1]}`));
+		expect(after.filter((page) => page.retired_at !== null).map((page) => page.route)).toEqual(cities.slice(2_000).map((row) => `/city-${row.city.split(' ')[1]}`));
 		expect(after.find((page) => page.route === '/city-0')!.facts).toEqual({ city: 'City 0', price: 1 });
-		expect(await balanceOf(directus, user.id)).toBe(10_000 - 1_200 - 300);
-		expect((await ledgerOf(directus, user.id)).filter((row) => row.reason === 'charge').map((row) => Number(row.amount))).toEqual([-1_200, -300]);
+		expect(await balanceOf(directus, user.id)).toBe(10_000 - 2_400 - 300);
+		expect((await ledgerOf(directus, user.id)).filter((row) => row.reason === 'charge').map((row) => Number(row.amount))).toEqual([-2_400, -300]);
 	});
 });

@@ -43,16 +43,17 @@ export async function* fileRows(file: OpenedFile): AsyncGenerator<NumberedRow> {
 	const format = formatOf(file);
 	let number = 0;
 	let columns: string[] | undefined;
-	const next = (row: unknown): NumberedRow => {
+	// A CSV record is flat by construction (an object of strings); JSON rows are checked.
+	const next = (row: unknown, flat = false): NumberedRow => {
 		number++;
 		if (number > MAX_IMPORT_ROWS) throw bad(`The file has more than ${MAX_IMPORT_ROWS} rows; at most ${MAX_IMPORT_ROWS} are allowed in one import.`);
-		return { number, row: flatRow(row, number), ...(columns ? { columns } : {}) };
+		return { number, row: flat ? (row as Record<string, unknown>) : flatRow(row, number), ...(columns ? { columns } : {}) };
 	};
 	try {
 		if (format === 'csv') {
 			// Columns from the header row; a row with more or fewer cells than the header is a 400 naming its line.
 			const parser = file.stream.pipe(parseCsv({ columns: (header: string[]) => (columns = header.map((name) => name.trim())), bom: true, skip_empty_lines: true }));
-			for await (const record of parser) yield next(record);
+			for await (const record of parser) yield next(record, true);
 		} else if (format === 'json') {
 			const parser = file.stream.pipe(StreamArray.withParser());
 			for await (const { value } of parser as AsyncIterable<{ key: number; value: unknown }>) yield next(value);

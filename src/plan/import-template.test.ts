@@ -10,6 +10,14 @@ describe('slugOf', () => {
 		expect(slugOf('Москва')).toBe('москва');
 		expect(slugOf('  --  ')).toBe('');
 	});
+
+	it('gives plain ASCII, which takes a shorter way, the slug the Unicode way gives', () => {
+		expect(slugOf('  Hello,  World!! 42 ')).toBe('hello-world-42');
+		expect(slugOf('--A_b~C--')).toBe('a-b-c');
+		expect(slugOf('New York')).toBe(slugOf('New York\u00a0').replace(/-$/, ''));
+		// The same words with one accented letter go the Unicode way; the rest of the slug is the same.
+		expect(slugOf('Caf\u00e9 Bar, 12th St.')).toBe(`cafe-${slugOf('Bar, 12th St.')}`);
+	});
 });
 
 describe('placeholdersOf', () => {

@@ -1,5 +1,5 @@
 import type { Knex } from 'knex';
-import { arrayLiteral, dbTimestamp, existingRoutes, probeRows, vendorOf } from '../shared/database.ts';
+import { arrayLiteral, dbTimestamp, existingRoutes, vendorOf } from '../shared/database.ts';
 import { factsOf, type Facts } from '../shared/facts.ts';
 import type { PlanPage } from './plan-page.ts';
 
@@ -9,8 +9,8 @@ import type { PlanPage } from './plan-page.ts';
  * delete in the app; each plan's record (plan-store.ts) keeps its metadata (language, description, the model's original
  * answer). A plan that POST /generate/main-json produces replaces the website's rows, as it replaced the plan
  * before; `has_post` is kept by the engine in the transaction that stores each post. An imported page records its
- * `source`; a sync of that source (plan-sync.ts) stamps the pages its rows produce with its run (`sync_run`) and retires
- * the others (`retired_at`): a retired page stays a row, but nothing generates it, links to it or counts it.
+ * `source`; a sync of that source (plan-sync.ts) stamps the pages it adds, changes, revives or retires with its run
+ * (`sync_run`), and retires the pages its rows no longer produce (`retired_at`): a retired page stays a row, but nothing generates it, links to it or counts it.
  */
 
 export const PLAN_PAGES = 'pseo_plan_pages';
@@ -191,39 +191,65 @@ export interface SyncedPlanPage {
 	/** The import source that added it; null for a page of an AI plan or an editor's. */
 	source: string | null;
 	retired: boolean;
-	has_post: boolean;
 }
 
-const SYNCED_COLUMNS = ['id', 'route', 'title', 'priority', 'primary_keyword', 'parent_route', 'cluster', 'facts', 'source', 'retired_at', 'has_post'];
+const SYNCED_COLUMNS = ['id', 'route', 'title', 'priority', 'primary_keyword', 'parent_route', 'cluster', 'facts', 'source', 'retired_at'];
 
 /**
- * The plan pages of these routes of a website, by route, retired or not: one statement per 500 routes (on
- * PostgreSQL one index probe per route, in one statement).
+ * The plan pages of these pages' routes of a website, by route, retired or not: one statement per 500 routes, or on
+ * PostgreSQL one statement for all (an index probe per route). PostgreSQL is also given each page's title and facts
+ * as they would be stored, and sends back neither when the stored ones are the same text: most pages of a sync are
+ * unchanged, and their title and facts were most of what it read and parsed.
  */
-export async function readSyncedPages(knex: Knex, pseoId: number, routes: readonly string[]): Promise<Map<string, SyncedPlanPage>> {
+export async function readSyncedPages(knex: Knex, pseoId: number, pages: readonly StoredPlanPage[]): Promise<Map<string, SyncedPlanPage>> {
 	const found = new Map<string, SyncedPlanPage>();
-	const postgres = vendorOf(knex) === 'postgres';
-	for (let i = 0; i < routes.length; i += ROUTES_PER_QUERY) {
-		const part = routes.slice(i, i + ROUTES_PER_QUERY);
-		const rows = postgres
-			? ((await probeRows(knex, PLAN_PAGES, pseoId, 'route', part, SYNCED_COLUMNS)) as { rows: Record<string, unknown>[] }).rows
-			: ((await knex(PLAN_PAGES).where('pseo_id', pseoId).whereIn('route', part).select(SYNCED_COLUMNS)) as Record<string, unknown>[]);
+	const text = (value: unknown) => (typeof value === 'string' ? value : null);
+	const page = (row: Record<string, unknown>, title: string, facts: Facts | null): SyncedPlanPage => ({
+		id: Number(row['id']),
+		route: String(row['route']),
+		title,
+		priority: Number(row['priority'] ?? 0),
+		primary_keyword: text(row['primary_keyword']),
+		parent_route: text(row['parent_route']),
+		cluster: text(row['cluster']),
+		facts,
+		source: text(row['source']),
+		retired: row['retired'] === true || (row['retired_at'] !== null && row['retired_at'] !== undefined),
+	});
+	if (vendorOf(knex) === 'postgres') {
+		if (pages.length === 0) return found;
+		const stored = pages.map((candidate) => {
+			const fields = storedFields(candidate);
+			return { route: candidate.route, title: fields.title, factsJson: fields.facts, facts: fields.facts === null ? null : (candidate.facts ?? null) };
+		});
+		const { rows } = (await knex.raw(
+			`SELECT t.id, t.priority, t.primary_keyword, t.parent_route, t.cluster, t.source, t.retired_at IS NOT NULL AS retired,
+				t.title IS NOT DISTINCT FROM v.title AS same_title, CASE WHEN t.title IS NOT DISTINCT FROM v.title THEN NULL ELSE t.title END AS title,
+				t.facts::text IS NOT DISTINCT FROM v.facts AS same_facts, CASE WHEN t.facts::text IS NOT DISTINCT FROM v.facts THEN NULL ELSE t.facts END AS facts,
+				v.ord
+			FROM unnest(?::text[], ?::text[], ?::text[]) WITH ORDINALITY AS v(route, title, facts, ord)
+			CROSS JOIN LATERAL (SELECT * FROM ?? WHERE pseo_id = ? AND route = v.route OFFSET 0) AS t`,
+			[
+				arrayLiteral(stored.map((candidate) => candidate.route)),
+				arrayLiteral(stored.map((candidate) => candidate.title)),
+				arrayLiteral(stored.map((candidate) => candidate.factsJson)),
+				PLAN_PAGES,
+				pseoId,
+			],
+		)) as { rows: Record<string, unknown>[] };
 		for (const row of rows) {
-			const text = (value: unknown) => (typeof value === 'string' ? value : null);
-			found.set(String(row['route']), {
-				id: Number(row['id']),
-				route: String(row['route']),
-				title: String(row['title'] ?? row['route']),
-				priority: Number(row['priority'] ?? 0),
-				primary_keyword: text(row['primary_keyword']),
-				parent_route: text(row['parent_route']),
-				cluster: text(row['cluster']),
-				facts: factsOf(row['facts']),
-				source: text(row['source']),
-				retired: row['retired_at'] !== null && row['retired_at'] !== undefined,
-				has_post: row['has_post'] === true || Number(row['has_post']) === 1,
-			});
+			const sent = stored[Number(row['ord']) - 1]!;
+			row['route'] = sent.route;
+			const title = row['same_title'] === true ? sent.title : String(row['title'] ?? row['route']);
+			const facts = row['same_facts'] === true ? sent.facts : factsOf(row['facts']);
+			found.set(String(row['route']), page(row, title, facts));
 		}
+		return found;
+	}
+	const routes = pages.map((candidate) => candidate.route);
+	for (let i = 0; i < routes.length; i += ROUTES_PER_QUERY) {
+		const rows = (await knex(PLAN_PAGES).where('pseo_id', pseoId).whereIn('route', routes.slice(i, i + ROUTES_PER_QUERY)).select(SYNCED_COLUMNS)) as Record<string, unknown>[];
+		for (const row of rows) found.set(String(row['route']), page(row, String(row['title'] ?? row['route']), factsOf(row['facts'])));
 	}
 	return found;
 }
@@ -270,41 +296,40 @@ export async function updatePlanPages(trx: Knex.Transaction, pages: readonly (St
 	}
 }
 
-/** Stamps plan pages (by id) with the sync run that produced them unchanged, and clears their retirement. */
-export async function stampPlanPages(trx: Knex.Transaction, ids: readonly number[], syncRun: number): Promise<void> {
+/** Clears the retirement of plan pages (by id) whose row came back unchanged, stamping them with the sync run. */
+export async function revivePlanPages(trx: Knex.Transaction, ids: readonly number[], syncRun: number): Promise<void> {
 	for (let i = 0; i < ids.length; i += ROUTES_PER_QUERY) {
 		await trx(PLAN_PAGES).whereIn('id', ids.slice(i, i + ROUTES_PER_QUERY)).update({ sync_run: syncRun, retired_at: null });
 	}
 }
 
 /**
- * Retires, in one statement, every page of a website's `source` that sync run `syncRun` did not produce and that is
- * not retired yet, stamping them with the run; returns how many. Pages of other sources, and those without one (an AI
- * plan's, an editor's), are never touched.
+ * Retires every page of a website's `source` that is not retired yet and that sync run `syncRun` neither wrote (an
+ * added or updated page carries the run) nor met unchanged (`unchanged`, by id), stamping them with the run, 500 at a
+ * time; each batch's routes are handed to `retired` in the same transaction. Returns how many. The candidates are
+ * read in one statement (an id and a route each): a sync that changes little writes little, where stamping every
+ * page it met would rewrite each row of the source. Pages of other sources, and those without one (an AI plan's, an
+ * editor's), are never touched.
  */
-export async function retireUnsyncedPages(trx: Knex.Transaction, pseoId: number, source: string, syncRun: number): Promise<number> {
-	return trx(PLAN_PAGES)
+export async function retireUnsyncedPages(
+	trx: Knex.Transaction,
+	scope: { pseoId: number; source: string; syncRun: number; unchanged: ReadonlySet<number> },
+	retired: (routes: readonly string[]) => Promise<void>,
+): Promise<number> {
+	const { pseoId, source, syncRun, unchanged } = scope;
+	const candidates = (await trx(PLAN_PAGES)
 		.where({ pseo_id: pseoId, source })
 		.whereNull('retired_at')
 		.andWhere((unsynced) => unsynced.whereNull('sync_run').orWhereNot('sync_run', syncRun))
-		.update({ retired_at: dbTimestamp(trx), sync_run: syncRun });
-}
-
-/** The routes of the pages that sync run `syncRun` retired, 500 at a time, in the order of their ids. */
-export async function* routesRetiredBy(knex: Knex, pseoId: number, syncRun: number): AsyncGenerator<string[]> {
-	for (let after = 0; ; ) {
-		const rows = (await knex(PLAN_PAGES)
-			.where({ pseo_id: pseoId, sync_run: syncRun })
-			.whereNotNull('retired_at')
-			.andWhere('id', '>', after)
-			.orderBy('id')
-			.limit(ROUTES_PER_QUERY)
-			.select('id', 'route')) as { id: number; route: string }[];
-		if (rows.length === 0) return;
-		yield rows.map((row) => row.route);
-		after = Number(rows.at(-1)!.id);
-		if (rows.length < ROUTES_PER_QUERY) return;
+		.select('id', 'route')) as { id: number | string; route: string }[];
+	const vanished = candidates.filter((page) => !unchanged.has(Number(page.id))).sort((a, b) => Number(a.id) - Number(b.id));
+	const retiredAt = dbTimestamp(trx);
+	for (let i = 0; i < vanished.length; i += ROUTES_PER_QUERY) {
+		const pages = vanished.slice(i, i + ROUTES_PER_QUERY);
+		await trx(PLAN_PAGES).whereIn('id', pages.map((page) => page.id)).update({ retired_at: retiredAt, sync_run: syncRun });
+		await retired(pages.map((page) => page.route));
 	}
+	return vanished.length;
 }
 
 /** Sets the priority of these routes of a website's plan: one statement per distinct priority and 500 routes. */

@@ -13,7 +13,6 @@ const stored: SyncedPlanPage = {
 	facts: { city: 'Leeds', price: 95 },
 	source: 'prices',
 	retired: false,
-	has_post: true,
 };
 const row = { route: stored.route, title: stored.title, priority: 9.7, primary_keyword: 'plumbing leeds', parent_route: '/plumbing', cluster: 'plumbing', facts: { price: 95, city: 'Leeds' } };
 const ALL: SyncField[] = ['title', 'primary_keyword', 'priority', 'cluster', 'parent_route', 'facts'];

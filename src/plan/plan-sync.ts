@@ -9,9 +9,8 @@ import {
 	raisePriority,
 	readSyncedPages,
 	retireUnsyncedPages,
-	routesRetiredBy,
+	revivePlanPages,
 	setPriorities,
-	stampPlanPages,
 	updatePlanPages,
 	type PlanOwner,
 	type StoredPlanPage,
@@ -27,8 +26,9 @@ import {
  * - `sync`: the rows are the whole truth of their source, matched to the plan by route. A route the plan lacks is
  *   added; a page of the same source whose data changed is updated in place, and its post marked stale when the
  *   change reaches the page's text; a page of the same source that no row produces any more is retired (found at
- *   the end by one statement: every page a row produced is stamped with the run); a retired page whose row comes back
- *   is revived. Pages of other sources, of an AI plan or an editor's are never touched.
+ *   the end among the source's pages that the run neither wrote nor met unchanged: an unchanged page is remembered by
+ *   its id, not rewritten, so a sync of 100,000 rows that changes 1,000 writes about 1,000); a retired page whose row
+ *   comes back is revived. Pages of other sources, of an AI plan or an editor's are never touched.
  */
 
 /** A field of a plan page that its data gives. */
@@ -37,8 +37,8 @@ export type SyncField = 'title' | 'primary_keyword' | 'priority' | 'cluster' | '
 /** Fields that change what a page says: a change of any other (its priority) updates the page but leaves its post fresh. */
 const WRITTEN_FIELDS: ReadonlySet<SyncField> = new Set(['title', 'primary_keyword', 'cluster', 'parent_route', 'facts']);
 
-/** Routes compared and written per batch. */
-const SYNC_BATCH = 500;
+/** Routes compared and written per batch: PostgreSQL reads a batch in one statement. */
+const SYNC_BATCH = 2000;
 
 export interface PlanSyncOptions {
 	/** The website's plan and the run: `planId`, the import's plan record, is the sync run stamped on the pages it produces. */
@@ -104,7 +104,15 @@ export function createPlanSync(trx: Knex.Transaction, options: PlanSyncOptions):
 	const counts: SyncCounts = { added: 0, updated: 0, unchanged: 0, retired: 0, duplicate: 0, on_site: 0 };
 	/** The hubs of this source that this run added or met, with the priority they have now, for `finish`. */
 	const ownHubs = new Map<string, { priority: number; outcome: 'added' | 'updated' | 'unchanged' }>();
+	/** The ids of the pages this run met unchanged and alive: not written, but not vanished either. */
+	const unchangedIds = new Set<number>();
 	let batch: { page: StoredPlanPage; hub: boolean }[] = [];
+	/**
+	 * The batch being compared and written while the caller reads the next one's rows: the database works on one
+	 * batch while Node parses the next (a sync of 100,000 rows is half each). One batch at a time, in order; its error
+	 * is thrown by the next push or by `finish`.
+	 */
+	let writing: Promise<void> | null = null;
 
 	/**
 	 * `add`: the batch's new routes are inserted in their order, a route the plan has skipped by the insert itself (ON
@@ -134,15 +142,20 @@ export function createPlanSync(trx: Knex.Transaction, options: PlanSyncOptions):
 		await insertPages();
 	};
 
-	const flush = async () => {
-		const items = batch;
-		batch = [];
+	/** Waits for the batch being written, throwing its error. */
+	const settle = async () => {
+		const written = writing;
+		writing = null;
+		await written;
+	};
+
+	const write = async (items: readonly { page: StoredPlanPage; hub: boolean }[]) => {
 		if (items.length === 0) return;
 		if (mode === 'add') return add(items);
-		const stored = await readSyncedPages(trx, pseoId, items.map((item) => item.page.route));
+		const stored = await readSyncedPages(trx, pseoId, items.map((item) => item.page));
 		const fresh: { page: StoredPlanPage; hub: boolean }[] = [];
 		const changed: (StoredPlanPage & { id: number })[] = [];
-		const unchanged: number[] = [];
+		const revivedUnchanged: number[] = [];
 		const stale: string[] = [];
 		const revived: string[] = [];
 		for (const item of items) {
@@ -160,7 +173,8 @@ export function createPlanSync(trx: Knex.Transaction, options: PlanSyncOptions):
 			const fields = item.hub ? options.fields.hub.filter((field) => field !== 'priority') : options.fields.page;
 			const differ = changedFields(current, item.page, fields);
 			if (differ.length > 0) changed.push(mergedPage(current, item.page, fields));
-			else unchanged.push(current.id);
+			else if (current.retired) revivedUnchanged.push(current.id);
+			else unchangedIds.add(current.id);
 			if (differ.some((field) => WRITTEN_FIELDS.has(field))) stale.push(current.route);
 			if (current.retired) revived.push(current.route);
 			const outcome = differ.length > 0 || current.retired ? 'updated' : 'unchanged';
@@ -176,7 +190,7 @@ export function createPlanSync(trx: Knex.Transaction, options: PlanSyncOptions):
 			for (const item of fresh) if (item.hub) ownHubs.set(item.page.route, { priority: Number(item.page.priority) || 0, outcome: 'added' });
 		}
 		await updatePlanPages(trx, changed, owner.planId);
-		await stampPlanPages(trx, unchanged, owner.planId);
+		await revivePlanPages(trx, revivedUnchanged, owner.planId);
 		await markPostsStale(trx, pseoId, stale, now);
 		await setPostsRetired(trx, pseoId, revived, false);
 		// A sync killed here (kill -9) has written part of its pages inside its transaction: the durability suite's point.
@@ -191,14 +205,23 @@ export function createPlanSync(trx: Knex.Transaction, options: PlanSyncOptions):
 
 	const push = async (page: StoredPlanPage, hub: boolean) => {
 		batch.push({ page, hub });
-		if (batch.length >= SYNC_BATCH) await flush();
+		if (batch.length < SYNC_BATCH) return;
+		await settle();
+		const items = batch;
+		batch = [];
+		writing = write(items);
+		// Handled by the next settle(); until then, a rejection is not unhandled (the caller may stop reading rows first).
+		writing.catch(() => {});
 	};
 
 	return {
 		page: (page) => push(page, false),
 		hub: (page) => push(page, true),
 		async finish(hubs) {
-			await flush();
+			await settle();
+			const items = batch;
+			batch = [];
+			await write(items);
 			if (mode === 'add') {
 				// As an import always did: a hub is raised to the highest priority of its set, never lowered.
 				for (const [route, hub] of hubs) if (hub.highest > hub.first) await raisePriority(trx, pseoId, route, hub.highest);
@@ -215,8 +238,9 @@ export function createPlanSync(trx: Knex.Transaction, options: PlanSyncOptions):
 				}
 			}
 			await setPriorities(trx, pseoId, settled);
-			counts.retired = await retireUnsyncedPages(trx, pseoId, source, owner.planId);
-			if (counts.retired > 0) for await (const routes of routesRetiredBy(trx, pseoId, owner.planId)) await postsRetired(trx, pseoId, routes, options.onRetired);
+			counts.retired = await retireUnsyncedPages(trx, { pseoId, source, syncRun: owner.planId, unchanged: unchangedIds }, (routes) =>
+				postsRetired(trx, pseoId, routes, options.onRetired),
+			);
 			return counts;
 		},
 	};
