@@ -145,10 +145,13 @@ const parseImportRequest = (body: unknown) => parseRequest(importContentPlanRout
 const valid = { pseo_id: 1, language_code: 'en-US', template: { route: '/{service}/{city}', title: '{service} in {city}' }, rows: [{ service: 'a', city: 'b' }] };
 
 describe('POST /plan/import contract', () => {
-	it('accepts rows or a file id, append by default', () => {
+	it('accepts rows, a file id or a collection (with a filter), append by default', () => {
 		expect(parseImportRequest(valid)).toMatchObject({ pseoId: 1, languageCode: 'en-US', mode: 'append', data: { rows: valid.rows } });
 		const fileId = '0b6e2c1c-5d7e-4a52-9b59-6f1f0f6d1a11';
 		expect(parseImportRequest({ ...valid, rows: undefined, file_id: fileId, mode: 'replace' })).toMatchObject({ data: { fileId }, mode: 'replace' });
+		expect(parseImportRequest({ ...valid, rows: undefined, collection: 'cities', mode: 'sync' })).toMatchObject({ data: { collection: 'cities', filter: null }, mode: 'sync' });
+		const filter = { country: { code: { _eq: 'ES' } } };
+		expect(parseImportRequest({ ...valid, rows: undefined, collection: 'cities', filter }).data).toEqual({ collection: 'cities', filter });
 	});
 
 	it('takes mode "sync" and a source name, trimmed, "import" by default', () => {
@@ -177,8 +180,12 @@ describe('POST /plan/import contract', () => {
 		[{ ...valid, template: { ...valid.template, facts: [1] } }, /"template.facts" must hold column names, received a number/],
 		[{ ...valid, template: { ...valid.template, required: [' '] } }, /"template.required" must hold column names of 1 to 200 characters/],
 		[{ ...valid, template: { ...valid.template, required: Array.from({ length: 101 }, (_, i) => `c${i}`) } }, /"template.required" may name at most 100 columns/],
-		[{ ...valid, rows: undefined }, /either "rows".*or "file_id"/],
-		[{ ...valid, file_id: '0b6e2c1c-5d7e-4a52-9b59-6f1f0f6d1a11' }, /not both/],
+		[{ ...valid, rows: undefined }, /exactly one of "rows".*"file_id".*"collection"/],
+		[{ ...valid, file_id: '0b6e2c1c-5d7e-4a52-9b59-6f1f0f6d1a11' }, /exactly one of/],
+		[{ ...valid, collection: 'cities' }, /exactly one of/],
+		[{ ...valid, rows: undefined, collection: 'cities/../x' }, /"collection" must be the name of a collection/],
+		[{ ...valid, rows: undefined, collection: 'cities', filter: [1] }, /"filter" must be a Directus filter object, received an array/],
+		[{ ...valid, filter: { name: { _eq: 'x' } } }, /"filter" applies to a "collection" only/],
 		[{ ...valid, rows: [] }, /"rows" is empty/],
 		[{ ...valid, rows: 'a,b' }, /"rows" must be an array/],
 		[{ ...valid, file_id: 'abc', rows: undefined }, /"file_id" must be the id of a file/],

@@ -220,6 +220,33 @@ const fileId = doc(
 	{ description: 'A file the caller uploaded: CSV with a header row, a JSON array of objects, or JSON Lines; at most 100,000 rows.' },
 );
 
+const MAX_COLLECTION_NAME = 64;
+
+const collection = doc(
+	doc(
+		z
+			.string({ error: rule((input) => `must be the name of a collection, received ${typeName(input)}.`) })
+			.refine((name) => /^[A-Za-z0-9_-]+$/.test(name) && name.length <= MAX_COLLECTION_NAME, {
+				error: rule((input) => `must be the name of a collection (letters, digits, "_" and "-", at most ${MAX_COLLECTION_NAME}), received ${JSON.stringify(input)}.`),
+			}),
+		{ maxLength: MAX_COLLECTION_NAME, examples: ['cities'] },
+	).nullish(),
+	{
+		description:
+			"A Directus collection to read the rows from, as the caller: one item a row, its fields (and those of many-to-one related items, by their path such as `country.name`) as the row's columns. A collection the caller cannot read is a 403. At most 100,000 items.",
+	},
+);
+
+const filter = doc(
+	z
+		.record(z.string(), z.unknown(), { error: rule((input) => `must be a Directus filter object, received ${typeName(input)}.`) })
+		.nullish(),
+	{
+		description: 'With `collection`: a filter object as the items API takes it (`{"country": {"code": {"_eq": "ES"}}}`); only the items it matches are read.',
+		examples: [{ status: { _eq: 'published' } }],
+	},
+);
+
 /** The import's `source`: a name of 1 to 100 characters (Unicode code points) after trimming. */
 const importSource = doc(
 	doc(
@@ -243,7 +270,7 @@ const importSource = doc(
 	},
 );
 
-/** The body of POST /plan/import: a template crossed with `rows` or with a file of the library, exactly one of the two. */
+/** The body of POST /plan/import: a template crossed with `rows`, a file of the library or a collection, exactly one of the three. */
 const PlanImportRequest = named(
 	'PlanImportRequest',
 	z
@@ -254,6 +281,8 @@ const PlanImportRequest = named(
 				template: ImportTemplateSchema,
 				rows,
 				file_id: fileId,
+				collection,
+				filter,
 				mode: doc(
 					z.enum(['append', 'replace', 'sync'], { error: rule((input) => `must be "append", "replace" or "sync", received ${JSON.stringify(input)}.`) }).nullish(),
 					{
@@ -264,24 +293,27 @@ const PlanImportRequest = named(
 				),
 				source: importSource,
 			},
-			{ error: objectError('The request body must be a JSON object with "pseo_id", "language_code", "template" and "rows" or "file_id".') },
+			{ error: objectError('The request body must be a JSON object with "pseo_id", "language_code", "template" and "rows", "file_id" or "collection".') },
 		)
-		.refine((body) => (body.rows === undefined || body.rows === null) !== (body.file_id === undefined || body.file_id === null), {
-			error: 'Give either "rows" (an array of objects) or "file_id" (a CSV, JSON or JSON Lines file), not both.',
+		.refine((body) => [body.rows, body.file_id, body.collection].filter((given) => given !== undefined && given !== null).length === 1, {
+			error: 'Give exactly one of "rows" (an array of objects), "file_id" (a CSV, JSON or JSON Lines file) and "collection" (a Directus collection).',
+		})
+		.refine((body) => body.filter === undefined || body.filter === null || (body.collection !== undefined && body.collection !== null), {
+			error: '"filter" applies to a "collection" only.',
 		})
 		.transform(
 			(body): ImportRequest => ({
 				pseoId: body.pseo_id,
 				languageCode: body.language_code,
 				template: body.template,
-				data: body.file_id ? { fileId: body.file_id.toLowerCase() } : { rows: body.rows! },
+				data: body.file_id ? { fileId: body.file_id.toLowerCase() } : body.collection ? { collection: body.collection, filter: body.filter ?? null } : { rows: body.rows! },
 				mode: body.mode ?? 'append',
 				source: body.source ?? DEFAULT_SOURCE,
 			}),
 		),
 	{
 		description:
-			'A plan from data: a template crossed with `rows` or with a file of the Directus file library (`file_id`), exactly one of the two. Unknown fields are refused with 400.',
+			'A plan from data: a template crossed with `rows`, with a file of the Directus file library (`file_id`), or with the items of a Directus collection (`collection`, read with the caller\'s permissions), exactly one of the three. Unknown fields are refused with 400.',
 	},
 );
 

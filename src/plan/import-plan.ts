@@ -1,7 +1,9 @@
+import type { SchemaOverview } from '@directus/types';
 import type { Knex } from 'knex';
 import type { PseoConfig } from '../config/config.ts';
 import type { Logger } from '../shared/logger.ts';
 import { requireOwnedPseo } from '../websites/ownership.ts';
+import { collectionSource, type CollectionReader, type CollectionSource } from './collection-rows.ts';
 import { fileRows, inlineRows, type NumberedRow, type OpenedFile } from './import-source.ts';
 import { InvalidPayloadError } from '../errors/index.ts';
 import { hubFromRow, pageFromRow, templateColumns, type ImportTemplate } from './import-template.ts';
@@ -17,8 +19,11 @@ export interface ImportRequest {
 	/** Canonical BCP 47 form, such as `en-US`. */
 	languageCode: string;
 	template: ImportTemplate;
-	/** The rows themselves, or the id of a file in Directus's file library (CSV, JSON array or JSON Lines). */
-	data: { rows: unknown[] } | { fileId: string };
+	/**
+	 * The rows themselves, the id of a file in Directus's file library (CSV, JSON array or JSON Lines), or a Directus
+	 * collection to read as the caller (with an optional filter).
+	 */
+	data: { rows: unknown[] } | { fileId: string } | { collection: string; filter: Record<string, unknown> | null };
 	/**
 	 * `append`: pages for routes the plan lacks; `replace`: the plan emptied first; `sync`: the data is the whole truth
 	 * of `source` (plan-sync.ts).
@@ -36,6 +41,8 @@ export interface ImportDeps {
 	siteRoutes: (websiteUrl: string, budgetMs: number) => Promise<string[]>;
 	/** Opens a file of the library for `userId`: 404 when it does not exist, 403 when it is not theirs. */
 	openFile: (fileId: string, userId: string) => Promise<OpenedFile>;
+	/** Reads collections as the caller (collection-rows.ts); the schema it checks a collection's paths against. */
+	collections?: { reader: CollectionReader; schema: () => Promise<SchemaOverview> };
 	/** A sync's retired pages, in its transaction: their takedown at the publishing target is queued (plan-sync.ts). */
 	onRetired?: RetiredPages;
 }
@@ -74,6 +81,9 @@ export async function importPlan(deps: ImportDeps, userId: string, request: Impo
 	// A plan written as one document (an AI plan stored through the items API) gets its rows first: the import's
 	// record becomes the current plan, and the document's pages would never be rows after it.
 	await ensurePlanPages(database, pseo.id, logger);
+	// A collection is checked before anything is stored: its name and the template's paths against the schema (400),
+	// then one read as the caller (Directus's 403 when they may not read it or a field it names).
+	const collection = 'collection' in request.data ? await checkCollection(deps, request.data, request.template) : null;
 	let file = 'fileId' in request.data ? await deps.openFile(request.data.fileId, userId) : null;
 	let planId: number;
 	try {
@@ -100,7 +110,8 @@ export async function importPlan(deps: ImportDeps, userId: string, request: Impo
 		);
 		// The rows of each attempt: a rerun reads the file again from its start.
 		let attempts = 0;
-		const openRows = async () => {
+		const openRows = async (trx: Knex.Transaction) => {
+			if (collection) return deps.collections!.reader.rows(collection, trx);
 			if (!file) return inlineRows((request.data as { rows: unknown[] }).rows);
 			if (attempts++ > 0) {
 				file.stream.destroy();
@@ -114,10 +125,7 @@ export async function importPlan(deps: ImportDeps, userId: string, request: Impo
 		// lock then wait for. Without the rerun, an import InnoDB chose to abort answered 500.
 		const owner = { pseoId: pseo.id, userId, planId };
 		const result = await retryConflicts(
-			async () => {
-				const rows = await openRows();
-				return runTransaction(database, (trx) => storeImport(trx, rows, { request, owner, onSite, config, onRetired: deps.onRetired }));
-			},
+			() => runTransaction(database, async (trx) => storeImport(trx, await openRows(trx), { request, owner, onSite, config, onRetired: deps.onRetired })),
 			{ logger, what: 'plan import', context: { planId, pseoId: pseo.id } },
 		);
 		await bumpPlanVersion(database, [pseo.id], logger);
@@ -130,6 +138,14 @@ export async function importPlan(deps: ImportDeps, userId: string, request: Impo
 	} finally {
 		clearInterval(renew);
 	}
+}
+
+/** A collection import's source, checked against the schema and read once as the caller. */
+async function checkCollection(deps: ImportDeps, data: { collection: string; filter: Record<string, unknown> | null }, template: ImportTemplate): Promise<CollectionSource> {
+	if (!deps.collections) throw new InvalidPayloadError({ reason: 'Imports from a collection are not available here.' });
+	const source = collectionSource(await deps.collections.schema(), data, [...templateColumns(template).keys()]);
+	await deps.collections.reader.probe(source);
+	return source;
 }
 
 /** What one attempt of an import stores, in the transaction that also charges it and completes its plan record. */
@@ -153,13 +169,14 @@ async function storeImport(trx: Knex.Transaction, rows: AsyncIterable<NumberedRo
 	// takes pages by priority and then in stored order, reaches a new hub before or with its pages), at the priority of
 	// that page; the sync settles each at the highest priority of its set at the end.
 	const hubs = new Map<string, HubPriority>();
-	for await (const { row, columns: header } of rows) {
+	for await (const { row, columns: header, item } of rows) {
 		columns.see(row, header);
 		const page = pageFromRow(request.template, row);
 		if (page === 'invalid' || page === 'missing_data') {
 			skipped[page]++;
 			continue;
 		}
+		if (item !== undefined) page.source_item = item;
 		if (seen.has(page.route)) {
 			skipped.duplicate++;
 			continue;

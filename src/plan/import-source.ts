@@ -17,8 +17,10 @@ export const MAX_IMPORT_ROWS = 100_000;
 export interface NumberedRow {
 	number: number;
 	row: Record<string, unknown>;
-	/** Every column of the data, when its format names them up front (a CSV file's header row). */
+	/** Every column of the data, when its format names them up front (a CSV file's header row, a collection's paths). */
 	columns?: readonly string[];
+	/** The primary key of the item the row was read from, when the data is a Directus collection. */
+	item?: string | null;
 }
 
 /** A file of the library, opened for reading. */

@@ -15,10 +15,10 @@ import type { PlanPage } from './plan-page.ts';
 
 export const PLAN_PAGES = 'pseo_plan_pages';
 
-/** Rows per INSERT statement: 17 columns a row stay under SQLite's historical limit of 999 bound values. */
-const ROWS_PER_INSERT = 58;
-/** Rows per multi-row UPDATE outside PostgreSQL: 15 bound values a row (an id and a WHEN pair for each of 7 columns). */
-const ROWS_PER_UPDATE = 60;
+/** Rows per INSERT statement: 18 columns a row stay under SQLite's historical limit of 999 bound values. */
+const ROWS_PER_INSERT = 55;
+/** Rows per multi-row UPDATE outside PostgreSQL: 17 bound values a row (an id and a WHEN pair for each of 8 columns). */
+const ROWS_PER_UPDATE = 55;
 /** Routes per `whereIn`: keeps every statement under SQLite's bound-variable limit. */
 const ROUTES_PER_QUERY = 500;
 
@@ -29,8 +29,11 @@ export interface PlanOwner {
 	planId: number | null;
 }
 
-/** A plan page with the data row it was made from (an import's), if any. */
-export type StoredPlanPage = PlanPage & { variables?: Record<string, unknown> | null };
+/**
+ * A plan page with the data row it was made from (an import's), if any, and the primary key of the Directus item that
+ * row was read from (an import from a collection).
+ */
+export type StoredPlanPage = PlanPage & { variables?: Record<string, unknown> | null; source_item?: string | null };
 
 /** Replaces a website's plan pages with `pages`, inside the caller's transaction; `has_post` from the posts that exist. */
 export async function replacePlanPages(trx: Knex.Transaction, owner: PlanOwner, pages: readonly StoredPlanPage[], posted: ReadonlySet<string>): Promise<number> {
@@ -88,6 +91,7 @@ export async function insertNewPlanPages(
 		page_type: page.page_type ?? null,
 		variables: page.variables ? JSON.stringify(page.variables) : null,
 		has_post: posted.has(page.route),
+		source_item: page.source_item ?? null,
 		source: origin?.source ?? null,
 		sync_run: origin?.syncRun ?? null,
 		date_created: now,
@@ -122,6 +126,7 @@ type PlanPageRow = {
 	variables: string | null;
 	facts: string | null;
 	has_post: boolean;
+	source_item: string | null;
 };
 
 /**
@@ -134,14 +139,14 @@ type PlanPageRow = {
 async function insertArrays(trx: Knex.Transaction, owner: PlanOwner, rows: readonly PlanPageRow[], origin: PageOrigin | null, now: unknown): Promise<number> {
 	const column = <K extends keyof PlanPageRow>(key: K) => arrayLiteral(rows.map((row) => row[key] as string | number | null));
 	const result = (await trx.raw(
-		`INSERT INTO ?? (??, ??, ??, ??, ??, ??, ??, ??, ??, ??, ??, ??, ??, ??, ??, ??, ??)
-		SELECT ?, ?, ?::uuid, u.route, u.title, u.priority, u.primary_keyword, u.search_intent, u.page_type, u.parent_route, u.cluster, u.variables::json, u.facts::json, u.has_post, ?::text, ?::int, ?
-		FROM unnest(?::text[], ?::text[], ?::float8[], ?::text[], ?::text[], ?::text[], ?::text[], ?::text[], ?::text[], ?::text[], ?::boolean[])
-			AS u(route, title, priority, primary_keyword, search_intent, page_type, parent_route, cluster, variables, facts, has_post)
+		`INSERT INTO ?? (??, ??, ??, ??, ??, ??, ??, ??, ??, ??, ??, ??, ??, ??, ??, ??, ??, ??)
+		SELECT ?, ?, ?::uuid, u.route, u.title, u.priority, u.primary_keyword, u.search_intent, u.page_type, u.parent_route, u.cluster, u.variables::json, u.facts::json, u.has_post, u.source_item, ?::text, ?::int, ?
+		FROM unnest(?::text[], ?::text[], ?::float8[], ?::text[], ?::text[], ?::text[], ?::text[], ?::text[], ?::text[], ?::text[], ?::boolean[], ?::text[])
+			AS u(route, title, priority, primary_keyword, search_intent, page_type, parent_route, cluster, variables, facts, has_post, source_item)
 		ON CONFLICT (pseo_id, route) DO NOTHING`,
 		[
 			PLAN_PAGES,
-			...['pseo_id', 'main_json_id', 'user_id', 'route', 'title', 'priority', 'primary_keyword', 'search_intent', 'page_type', 'parent_route', 'cluster', 'variables', 'facts', 'has_post', 'source', 'sync_run', 'date_created'],
+			...['pseo_id', 'main_json_id', 'user_id', 'route', 'title', 'priority', 'primary_keyword', 'search_intent', 'page_type', 'parent_route', 'cluster', 'variables', 'facts', 'has_post', 'source_item', 'source', 'sync_run', 'date_created'],
 			owner.pseoId,
 			owner.planId,
 			owner.userId,
@@ -159,6 +164,7 @@ async function insertArrays(trx: Knex.Transaction, owner: PlanOwner, rows: reado
 			column('variables'),
 			column('facts'),
 			arrayLiteral(rows.map((row) => (row.has_post ? 'true' : 'false'))),
+			column('source_item'),
 		],
 	)) as { rowCount: number };
 	return result.rowCount;
@@ -257,21 +263,29 @@ export async function readSyncedPages(knex: Knex, pseoId: number, pages: readonl
 /**
  * Writes what their data now gives to plan pages (by id), stamps them with the sync run that produced them and
  * clears their retirement, inside the sync's transaction: on PostgreSQL one UPDATE ... FROM unnest for any number of
- * pages, elsewhere one UPDATE of CASE expressions per 60 pages. A page's `variables` left null keeps the stored ones
+ * pages, elsewhere one UPDATE of CASE expressions per 55 pages. A page's `variables` or `source_item` left null keeps the stored one
  * (a hub has no row of its own).
  */
 export async function updatePlanPages(trx: Knex.Transaction, pages: readonly (StoredPlanPage & { id: number })[], syncRun: number): Promise<void> {
 	if (pages.length === 0) return;
-	const rows = pages.map((page) => ({ id: page.id, ...storedFields(page), variables: page.variables ? JSON.stringify(page.variables) : null }));
+	const rows = pages.map((page) => ({
+		id: page.id,
+		...storedFields(page),
+		variables: page.variables ? JSON.stringify(page.variables) : null,
+		source_item: page.source_item ?? null,
+	}));
 	type Row = (typeof rows)[number];
-	const fields = ['title', 'priority', 'primary_keyword', 'parent_route', 'cluster', 'facts', 'variables'] as const;
+	const fields = ['title', 'priority', 'primary_keyword', 'parent_route', 'cluster', 'facts', 'variables', 'source_item'] as const;
+	/** Fields that keep the stored value when the page gives none (a hub has no row, nor an item, of its own). */
+	const kept = new Set<string>(['variables', 'source_item']);
 	if (vendorOf(trx) === 'postgres') {
 		const column = (key: keyof Row) => arrayLiteral(rows.map((row) => row[key]));
 		await trx.raw(
 			`UPDATE ?? AS p SET title = u.title, priority = u.priority, primary_keyword = u.primary_keyword, parent_route = u.parent_route, cluster = u.cluster,
-				facts = u.facts::json, variables = coalesce(u.variables::json, p.variables), sync_run = ?::int, retired_at = NULL
-			FROM unnest(?::int[], ?::text[], ?::float8[], ?::text[], ?::text[], ?::text[], ?::text[], ?::text[])
-				AS u(id, title, priority, primary_keyword, parent_route, cluster, facts, variables)
+				facts = u.facts::json, variables = coalesce(u.variables::json, p.variables), source_item = coalesce(u.source_item, p.source_item),
+				sync_run = ?::int, retired_at = NULL
+			FROM unnest(?::int[], ?::text[], ?::float8[], ?::text[], ?::text[], ?::text[], ?::text[], ?::text[], ?::text[])
+				AS u(id, title, priority, primary_keyword, parent_route, cluster, facts, variables, source_item)
 			WHERE p.id = u.id`,
 			[PLAN_PAGES, syncRun, column('id'), ...fields.map((field) => column(field))],
 		);
@@ -282,7 +296,7 @@ export async function updatePlanPages(trx: Knex.Transaction, pages: readonly (St
 		const cases = (field: (typeof fields)[number]) => ({ sql: `CASE ?? ${slice.map(() => 'WHEN ? THEN ?').join(' ')} END`, bindings: ['id', ...slice.flatMap((row) => [row.id, row[field]])] });
 		const sets = fields.map((field) => {
 			const { sql, bindings } = cases(field);
-			return { sql: field === 'variables' ? `?? = coalesce(${sql}, ??)` : `?? = ${sql}`, bindings: field === 'variables' ? [field, ...bindings, field] : [field, ...bindings] };
+			return kept.has(field) ? { sql: `?? = coalesce(${sql}, ??)`, bindings: [field, ...bindings, field] } : { sql: `?? = ${sql}`, bindings: [field, ...bindings] };
 		});
 		await trx.raw(`UPDATE ?? SET ${sets.map((set) => set.sql).join(', ')}, ?? = ?, ?? = NULL WHERE ?? IN (${slice.map(() => '?').join(', ')})`, [
 			PLAN_PAGES,

@@ -289,5 +289,6 @@ function mergedPage(current: SyncedPlanPage, page: StoredPlanPage, fields: reado
 		parent_route: from('parent_route').parent_route ?? null,
 		facts: from('facts').facts ?? null,
 		variables: page.variables ?? null,
+		source_item: page.source_item ?? null,
 	};
 }

@@ -4,12 +4,14 @@ import { importContentPlanRoute } from '../../contracts/plans.ts';
 import { mountIdempotentRoute } from '../../http/mount-route.ts';
 import { parseRequest } from '../../http/parse-request.ts';
 import { importPlan, type ImportResult } from '../../plan/import-plan.ts';
+import { collectionReader } from '../../plan/collection-rows.ts';
 import { libraryFileOpener } from '../../plan/library-file.ts';
 import { queueTakedown } from '../../publishing/takedown.ts';
 import type { ServiceContext } from '../../shared/services.ts';
 import { siteRoutesReader } from '../../sitemap/site-routes.ts';
+import { requestSchema } from '../request-schema.ts';
 
-/** POST /plan/import — plan pages from data (appended, replacing the plan, or synced with their source): a template crossed with rows or a CSV, JSON or JSON Lines file. */
+/** POST /plan/import — plan pages from data (appended, replacing the plan, or synced with their source): a template crossed with rows, a CSV, JSON or JSON Lines file, or a Directus collection. */
 export function registerPlanImport(router: Router, context: ServiceContext): void {
 	const config = useConfig(context.env);
 	const deps = {
@@ -21,10 +23,13 @@ export function registerPlanImport(router: Router, context: ServiceContext): voi
 		// A sync's retired pages come down at the website's publishing target: queued in the sync's transaction.
 		onRetired: queueTakedown,
 	};
-	mountIdempotentRoute(router, importContentPlanRoute, { database: context.database, lockMs: config.leaseMs }, (req, { user: userId }) => {
+	mountIdempotentRoute(router, importContentPlanRoute, { database: context.database, lockMs: config.leaseMs }, (req, accountability) => {
 		const { body } = parseRequest(importContentPlanRoute, req);
+		// A collection is read with the request's own accountability: what the caller may not read is not read.
+		const schema = () => requestSchema(req, context);
+		const collections = { reader: collectionReader(context, accountability, { database: context.database, schema }), schema };
 		return {
-			run: () => importPlan(deps, userId, body),
+			run: () => importPlan({ ...deps, collections }, accountability.user, body),
 			answer: (data: ImportResult) => {
 				const skipped = data.skipped.duplicate + data.skipped.on_site + data.skipped.invalid + data.skipped.missing_data;
 				const synced = body.mode === 'sync' ? `, ${data.updated} updated, ${data.unchanged} unchanged, ${data.retired} retired` : '';

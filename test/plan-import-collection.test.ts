@@ -1,0 +1,181 @@
+import { randomBytes } from 'node:crypto';
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { adminItems, balanceOf, call, createUser, createWebsite, expectEnvelope, type TestUser } from './support/api.ts';
+import { useSharedDirectus, type DirectusInstance } from './support/directus.ts';
+import { startFixtureServer, type FixtureServer } from './support/sitemap-fixture-server.ts';
+import { ACCOUNTING_ENV, describeLegs, IMPORTED_PAGE_RATE, LEGS } from './support/legs.ts';
+
+/*
+ * POST /plan/import with `collection`: the rows are the items of a Directus collection, read through Directus's own
+ * ItemsService with the caller's permissions, with placeholders and facts that name fields of related items by their
+ * path (`country.name`). What the caller may not read is not read: a collection, or a related collection a path goes
+ * through, is a 403 and nothing is stored.
+ */
+
+const IMPORT = '/pseo-endpoints/plan/import';
+const NOTHING_SKIPPED = { duplicate: 0, on_site: 0, invalid: 0, missing_data: 0 };
+const template = { route: '/{name}', title: 'Plumbers in {name}, {country.name}', facts: ['population', 'country.name'] };
+
+/** Creates a collection through Directus's API as the admin: an auto-increment `id` and the given fields. */
+async function createCollection(directus: DirectusInstance, collection: string, fields: Record<string, string>[]): Promise<void> {
+	const res = await call(directus, 'POST', '/collections', {
+		token: directus.adminToken,
+		body: {
+			collection,
+			meta: { icon: 'box' },
+			schema: {},
+			fields: [
+				{ field: 'id', type: 'integer', meta: { hidden: true, readonly: true }, schema: { is_primary_key: true, has_auto_increment: true } },
+				...fields.map(({ field, type }) => ({ field, type, meta: {}, schema: {} })),
+			],
+		},
+	});
+	if (res.status !== 200) throw new Error(`collection ${collection}: ${res.status} ${JSON.stringify(res.body)}`);
+}
+
+/**
+ * A policy that reads whole collections, given to `user`. (Item filters and field lists in a permission are custom
+ * rules, which Directus's Core licence refuses: what narrows a reader's items is Directus's to enforce.)
+ */
+async function grantRead(directus: DirectusInstance, user: TestUser, reads: { collection: string; fields: string[] }[]): Promise<void> {
+	const policy = await call(directus, 'POST', '/policies', {
+		token: directus.adminToken,
+		body: {
+			name: `read ${randomBytes(3).toString('hex')}`,
+			icon: 'visibility',
+			app_access: false,
+			admin_access: false,
+			permissions: reads.map((read) => ({ collection: read.collection, action: 'read', fields: read.fields, permissions: {}, validation: {} })),
+		},
+	});
+	if (policy.status !== 200) throw new Error(`policy: ${policy.status} ${JSON.stringify(policy.body)}`);
+	const linked = await call(directus, 'POST', '/access', { token: directus.adminToken, body: { user: user.id, policy: policy.body.data.id } });
+	if (linked.status !== 200) throw new Error(`access: ${linked.status} ${JSON.stringify(linked.body)}`);
+}
+
+describeLegs('plan import from a collection on %s', LEGS, (leg) => {
+	const { directus } = useSharedDirectus(leg, ACCOUNTING_ENV);
+	const suffix = randomBytes(3).toString('hex');
+	const countries = `countries_${suffix}`;
+	const cities = `cities_${suffix}`;
+	const ids: Record<string, number> = {};
+	let site: FixtureServer;
+
+	beforeAll(async () => {
+		// The websites' origin: a loopback site without a sitemap, so the import's on-site check stays here.
+		site = await startFixtureServer({});
+		await createCollection(directus, countries, [
+			{ field: 'name', type: 'string' },
+			{ field: 'code', type: 'string' },
+		]);
+		await createCollection(directus, cities, [
+			{ field: 'name', type: 'string' },
+			{ field: 'population', type: 'integer' },
+			{ field: 'country', type: 'integer' },
+		]);
+		const relation = await call(directus, 'POST', '/relations', { token: directus.adminToken, body: { collection: cities, field: 'country', related_collection: countries } });
+		expect(relation.status).toBe(200);
+		for (const [code, name] of [['ES', 'Spain'], ['FR', 'France']] as const) {
+			const res = await call(directus, 'POST', `/items/${countries}`, { token: directus.adminToken, body: { name, code } });
+			ids[code] = res.body.data.id;
+		}
+		for (const [name, population, code] of [['Madrid', 3_300_000, 'ES'], ['Sevilla', 690_000, 'ES'], ['Lyon', 520_000, 'FR']] as const) {
+			const res = await call(directus, 'POST', `/items/${cities}`, { token: directus.adminToken, body: { name, population, country: ids[code] } });
+			ids[name] = res.body.data.id;
+		}
+	});
+	afterAll(async () => {
+		await site?.close();
+		for (const collection of [cities, countries]) await call(directus, 'DELETE', `/collections/${collection}`, { token: directus.adminToken });
+	});
+
+	const setUp = async (balance = 100) => {
+		const user = await createUser(directus, { balance });
+		const pseoId = (await createWebsite(directus, user, { website_url: site.origin })).id;
+		const importing = (body: Record<string, unknown>) =>
+			call(directus, 'POST', IMPORT, { token: user.token, body: { pseo_id: pseoId, language_code: 'es-ES', template, mode: 'sync', source: 'cities', collection: cities, ...body } });
+		const pages = () => adminItems(directus, 'pseo_plan_pages', `filter[pseo_id][_eq]=${pseoId}&sort=id&fields=route,title,facts,source,source_item,retired_at`);
+		const plans = () => adminItems(directus, 'pseo_main_json', `filter[pseo_id][_eq]=${pseoId}&fields=id`);
+		return { user, pseoId, importing, pages, plans };
+	};
+
+	it('imports the items the caller may read, relational placeholders and facts by their path, each page recording its item', async () => {
+		const { user, importing, pages } = await setUp();
+		await grantRead(directus, user, [
+			{ collection: cities, fields: ['*'] },
+			{ collection: countries, fields: ['*'] },
+		]);
+		const res = await importing({});
+		expect(res.status).toBe(200);
+		expect(res.body.data).toEqual({ total_pages: 3, added: 3, updated: 0, unchanged: 0, retired: 0, skipped: NOTHING_SKIPPED });
+		expect(await pages()).toEqual([
+			{ route: '/madrid', title: 'Plumbers in Madrid, Spain', facts: { population: 3_300_000, 'country.name': 'Spain' }, source: 'cities', source_item: String(ids['Madrid']), retired_at: null },
+			{ route: '/sevilla', title: 'Plumbers in Sevilla, Spain', facts: { population: 690_000, 'country.name': 'Spain' }, source: 'cities', source_item: String(ids['Sevilla']), retired_at: null },
+			{ route: '/lyon', title: 'Plumbers in Lyon, France', facts: { population: 520_000, 'country.name': 'France' }, source: 'cities', source_item: String(ids['Lyon']), retired_at: null },
+		]);
+		expect(await balanceOf(directus, user.id)).toBe(100 - 3 * IMPORTED_PAGE_RATE);
+
+		// The item changes in Directus; the next sync of the collection updates its page, and a filter narrows the
+		// data to the items it matches: the pages of the others are retired, as a sync of fewer rows does.
+		await call(directus, 'PATCH', `/items/${cities}/${ids['Sevilla']}`, { token: directus.adminToken, body: { population: 700_000 } });
+		const synced = await importing({ filter: { country: { code: { _eq: 'ES' } } } });
+		expect(synced.status).toBe(200);
+		expect(synced.body.data).toEqual({ total_pages: 2, added: 0, updated: 1, unchanged: 1, retired: 1, skipped: NOTHING_SKIPPED });
+		const after = await pages();
+		expect(after.find((page) => page.route === '/sevilla')!.facts).toEqual({ population: 700_000, 'country.name': 'Spain' });
+		expect(after.find((page) => page.route === '/lyon')!.retired_at).not.toBeNull();
+		await call(directus, 'PATCH', `/items/${cities}/${ids['Sevilla']}`, { token: directus.adminToken, body: { population: 690_000 } });
+	});
+
+	it('a caller who may not read the collection, or the related collection a path of the template goes through, gets a 403 and nothing is stored', async () => {
+		const stranger = await setUp();
+		const refused = await stranger.importing({});
+		expectEnvelope(refused, 403);
+		expect(refused.body.error).toContain(cities);
+
+		// Cities readable, but not the countries whose names the title and the facts take.
+		const partial = await setUp();
+		await grantRead(directus, partial.user, [{ collection: cities, fields: ['*'] }]);
+		const hidden = await partial.importing({});
+		expectEnvelope(hidden, 403);
+		expect(hidden.body.error).toContain(countries);
+
+		for (const { user, pages, plans } of [stranger, partial]) {
+			expect(await pages()).toEqual([]);
+			expect(await plans()).toEqual([]);
+			expect(await balanceOf(directus, user.id)).toBe(100);
+		}
+	});
+
+	it('an unknown collection, a field it lacks, a list of related items, or a filter without a collection is a 400 naming it', async () => {
+		const { user, importing, plans } = await setUp();
+		await grantRead(directus, user, [{ collection: cities, fields: ['*'] }]);
+
+		const unknown = await importing({ collection: `nowhere_${suffix}` });
+		expectEnvelope(unknown, 400);
+		expect(unknown.body.error).toContain(`nowhere_${suffix}`);
+
+		const typo = await importing({ template: { ...template, title: 'Plumbers in {nme}' } });
+		expectEnvelope(typo, 400);
+		expect(typo.body.error).toMatch(/"nme" \(no such field\)\. Its fields are: .*population/);
+
+		const deep = await importing({ template: { ...template, facts: ['country.capital'] } });
+		expectEnvelope(deep, 400);
+		expect(deep.body.error).toContain(`"country.capital" ("${countries}" has no field "capital")`);
+
+		const system = await importing({ collection: 'directus_users', template: { route: '/{email}', title: '{email}' } });
+		expectEnvelope(system, 400);
+
+		const both = await importing({ rows: [{ name: 'Bilbao' }] });
+		expectEnvelope(both, 400);
+		expect(both.body.error).toMatch(/exactly one of "rows".*"file_id".*"collection"/);
+
+		const stray = await call(directus, 'POST', IMPORT, {
+			token: user.token,
+			body: { pseo_id: 1, language_code: 'es-ES', template, rows: [{ name: 'Bilbao' }], filter: { name: { _eq: 'x' } } },
+		});
+		expectEnvelope(stray, 400);
+		expect(stray.body.error).toContain('"filter" applies to a "collection" only');
+		expect(await plans()).toEqual([]);
+	});
+});
