@@ -112,6 +112,34 @@ describeLegs('refresh jobs on %s', LEGS, (leg) => {
 		expect(website.post_counts_total).toBe(4);
 	});
 
+	it("an editor's change to a page's facts through the items API marks its post stale; a write of the same facts leaves a post fresh", async () => {
+		const user = await createUser(directus, { balance: 100 });
+		const rows = [
+			{ city: 'Leeds', rank: 9, price_eur: 4870 },
+			{ city: 'York', rank: 8, price_eur: 3890 },
+		];
+		const pseoId = await websiteWithStalePosts(user, rows, []);
+		const pages = new Map(
+			(await adminItems(directus, 'pseo_plan_pages', `filter[pseo_id][_eq]=${pseoId}&fields=id,route,facts`)).map((page) => [page.route as string, page]),
+		);
+		const edit = (route: string, facts: Record<string, unknown>) =>
+			call(directus, 'PATCH', `/items/pseo_plan_pages/${pages.get(route)!.id}`, { token: user.token, body: { facts } });
+		expect((await edit('/leeds', { city: 'Leeds', price_eur: 4990 })).status).toBe(200);
+		expect((await edit('/york', { ...pages.get('/york')!.facts })).status).toBe(200);
+		const posts = await eventually(async () => {
+			const found = await postsByRoute(directus, pseoId);
+			return found.get('/leeds')!.stale ? found : null;
+		}, 15_000, "the edited page's post to be stale");
+		expect(posts.get('/leeds')!.stale_since).toEqual(expect.any(String));
+		expect(posts.get('/york')).toMatchObject({ stale: false, stale_since: null });
+		// A refresh now rewrites it from the editor's figure.
+		const from = fake.requests.length;
+		const job = await refresh(user, { pseo_id: pseoId });
+		expect(job.status).toBe(202);
+		expect(await waitForJob(directus, user, job.body.generation_id)).toMatchObject({ kind: 'refresh', status: 'completed', created_count: 1 });
+		expect(batchedSince(from)).toEqual([[['/leeds', { city: 'Leeds', price_eur: 4990 }]]]);
+	});
+
 	it('POST /trigger/refresh-generation: 409 while the website has an active job, 400 with nothing stale, 402 on a short balance, and an Idempotency-Key replays its answer', async () => {
 		const user = await createUser(directus, { balance: 100 });
 		const rows = [

@@ -398,6 +398,16 @@ export async function readPlanPage(knex: Knex, pseoId: number, route: string): P
 	return row ? toPlanPage(row) : null;
 }
 
+/** The website, route and facts of plan pages, by id (500 ids a query). */
+export async function readPagesFacts(knex: Knex, ids: readonly (string | number)[]): Promise<{ pseoId: number; route: string; facts: Facts | null }[]> {
+	const pages: { pseoId: number; route: string; facts: Facts | null }[] = [];
+	for (let i = 0; i < ids.length; i += ROUTES_PER_QUERY) {
+		const rows = (await knex(PLAN_PAGES).whereIn('id', ids.slice(i, i + ROUTES_PER_QUERY)).select('pseo_id', 'route', 'facts')) as { pseo_id: number; route: string; facts: unknown }[];
+		for (const row of rows) pages.push({ pseoId: Number(row.pseo_id), route: row.route, facts: factsOf(row.facts) });
+	}
+	return pages;
+}
+
 /** The facts of a website's plan page of `route` (null: none), or undefined when the plan has no such page. */
 export async function readPlanFacts(knex: Knex, pseoId: number, route: string): Promise<Facts | null | undefined> {
 	const row = (await knex(PLAN_PAGES).where({ pseo_id: pseoId, route }).first('facts')) as { facts: unknown } | undefined;

@@ -1,5 +1,5 @@
 import type { Knex } from 'knex';
-import type { Facts } from '../shared/facts.ts';
+import { factsOf, sameFacts, type Facts } from '../shared/facts.ts';
 import type { StructuredData } from './structured-data.ts';
 import { existingRoutes, isUniqueViolation, jsonParameter, vendorOf } from '../shared/database.ts';
 
@@ -148,13 +148,30 @@ export async function readPostRow(knex: Knex, postId: number): Promise<Record<st
  * Marks the posts of these routes of a website stale, inside the transaction that changed their plan pages' data:
  * `stale_since` is when their data first changed after they were written, so a post already stale keeps it.
  */
-export async function markPostsStale(trx: Knex.Transaction, pseoId: number, routes: readonly string[], now: Date | number): Promise<void> {
+export async function markPostsStale(trx: Knex, pseoId: number, routes: readonly string[], now: Date | number): Promise<void> {
 	for (let i = 0; i < routes.length; i += ROUTES_PER_QUERY) {
 		await trx(POSTS)
 			.where({ pseo_id: pseoId, stale: false })
 			.whereIn('route', routes.slice(i, i + ROUTES_PER_QUERY))
 			.update({ stale: true, stale_since: now });
 	}
+}
+
+/**
+ * Marks stale the posts of these pages of a website that were written from other facts than the pages hold now (an
+ * editor changed a page's facts in the app or through the items API); returns the routes marked. A post whose facts
+ * are the page's again (an edit undone) is left as it is: a refresh or a sync decides that.
+ */
+export async function markStaleWhereFactsChanged(knex: Knex, pseoId: number, pages: readonly { route: string; facts: Facts | null }[], now: Date | number): Promise<string[]> {
+	const current = new Map(pages.map((page) => [page.route, page.facts]));
+	const stale: string[] = [];
+	for (let i = 0; i < pages.length; i += ROUTES_PER_QUERY) {
+		const routes = pages.slice(i, i + ROUTES_PER_QUERY).map((page) => page.route);
+		const posts = (await knex(POSTS).where({ pseo_id: pseoId, stale: false }).whereIn('route', routes).select('route', 'facts')) as { route: string; facts: unknown }[];
+		for (const post of posts) if (!sameFacts(factsOf(post.facts), current.get(post.route))) stale.push(post.route);
+	}
+	await markPostsStale(knex, pseoId, stale, now);
+	return stale;
 }
 
 /**

@@ -20,9 +20,9 @@ import { providerSourceFor } from '../provider/create-provider.ts';
 import { createPostReviser } from '../posts/post-revisions.ts';
 import { GenerationRuntime } from '../engine/runtime.ts';
 import { migratePlanDocuments, PLANS } from '../plan/plan-store.ts';
-import { PLAN_PAGES, readPlanFacts, unmarkPosted } from '../plan/plan-page-store.ts';
+import { PLAN_PAGES, readPagesFacts, readPlanFacts, unmarkPosted } from '../plan/plan-page-store.ts';
 import { trackPlanPageChanges } from '../plan/plan-version.ts';
-import { POSTS, routesOfPosts } from '../posts/post-store.ts';
+import { markStaleWhereFactsChanged, POSTS, routesOfPosts } from '../posts/post-store.ts';
 import { setRuntime } from '../engine/runtime-registry.ts';
 import { migrateJobRoutes } from '../engine/job-route-store.ts';
 import { legacyJobRoutes } from '../engine/job-store.ts';
@@ -30,7 +30,8 @@ import { PublicationRuntime, setPublicationRuntime } from '../publishing/publica
 import { outboundClientOf } from '../publishing/publishing-target.ts';
 import { instanceSecretOf } from '../publishing/secret-box.ts';
 import { InvalidPayloadError } from '../errors/index.ts';
-import { factsProblem } from '../shared/facts.ts';
+import { factsProblem, type Facts } from '../shared/facts.ts';
+import { dbTimestamp } from '../shared/database.ts';
 
 /** The runtime: start-up provisioning, the error envelope, balance grants, and (later) the job runtime. */
 export default defineHook(({ init, filter, action }, context) => {
@@ -152,7 +153,17 @@ export default defineHook(({ init, filter, action }, context) => {
 	});
 	action(`${PLAN_PAGES}.items.delete`, ({ keys }) => planPages.afterDelete(keys));
 	action(`${PLAN_PAGES}.items.create`, ({ key, payload }) => planPages.afterCreate(key, payload));
-	action(`${PLAN_PAGES}.items.update`, ({ keys, payload }) => planPages.afterUpdate(keys, payload));
+	action(`${PLAN_PAGES}.items.update`, ({ keys, payload }) =>
+		Promise.all([
+			planPages.afterUpdate(keys, payload),
+			// An editor who changes a page's facts makes its post stale, as a sync that changes them does.
+			payload && typeof payload === 'object' && 'facts' in payload
+				? markEditedPagesStale(database, keys as (string | number)[]).catch((error: unknown) =>
+						logger.warn({ err: error, keys }, 'pseo: the posts of plan pages whose facts an editor changed could not be marked stale'),
+					)
+				: undefined,
+		]),
+	);
 
 	// A deleted post's route is ungenerated again: the plan page says so, and the next job may take it.
 	filter(`${POSTS}.items.delete`, async (keys) => {
@@ -185,6 +196,13 @@ export default defineHook(({ init, filter, action }, context) => {
 		await recordInitialBalance(database, key, payload, accountability);
 	});
 });
+
+/** Marks stale the posts of plan pages (by id) that were written from other facts than the pages hold now. */
+async function markEditedPagesStale(database: Knex, keys: readonly (string | number)[]): Promise<void> {
+	const byWebsite = new Map<number, { route: string; facts: Facts | null }[]>();
+	for (const page of await readPagesFacts(database, keys)) byWebsite.set(page.pseoId, [...(byWebsite.get(page.pseoId) ?? []), page]);
+	for (const [pseoId, pages] of byWebsite) await markStaleWhereFactsChanged(database, pseoId, pages, dbTimestamp(database));
+}
 
 /** A plan page's `facts` as an editor writes them must be a flat object of text, numbers and booleans: 400 otherwise. */
 function checkFacts(payload: unknown): unknown {
