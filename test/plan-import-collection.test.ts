@@ -1,7 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { adminItems, balanceOf, call, createUser, createWebsite, expectEnvelope, type TestUser } from './support/api.ts';
-import { useSharedDirectus, type DirectusInstance } from './support/directus.ts';
+import { adminItems, balanceOf, call, createUser, createWebsite, expectEnvelope } from './support/api.ts';
+import { createCollection, grantRead } from './support/collections.ts';
+import { useSharedDirectus } from './support/directus.ts';
 import { startFixtureServer, type FixtureServer } from './support/sitemap-fixture-server.ts';
 import { ACCOUNTING_ENV, describeLegs, IMPORTED_PAGE_RATE, LEGS } from './support/legs.ts';
 
@@ -15,43 +16,6 @@ import { ACCOUNTING_ENV, describeLegs, IMPORTED_PAGE_RATE, LEGS } from './suppor
 const IMPORT = '/pseo-endpoints/plan/import';
 const NOTHING_SKIPPED = { duplicate: 0, on_site: 0, invalid: 0, missing_data: 0 };
 const template = { route: '/{name}', title: 'Plumbers in {name}, {country.name}', facts: ['population', 'country.name'] };
-
-/** Creates a collection through Directus's API as the admin: an auto-increment `id` and the given fields. */
-async function createCollection(directus: DirectusInstance, collection: string, fields: Record<string, string>[]): Promise<void> {
-	const res = await call(directus, 'POST', '/collections', {
-		token: directus.adminToken,
-		body: {
-			collection,
-			meta: { icon: 'box' },
-			schema: {},
-			fields: [
-				{ field: 'id', type: 'integer', meta: { hidden: true, readonly: true }, schema: { is_primary_key: true, has_auto_increment: true } },
-				...fields.map(({ field, type }) => ({ field, type, meta: {}, schema: {} })),
-			],
-		},
-	});
-	if (res.status !== 200) throw new Error(`collection ${collection}: ${res.status} ${JSON.stringify(res.body)}`);
-}
-
-/**
- * A policy that reads whole collections, given to `user`. (Item filters and field lists in a permission are custom
- * rules, which Directus's Core licence refuses: what narrows a reader's items is Directus's to enforce.)
- */
-async function grantRead(directus: DirectusInstance, user: TestUser, reads: { collection: string; fields: string[] }[]): Promise<void> {
-	const policy = await call(directus, 'POST', '/policies', {
-		token: directus.adminToken,
-		body: {
-			name: `read ${randomBytes(3).toString('hex')}`,
-			icon: 'visibility',
-			app_access: false,
-			admin_access: false,
-			permissions: reads.map((read) => ({ collection: read.collection, action: 'read', fields: read.fields, permissions: {}, validation: {} })),
-		},
-	});
-	if (policy.status !== 200) throw new Error(`policy: ${policy.status} ${JSON.stringify(policy.body)}`);
-	const linked = await call(directus, 'POST', '/access', { token: directus.adminToken, body: { user: user.id, policy: policy.body.data.id } });
-	if (linked.status !== 200) throw new Error(`access: ${linked.status} ${JSON.stringify(linked.body)}`);
-}
 
 describeLegs('plan import from a collection on %s', LEGS, (leg) => {
 	const { directus } = useSharedDirectus(leg, ACCOUNTING_ENV);
@@ -127,6 +91,24 @@ describeLegs('plan import from a collection on %s', LEGS, (leg) => {
 		await call(directus, 'PATCH', `/items/${cities}/${ids['Sevilla']}`, { token: directus.adminToken, body: { population: 690_000 } });
 	});
 
+	it('reads a collection keyed by UUIDs, which Directus does not page by keyset, by its keys first', async () => {
+		const shops = `shops_${suffix}`;
+		await createCollection(directus, shops, [{ field: 'name', type: 'string' }], 'uuid');
+		const created = await call(directus, 'POST', `/items/${shops}`, { token: directus.adminToken, body: ['Acorn', 'Birch', 'Cedar'].map((name) => ({ name })) });
+		expect(created.status).toBe(200);
+		const { user, importing, pages } = await setUp();
+		await grantRead(directus, user, [{ collection: shops, fields: ['*'] }]);
+		const res = await importing({ collection: shops, template: { route: '/{name}', title: 'Shop {name}' }, filter: { name: { _neq: 'Birch' } } });
+		expect(res.status).toBe(200);
+		expect(res.body.data).toMatchObject({ added: 2 });
+		const ids = new Map((created.body.data as { id: string; name: string }[]).map((shop) => [shop.name, shop.id]));
+		expect((await pages()).map((page) => [page.route, page.source_item]).sort()).toEqual([
+			['/acorn', ids.get('Acorn')],
+			['/cedar', ids.get('Cedar')],
+		]);
+		await call(directus, 'DELETE', `/collections/${shops}`, { token: directus.adminToken });
+	});
+
 	it('a caller who may not read the collection, or the related collection a path of the template goes through, gets a 403 and nothing is stored', async () => {
 		const stranger = await setUp();
 		const refused = await stranger.importing({});
@@ -165,6 +147,17 @@ describeLegs('plan import from a collection on %s', LEGS, (leg) => {
 
 		const system = await importing({ collection: 'directus_users', template: { route: '/{email}', title: '{email}' } });
 		expectEnvelope(system, 400);
+		// A name that is a property of every JavaScript object is no collection either.
+		expectEnvelope(await importing({ collection: 'constructor' }), 400);
+		expectEnvelope(await importing({ template: { ...template, title: '{toString}' } }), 400);
+
+		// A filter the items service cannot run, and a dynamic variable it would take literally.
+		const malformed = await importing({ filter: { name: { _in: 5 } } });
+		expectEnvelope(malformed, 400);
+		expect(malformed.body.error).toContain('"filter"');
+		const dynamic = await importing({ filter: { name: { _eq: '$CURRENT_USER' } } });
+		expectEnvelope(dynamic, 400);
+		expect(dynamic.body.error).toContain('$CURRENT_USER');
 
 		const both = await importing({ rows: [{ name: 'Bilbao' }] });
 		expectEnvelope(both, 400);

@@ -3,6 +3,7 @@ import type { Knex } from 'knex';
 import { InvalidPayloadError } from '../errors/index.ts';
 import type { DirectusServices } from '../shared/services.ts';
 import { MAX_IMPORT_ROWS, type NumberedRow } from './import-source.ts';
+import { rowOf } from './item-row.ts';
 
 /*
  * The rows of a plan import read from a Directus collection (`collection`, and an optional `filter` as the items API
@@ -12,9 +13,10 @@ import { MAX_IMPORT_ROWS, type NumberedRow } from './import-source.ts';
  * facts name fields of many-to-one related items that way, and a fact's name is its path.
  *
  * Items are read in pages of 1,000 by their primary key (keyset, not offset: each page costs the same however deep
- * the import is), so a collection of 100,000 items never sits in memory at once. The reads run on the import's
- * transaction, so the rows are the ones the import's own snapshot sees, and SQLite's single connection is not asked
- * for twice.
+ * the import is, and a concurrent write cannot make it skip an item), so a collection of 100,000 items never sits in
+ * memory at once; a key Directus does not compare with `_gt` (a UUID, a string) is read as a list of keys first. The
+ * reads run on the import's transaction, so SQLite's single connection is not asked for twice (on PostgreSQL each page
+ * sees what has committed by then).
  */
 
 /** Items read per query. */
@@ -36,6 +38,22 @@ export interface CollectionSource extends CollectionQuery {
 	paths: readonly string[];
 	/** The related collections the paths go through, each with the fields of it they name. */
 	related: ReadonlyMap<string, readonly string[]>;
+	/** Whether the primary key orders with `_gt` (a number or a date); else the keys are read first. */
+	keyset: boolean;
+}
+
+/** Field types whose values Directus filters with `_gt`: a key of these is paged by keyset. */
+const KEYSET_TYPES = new Set(['integer', 'bigInteger', 'float', 'decimal', 'date', 'dateTime', 'timestamp']);
+
+/** The first dynamic variable (`$CURRENT_USER`, `$NOW`) of a filter, which the items service would take literally. */
+function dynamicVariable(filter: unknown): string | null {
+	if (typeof filter === 'string') return filter.startsWith('$') ? filter.split(/[.(]/, 1)[0]! : null;
+	if (filter === null || typeof filter !== 'object') return null;
+	for (const value of Object.values(filter)) {
+		const found = dynamicVariable(value);
+		if (found) return found;
+	}
+	return null;
 }
 
 const bad = (reason: string) => new InvalidPayloadError({ reason });
@@ -46,7 +64,8 @@ const bad = (reason: string) => new InvalidPayloadError({ reason });
  * template with a typo would otherwise skip every item).
  */
 export function collectionSource(schema: SchemaOverview, query: CollectionQuery, paths: readonly string[]): CollectionSource {
-	const overview = schema.collections[query.collection];
+	// Own properties only: "constructor" or "toString" would otherwise find an Object.prototype member.
+	const overview = Object.hasOwn(schema.collections, query.collection) ? schema.collections[query.collection] : undefined;
 	if (!overview || query.collection.startsWith('directus_')) {
 		throw bad(`"collection": there is no collection "${query.collection}" to import from (the name is the collection's, as in /items/${query.collection}).`);
 	}
@@ -65,7 +84,9 @@ export function collectionSource(schema: SchemaOverview, query: CollectionQuery,
 			`The template names ${unknown.length === 1 ? 'a field' : 'fields'} that collection "${query.collection}" cannot give: ${unknown.join(', ')}. Its fields are: ${listed}${more}.`,
 		);
 	}
-	return { ...query, primaryKey: overview.primary, paths, related };
+	const dynamic = dynamicVariable(query.filter);
+	if (dynamic) throw bad(`"filter": dynamic variables such as ${dynamic} are not taken in an import's filter; give the value itself.`);
+	return { ...query, primaryKey: overview.primary, keyset: KEYSET_TYPES.has(String(overview.fields[overview.primary]?.type)), paths, related };
 }
 
 /** The collection and field whose value `path` names from one item of `collection`, or why it names none. */
@@ -73,7 +94,8 @@ function followPath(schema: SchemaOverview, collection: string, path: string): {
 	const segments = path.split('.');
 	let current = collection;
 	for (const [index, segment] of segments.entries()) {
-		const field = schema.collections[current]?.fields[segment];
+		const fields = Object.hasOwn(schema.collections, current) ? schema.collections[current]!.fields : {};
+		const field = Object.hasOwn(fields, segment) ? fields[segment] : undefined;
 		if (!field) return index === 0 ? 'no such field' : `"${current}" has no field "${segment}"`;
 		if (index === segments.length - 1) return field.alias ? 'a list of related items, not a value' : { collection: current, field: segment };
 		const relation = schema.relations.find((candidate) => candidate.collection === current && candidate.field === segment && candidate.related_collection);
@@ -110,25 +132,40 @@ export function collectionReader(
 	const fieldsOf = (source: CollectionSource) => [...new Set([source.primaryKey, ...source.paths])];
 	return {
 		async probe(source) {
-			const items = await itemsOf(source.collection, options.database);
-			await items.readByQuery({ fields: fieldsOf(source), ...(source.filter ? { filter: source.filter } : {}), limit: 1 });
-			for (const [collection, fields] of source.related) {
-				await (await itemsOf(collection, options.database)).readByQuery({ fields: [...new Set(fields)], limit: 1 });
-			}
+			await readable(source.filter, async () => {
+				const items = await itemsOf(source.collection, options.database);
+				await items.readByQuery({ fields: fieldsOf(source), ...(source.filter ? { filter: source.filter } : {}), limit: 1 });
+				for (const [collection, fields] of source.related) {
+					await (await itemsOf(collection, options.database)).readByQuery({ fields: [...new Set(fields)], limit: 1 });
+				}
+			});
 		},
 		async *rows(source, knex) {
 			const items = await itemsOf(source.collection, knex);
 			const key = source.primaryKey;
+			const read = (filter: unknown, fields: string[], limit: number) =>
+				readable(source.filter, async () => (await items.readByQuery({ fields, ...(filter ? { filter } : {}), sort: [key], limit })) as Record<string, unknown>[]);
+			const within = (page: Record<string, unknown> | null) => (source.filter && page ? { _and: [source.filter, page] } : (source.filter ?? page));
+			const tooMany = () => bad(`The collection gives more than ${MAX_IMPORT_ROWS} items; at most ${MAX_IMPORT_ROWS} are allowed in one import (narrow it with "filter").`);
 			let number = 0;
-			let after: unknown = undefined;
-			for (;;) {
-				const page = after === undefined ? null : { [key]: { _gt: after } };
-				const filter = source.filter && page ? { _and: [source.filter, page] } : (source.filter ?? page);
-				const found = (await items.readByQuery({ fields: fieldsOf(source), ...(filter ? { filter } : {}), sort: [key], limit: PAGE })) as Record<string, unknown>[];
+			const numbered = function* (found: readonly Record<string, unknown>[]) {
 				for (const item of found) {
-					if (++number > MAX_IMPORT_ROWS) throw bad(`The collection gives more than ${MAX_IMPORT_ROWS} items; at most ${MAX_IMPORT_ROWS} are allowed in one import (narrow it with "filter").`);
+					if (++number > MAX_IMPORT_ROWS) throw tooMany();
 					yield { number, row: rowOf(item, source.paths), columns: source.paths, item: itemKeyOf(item, key) };
 				}
+			};
+			if (!source.keyset) {
+				// A key Directus does not filter with `_gt` (a UUID, a string): the keys first, as the caller sees them, then
+				// their items a page at a time. Offset paging could skip an item that a concurrent write moved, and a sync would
+				// retire its page.
+				const keys = (await read(source.filter, [key], MAX_IMPORT_ROWS + 1)).map((item) => item[key]);
+				if (keys.length > MAX_IMPORT_ROWS) throw tooMany();
+				for (let i = 0; i < keys.length; i += PAGE) yield* numbered(await read(within({ [key]: { _in: keys.slice(i, i + PAGE) } }), fieldsOf(source), PAGE));
+				return;
+			}
+			for (let after: unknown = undefined; ; ) {
+				const found = await read(within(after === undefined ? null : { [key]: { _gt: after } }), fieldsOf(source), PAGE);
+				yield* numbered(found);
 				if (found.length < PAGE) return;
 				after = found.at(-1)![key];
 			}
@@ -137,17 +174,19 @@ export function collectionReader(
 }
 
 /**
- * An item as a row: each path's value, found through the related items (null where a relation is empty). A value
- * that is itself an object or a list (a JSON field) is kept as its JSON text: a row's values are flat.
+ * Runs a read of the items service with the caller's filter, turning what is not an HTTP error of Directus's into a
+ * 400 that names the filter: the service runs a filter as it is given, without the checks of the REST API's query
+ * parser (`{"_in": 5}` fails in its SQL builder, a text against a UUID column in PostgreSQL).
  */
-export function rowOf(item: Record<string, unknown>, paths: readonly string[]): Record<string, unknown> {
-	const row: Record<string, unknown> = {};
-	for (const path of paths) {
-		let value: unknown = item;
-		for (const segment of path.split('.')) value = value !== null && typeof value === 'object' ? (value as Record<string, unknown>)[segment] : null;
-		row[path] = value !== null && typeof value === 'object' ? JSON.stringify(value) : (value ?? null);
+async function readable<T>(filter: Record<string, unknown> | null, read: () => Promise<T>): Promise<T> {
+	try {
+		return await read();
+	} catch (error) {
+		const status = (error as { status?: unknown } | null)?.status;
+		// Without a filter of the caller's, a failure is the server's own (the database down, say): left as it is.
+		if (!filter || (typeof status === 'number' && status >= 400 && status < 500)) throw error;
+		throw bad(`"filter" could not be applied to the collection: ${error instanceof Error ? error.message : String(error)}`);
 	}
-	return row;
 }
 
 /** An item's primary key as its page records it (`source_item`), or null. */

@@ -169,38 +169,43 @@ async function storeImport(trx: Knex.Transaction, rows: AsyncIterable<NumberedRo
 	// takes pages by priority and then in stored order, reaches a new hub before or with its pages), at the priority of
 	// that page; the sync settles each at the highest priority of its set at the end.
 	const hubs = new Map<string, HubPriority>();
-	for await (const { row, columns: header, item } of rows) {
-		columns.see(row, header);
-		const page = pageFromRow(request.template, row);
-		if (page === 'invalid' || page === 'missing_data') {
-			skipped[page]++;
-			continue;
-		}
-		if (item !== undefined) page.source_item = item;
-		if (seen.has(page.route)) {
-			skipped.duplicate++;
-			continue;
-		}
-		seen.add(page.route);
-		// A page on the website's sitemap brings no hub either; a sync's own pages are on it once published, and the sync
-		// itself checks the sitemap for the routes its plan lacks.
-		if (request.mode !== 'sync' && onSite.has(page.route)) {
-			skipped.on_site++;
-			continue;
-		}
-		const hub = request.template.hub && page.parent_route ? hubFromRow(request.template.hub, row) : null;
-		if (hub) {
-			const known = hubs.get(hub.route);
-			if (known) known.highest = Math.max(known.highest, page.priority);
-			else {
-				hubs.set(hub.route, { first: page.priority, highest: page.priority });
-				if (!seen.has(hub.route)) {
-					seen.add(hub.route);
-					await sync.hub({ route: hub.route, title: hub.title, priority: page.priority, page_type: 'hub', cluster: page.cluster ?? null });
+	try {
+		for await (const { row, columns: header, item } of rows) {
+			columns.see(row, header);
+			const page = pageFromRow(request.template, row);
+			if (page === 'invalid' || page === 'missing_data') {
+				skipped[page]++;
+				continue;
+			}
+			if (item !== undefined) page.source_item = item;
+			if (seen.has(page.route)) {
+				skipped.duplicate++;
+				continue;
+			}
+			seen.add(page.route);
+			// A page on the website's sitemap brings no hub either; a sync's own pages are on it once published, and the sync
+			// itself checks the sitemap for the routes its plan lacks.
+			if (request.mode !== 'sync' && onSite.has(page.route)) {
+				skipped.on_site++;
+				continue;
+			}
+			const hub = request.template.hub && page.parent_route ? hubFromRow(request.template.hub, row) : null;
+			if (hub) {
+				const known = hubs.get(hub.route);
+				if (known) known.highest = Math.max(known.highest, page.priority);
+				else {
+					hubs.set(hub.route, { first: page.priority, highest: page.priority });
+					if (!seen.has(hub.route)) {
+						seen.add(hub.route);
+						await sync.hub({ route: hub.route, title: hub.title, priority: page.priority, page_type: 'hub', cluster: page.cluster ?? null });
+					}
 				}
 			}
+			await sync.page(page);
 		}
-		await sync.page(page);
+	} catch (error) {
+		// A failed write of the batch before is the cause (plan-sync.ts, `failure`).
+		throw (await sync.failure()) ?? error;
 	}
 	columns.end();
 	const counts = await sync.finish(hubs);

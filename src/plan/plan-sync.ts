@@ -90,6 +90,13 @@ export interface PlanSync {
 	/** A hub page, met with the first page of its set and given before it (so a new hub is stored before its pages). */
 	hub(page: StoredPlanPage): Promise<void>;
 	/**
+	 * The error of the batch being written, once it has ended, or null: the caller that stops reading rows on an
+	 * error of its own asks first, because on PostgreSQL a failed write aborts the transaction, and the next read of
+	 * the rows (a collection's, on that transaction) fails with "current transaction is aborted" instead of the cause
+	 * (a deadlock that a retry would get past).
+	 */
+	failure(): Promise<unknown>;
+	/**
 	 * Writes the last batch, settles the hubs' priorities (raised in `add`, set in `sync`), retires what a sync's rows
 	 * no longer produce, and returns the counts.
 	 */
@@ -217,6 +224,14 @@ export function createPlanSync(trx: Knex.Transaction, options: PlanSyncOptions):
 	return {
 		page: (page) => push(page, false),
 		hub: (page) => push(page, true),
+		failure: async () => {
+			try {
+				await settle();
+				return null;
+			} catch (error) {
+				return error;
+			}
+		},
 		async finish(hubs) {
 			await settle();
 			const items = batch;

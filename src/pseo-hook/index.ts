@@ -200,7 +200,11 @@ export default defineHook(({ init, filter, action }, context) => {
 /** Marks stale the posts of plan pages (by id) that were written from other facts than the pages hold now. */
 async function markEditedPagesStale(database: Knex, keys: readonly (string | number)[]): Promise<void> {
 	const byWebsite = new Map<number, { route: string; facts: Facts | null }[]>();
-	for (const page of await readPagesFacts(database, keys)) byWebsite.set(page.pseoId, [...(byWebsite.get(page.pseoId) ?? []), page]);
+	for (const page of await readPagesFacts(database, keys)) {
+		const pages = byWebsite.get(page.pseoId);
+		if (pages) pages.push(page);
+		else byWebsite.set(page.pseoId, [page]);
+	}
 	for (const [pseoId, pages] of byWebsite) await markStaleWhereFactsChanged(database, pseoId, pages, dbTimestamp(database));
 }
 
