@@ -4,7 +4,8 @@ import path from 'node:path';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import { startFakeProvider, type FakeProvider } from './support/fake-provider/server.ts';
-import { balanceOf, call, createUser, createWebsite, PSEO_USER_ROLE, waitForJob, type TestUser } from './support/api.ts';
+import { adminItems, balanceOf, call, createUser, createWebsite, PSEO_USER_ROLE, waitForJob, type TestUser } from './support/api.ts';
+import { createCollection, grantRead } from './support/collections.ts';
 import { postsByRoute, syncPrices } from './support/synced-data.ts';
 import { axeViolations, launchBrowser, recordPageTrouble, screenshot, signIn } from './support/browser.ts';
 import { plannedSite } from './support/job-checks.ts';
@@ -440,6 +441,44 @@ describe.skipIf(!legAvailable(LEG))('the editors\' workspace in the app', () => 
 		await on.click(`[data-test="open-${stale.id}"]`);
 		await on.locator('[data-test="reader"]').getByText(/price eur here is 265/).waitFor();
 		expect(await on.locator(`[data-test="stale-${stale.id}"]`).count()).toBe(0);
+	});
+
+	it('an editor imports a plan from a collection they may read, a related item\'s field by its path, with a preview of the first pages', async () => {
+		// An admin keeps towns in Directus, each pointing to its region, and lets the editor read both.
+		const towns = `towns_${process.pid}`;
+		const regions = `regions_${process.pid}`;
+		await createCollection(directus, regions, [{ field: 'name', type: 'string' }]);
+		await createCollection(directus, towns, [
+			{ field: 'name', type: 'string' },
+			{ field: 'population', type: 'integer' },
+			{ field: 'region', type: 'integer' },
+		]);
+		expect((await call(directus, 'POST', '/relations', { token: directus.adminToken, body: { collection: towns, field: 'region', related_collection: regions } })).status).toBe(200);
+		const somerset = (await call(directus, 'POST', `/items/${regions}`, { token: directus.adminToken, body: { name: 'Somerset' } })).body.data.id;
+		for (const [name, population] of [['Bath', 94_000], ['Frome', 28_000]] as const) {
+			await call(directus, 'POST', `/items/${towns}`, { token: directus.adminToken, body: { name, population, region: somerset } });
+		}
+		await grantRead(directus, editor, [
+			{ collection: towns, fields: ['*'] },
+			{ collection: regions, fields: ['*'] },
+		]);
+		const { id: pseoId } = await createWebsite(directus, editor, { website_url: wordpress.url });
+		await page.goto(`${directus.url}${MODULE}/${pseoId}`);
+
+		await page.selectOption('#pseo-data-collection', towns);
+		// A first template from the collection's first field, then the editor's own with the region's name.
+		await expect.poll(() => field('pseo-template-route').inputValue(), { timeout: UI_TIMEOUT_MS }).toBe('/{name}');
+		await field('pseo-template-title').fill('Plumbers in {name}, {region.name}');
+		await field('pseo-template-facts').fill('population, region.name');
+		await page.locator('[data-test="import-preview"] li').first().getByText('Plumbers in Bath, Somerset').waitFor({ timeout: UI_TIMEOUT_MS });
+		expect(await page.locator('[data-test="import-preview"] li').allTextContents()).toEqual(['/bath Plumbers in Bath, Somerset', '/frome Plumbers in Frome, Somerset']);
+		await expectAccessible('16-plan-collection');
+		await press('import-plan');
+		await page.locator('[data-test="import-message"]').getByText(/2 pages added/).waitFor({ timeout: UI_TIMEOUT_MS });
+		expect(await adminItems(directus, 'pseo_plan_pages', `filter[pseo_id][_eq]=${pseoId}&fields=route,facts&sort=id`)).toEqual([
+			{ route: '/bath', facts: { population: 94_000, 'region.name': 'Somerset' } },
+			{ route: '/frome', facts: { population: 28_000, 'region.name': 'Somerset' } },
+		]);
 	});
 
 	it('an editor picks Anthropic and a model for a website, and its job runs with them and says so', async () => {
