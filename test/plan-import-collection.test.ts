@@ -91,6 +91,26 @@ describeLegs('plan import from a collection on %s', LEGS, (leg) => {
 		await call(directus, 'PATCH', `/items/${cities}/${ids['Sevilla']}`, { token: directus.adminToken, body: { population: 690_000 } });
 	});
 
+	it("a page first imported from rows takes its item's key at the first sync from the collection", async () => {
+		const { user, importing, pages } = await setUp();
+		await grantRead(directus, user, [
+			{ collection: cities, fields: ['*'] },
+			{ collection: countries, fields: ['*'] },
+		]);
+		const rows = [
+			{ name: 'Madrid', population: 3_300_000, 'country.name': 'Spain' },
+			{ name: 'Sevilla', population: 690_000, 'country.name': 'Spain' },
+			{ name: 'Lyon', population: 520_000, 'country.name': 'France' },
+		];
+		expect((await importing({ collection: undefined, rows })).body.data).toMatchObject({ added: 3 });
+		expect((await pages()).map((page) => page.source_item)).toEqual([null, null, null]);
+		// The same data, now read from the collection: nothing to rewrite, but each page learns its item.
+		const synced = await importing({});
+		expect(synced.body.data).toEqual({ total_pages: 3, added: 0, updated: 3, unchanged: 0, retired: 0, skipped: NOTHING_SKIPPED });
+		expect((await pages()).map((page) => page.source_item)).toEqual([ids['Madrid'], ids['Sevilla'], ids['Lyon']].map(String));
+		expect((await importing({})).body.data).toMatchObject({ updated: 0, unchanged: 3 });
+	});
+
 	it('reads a collection keyed by UUIDs, which Directus does not page by keyset, by its keys first', async () => {
 		const shops = `shops_${suffix}`;
 		await createCollection(directus, shops, [{ field: 'name', type: 'string' }], 'uuid');

@@ -196,10 +196,12 @@ export interface SyncedPlanPage {
 	facts: Facts | null;
 	/** The import source that added it; null for a page of an AI plan or an editor's. */
 	source: string | null;
+	/** The primary key of the Directus item it was last imported from, if any. */
+	source_item: string | null;
 	retired: boolean;
 }
 
-const SYNCED_COLUMNS = ['id', 'route', 'title', 'priority', 'primary_keyword', 'parent_route', 'cluster', 'facts', 'source', 'retired_at'];
+const SYNCED_COLUMNS = ['id', 'route', 'title', 'priority', 'primary_keyword', 'parent_route', 'cluster', 'facts', 'source', 'source_item', 'retired_at'];
 
 /**
  * The plan pages of these pages' routes of a website, by route, retired or not: one statement per 500 routes, or on
@@ -220,6 +222,7 @@ export async function readSyncedPages(knex: Knex, pseoId: number, pages: readonl
 		cluster: text(row['cluster']),
 		facts,
 		source: text(row['source']),
+		source_item: text(row['source_item']),
 		retired: row['retired'] === true || (row['retired_at'] !== null && row['retired_at'] !== undefined),
 	});
 	if (vendorOf(knex) === 'postgres') {
@@ -229,7 +232,7 @@ export async function readSyncedPages(knex: Knex, pseoId: number, pages: readonl
 			return { route: candidate.route, title: fields.title, factsJson: fields.facts, facts: fields.facts === null ? null : (candidate.facts ?? null) };
 		});
 		const { rows } = (await knex.raw(
-			`SELECT t.id, t.priority, t.primary_keyword, t.parent_route, t.cluster, t.source, t.retired_at IS NOT NULL AS retired,
+			`SELECT t.id, t.priority, t.primary_keyword, t.parent_route, t.cluster, t.source, t.source_item, t.retired_at IS NOT NULL AS retired,
 				t.title IS NOT DISTINCT FROM v.title AS same_title, CASE WHEN t.title IS NOT DISTINCT FROM v.title THEN NULL ELSE t.title END AS title,
 				t.facts::text IS NOT DISTINCT FROM v.facts AS same_facts, CASE WHEN t.facts::text IS NOT DISTINCT FROM v.facts THEN NULL ELSE t.facts END AS facts,
 				v.ord

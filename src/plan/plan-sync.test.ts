@@ -12,6 +12,7 @@ const stored: SyncedPlanPage = {
 	cluster: 'plumbing',
 	facts: { city: 'Leeds', price: 95 },
 	source: 'prices',
+	source_item: null,
 	retired: false,
 };
 const row = { route: stored.route, title: stored.title, priority: 9.7, primary_keyword: 'plumbing leeds', parent_route: '/plumbing', cluster: 'plumbing', facts: { price: 95, city: 'Leeds' } };

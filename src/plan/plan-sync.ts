@@ -179,12 +179,15 @@ export function createPlanSync(trx: Knex.Transaction, options: PlanSyncOptions):
 			}
 			const fields = item.hub ? options.fields.hub.filter((field) => field !== 'priority') : options.fields.page;
 			const differ = changedFields(current, item.page, fields);
-			if (differ.length > 0) changed.push(mergedPage(current, item.page, fields));
+			// A row read from another item than the page's (a collection's; the first sync of a collection after a file)
+			// updates the page's `source_item`, which a follower finds it by; its post stays fresh.
+			const itemMoved = item.page.source_item !== undefined && (item.page.source_item ?? null) !== current.source_item;
+			if (differ.length > 0 || itemMoved) changed.push(mergedPage(current, item.page, fields));
 			else if (current.retired) revivedUnchanged.push(current.id);
 			else unchangedIds.add(current.id);
 			if (differ.some((field) => WRITTEN_FIELDS.has(field))) stale.push(current.route);
 			if (current.retired) revived.push(current.route);
-			const outcome = differ.length > 0 || current.retired ? 'updated' : 'unchanged';
+			const outcome = differ.length > 0 || itemMoved || current.retired ? 'updated' : 'unchanged';
 			counts[outcome]++;
 			if (item.hub) ownHubs.set(current.route, { priority: current.priority, outcome });
 		}
