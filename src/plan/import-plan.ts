@@ -82,7 +82,7 @@ export async function importPlan(deps: ImportDeps, userId: string, request: Impo
 	// record becomes the current plan, and the document's pages would never be rows after it.
 	await ensurePlanPages(database, pseo.id, logger);
 	// A collection is checked before anything is stored: its name and the template's paths against the schema (400),
-	// then one read as the caller (Directus's 403 when they may not read it or a field it names).
+	// then one read as the caller (Directus's 403 when they may not read it or a related collection a path goes through).
 	const collection = 'collection' in request.data ? await checkCollection(deps, request.data, request.template) : null;
 	let file = 'fileId' in request.data ? await deps.openFile(request.data.fileId, userId) : null;
 	let planId: number;

@@ -10,7 +10,8 @@ import type { PlanPage } from './plan-page.ts';
  * answer). A plan that POST /generate/main-json produces replaces the website's rows, as it replaced the plan
  * before; `has_post` is kept by the engine in the transaction that stores each post. An imported page records its
  * `source`; a sync of that source (plan-sync.ts) stamps the pages it adds, changes, revives or retires with its run
- * (`sync_run`), and retires the pages its rows no longer produce (`retired_at`): a retired page stays a row, but nothing generates it, links to it or counts it.
+ * (`sync_run`), and retires the pages its rows no longer produce (`retired_at`): a retired page stays a row, but
+ * nothing generates it, links to it or counts it.
  */
 
 export const PLAN_PAGES = 'pseo_plan_pages';
@@ -266,8 +267,8 @@ export async function readSyncedPages(knex: Knex, pseoId: number, pages: readonl
 /**
  * Writes what their data now gives to plan pages (by id), stamps them with the sync run that produced them and
  * clears their retirement, inside the sync's transaction: on PostgreSQL one UPDATE ... FROM unnest for any number of
- * pages, elsewhere one UPDATE of CASE expressions per 55 pages. A page's `variables` or `source_item` left null keeps the stored one
- * (a hub has no row of its own).
+ * pages, elsewhere one UPDATE of CASE expressions per 55 pages. A page's `variables` or `source_item` left null keeps
+ * the stored one (a hub has no row, nor an item, of its own).
  */
 export async function updatePlanPages(trx: Knex.Transaction, pages: readonly (StoredPlanPage & { id: number })[], syncRun: number): Promise<void> {
 	if (pages.length === 0) return;

@@ -19,7 +19,7 @@ import {
 
 /*
  * The one way plan pages that come from data are written (an import today; a follower of a collection tomorrow):
- * the pages a source's rows produce, streamed in, compared with the plan in batches of 500 routes and written in a
+ * the pages a source's rows produce, streamed in, compared with the plan in batches of 2,000 routes and written in a
  * few statements a batch, inside the caller's transaction.
  *
  * - `add` (an import's `append` and `replace`): a route the plan lacks is added; one it has is a duplicate.
