@@ -3,7 +3,7 @@ import { startFixtureServer, type FixtureServer } from './support/sitemap-fixtur
 import { startFakeProvider } from './support/fake-provider/server.ts';
 import { adminItems, balanceOf, call, createUser, createWebsite, eventually, expectEnvelope, ledgerOf, waitForJob, type TestUser } from './support/api.ts';
 import { shareDirectusWithFake, startDirectus, useSharedDirectus } from './support/directus.ts';
-import { describeLegs, ENGINE_ENV, ENGINE_INTERFACE_LEGS } from './support/legs.ts';
+import { ACCOUNTING_ENV, describeLegs, ENGINE_ENV, ENGINE_INTERFACE_LEGS } from './support/legs.ts';
 
 const PLAN = '/pseo-endpoints/generate/main-json';
 const DESCRIPTION =
@@ -209,10 +209,10 @@ describeLegs('4.8 content plan on %s', ENGINE_INTERFACE_LEGS, (leg) => {
 		expect(await balanceOf(directus, user.id)).toBe(80);
 	});
 
-	// An instance of its own (its plans have 500 pages) and 500 rows: run where storing them differs most, SQLite's bound-variable limit and MariaDB's
-	// SQL; PostgreSQL takes the same statements as the smaller plans of the other tests here.
+	// On the instance whose plans have 500 pages (legs.ts), and 500 rows: run where storing them differs most, SQLite's bound-variable limit and
+	// MariaDB's SQL; PostgreSQL takes the same statements as the smaller plans of the other tests here.
 	it.skipIf(leg === 'postgres')('4.8 a 500-page plan is generated in chunks with 500 unique routes, none already on the site', async () => {
-		const { directus, fake } = await shareDirectusWithFake(leg, { ...ENGINE_ENV, PSEO_PLAN_PAGES: '500' });
+		const { directus, fake } = await shareDirectusWithFake(leg, ACCOUNTING_ENV);
 		try {
 			const { user, pseoId } = await owner(100, directus);
 			fake.configure({ planIncludeRoutes: ['/bread/sourdough', '/cakes/wedding-cakes'], planDuplicateRate: 0.2 });

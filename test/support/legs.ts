@@ -61,13 +61,16 @@ export const IMPORTED_PAGE_RATE = 2;
 export const USER_DAILY_CAP = 45;
 
 /**
- * The engine's environment with charges for imported pages and a per-user daily cap: the plan import's suite and
- * the cap's test share it. Each user of this instance spends less than the cap a day, but the cap's own.
+ * The engine's environment with charges for imported pages, a per-user daily cap and AI plans of 500 pages: the plan
+ * import's suites, the cap's test and the 500-page plan's test share it. Each user of this instance spends less
+ * than the cap a day, but the cap's own; its plans are imported or seeded, but the 500-page plan's (one boot of an
+ * instance per leg is several seconds of a core, a test's 500-page plan one of a second).
  */
 export const ACCOUNTING_ENV: Record<string, string> = {
 	...ENGINE_ENV,
 	PSEO_TOKEN_PER_IMPORTED_PAGE: String(IMPORTED_PAGE_RATE),
 	PSEO_USER_DAILY_TOKEN_CAP: String(USER_DAILY_CAP),
+	PSEO_PLAN_PAGES: '500',
 };
 
 /**
