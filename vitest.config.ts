@@ -14,7 +14,7 @@ export default defineConfig({
 				plugins: [vue()],
 				test: {
 					name: 'unit',
-					include: ['src/**/*.test.ts', 'test/support/fake-provider/**/*.test.ts', 'test/support/response-contract.test.ts', 'test/docker-compose.test.ts', 'test/layout.test.ts', 'test/markdown-links.test.ts'],
+					include: ['src/**/*.test.ts', 'scripts/**/*.test.ts', 'test/support/fake-provider/**/*.test.ts', 'test/support/response-contract.test.ts', 'test/docker-compose.test.ts', 'test/layout.test.ts', 'test/markdown-links.test.ts'],
 					// *.db.test.ts drive the data modules on real databases: they need the integration setup's templates.
 					exclude: ['src/**/*.db.test.ts'],
 					// Unit tests run first, and fast, before any Directus boots.

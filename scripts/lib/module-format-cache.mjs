@@ -7,7 +7,7 @@
 // The hook below answers the common case itself: a relative `./x.js` import of an ES module inside an installed
 // package whose nearest package.json says its `type`. It gives the same answer Node would (the file, and the
 // format that `type` names), reading each package.json once; every other import goes to Node's own resolution.
-import { lstatSync, readFileSync } from 'node:fs';
+import { lstatSync, readFileSync, realpathSync } from 'node:fs';
 import module from 'node:module';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -36,10 +36,26 @@ function packageType(directory) {
 	return type;
 }
 
+/** By directory: whether it is its own real path (no symbolic link on the way to it). */
+const realDirectory = new Map();
+
+function isRealDirectory(directory) {
+	let real = realDirectory.get(directory);
+	if (real === undefined) {
+		try {
+			real = realpathSync(directory) === directory;
+		} catch {
+			real = false;
+		}
+		realDirectory.set(directory, real);
+	}
+	return real;
+}
+
+/** A file reached by no symbolic link: Node would resolve a link to its real path, so links are Node's to follow. */
 function isPlainFile(file) {
 	try {
-		// A symbolic link is Node's to follow (it resolves to the real path).
-		return lstatSync(file).isFile();
+		return lstatSync(file).isFile() && isRealDirectory(path.dirname(file));
 	} catch {
 		return false;
 	}
