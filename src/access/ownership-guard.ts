@@ -24,7 +24,7 @@ export type OwnedCollection = keyof typeof OWNER_FIELDS;
 
 /** Fields a non-admin may write through the items API; the rest are the extension's to maintain. */
 export const WRITABLE_FIELDS: Partial<Record<OwnedCollection, ReadonlySet<string>>> = {
-	[WEBSITES]: new Set(['website_url', 'website_software', 'master_prompt', 'daily_token_cap', 'facts_display', 'provider', 'model']),
+	[WEBSITES]: new Set(['website_url', 'website_software', 'master_prompt', 'daily_token_cap', 'facts_display', 'provider', 'model', 'data_source', 'auto_refresh']),
 	[POSTS]: new Set(['status', 'title', 'meta_title', 'meta_description', 'h1', 'body', 'faq']),
 	[PLAN_PAGES]: new Set(['title', 'priority', 'primary_keyword', 'search_intent', 'page_type', 'cluster', 'facts']),
 };

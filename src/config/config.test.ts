@@ -136,6 +136,8 @@ describe('readConfig', () => {
 		['PSEO_USER_DAILY_TOKEN_CAP', 'lots'],
 		['PSEO_PLAN_PAGES', '0'],
 		['PSEO_PLAN_LOCK_MS', '10'],
+		['PSEO_SOURCE_SYNC_DELAY_MS', '-1'],
+		['PSEO_AUTO_REFRESH_INTERVAL_MS', '999'],
 		['PSEO_LEASE_MS', '100'],
 		['PSEO_SWEEP_INTERVAL_MS', '1'],
 		['PSEO_HOUSEKEEPING_INTERVAL_MS', '10'],

@@ -63,6 +63,13 @@ export interface PseoConfig {
 	userDailyTokenCap: number | null;
 	/** `PSEO_PLAN_PAGES`, pages in a content plan, default 50. */
 	planPages: number;
+	/**
+	 * `PSEO_SOURCE_SYNC_DELAY_MS`, how long the changes of a followed collection are gathered before one sync applies
+	 * them, default 5000.
+	 */
+	sourceSyncDelayMs: number;
+	/** `PSEO_AUTO_REFRESH_INTERVAL_MS`, the least time between two automatic refresh jobs of a website, default 3600000. */
+	autoRefreshIntervalMs: number;
 	/** `PSEO_PLAN_LOCK_MS`, after which an unfinished plan generation no longer blocks its user, default 600000. */
 	planLockMs: number;
 	/** `PSEO_LEASE_MS`, how long a claimed job stays owned without renewal, default 60000. */
@@ -164,6 +171,8 @@ export function readConfig(env: Env): PseoConfig {
 		userDailyTokenCap: raw(env, 'PSEO_USER_DAILY_TOKEN_CAP') === undefined ? null : int(env, 'PSEO_USER_DAILY_TOKEN_CAP', 0, 0),
 		planPages: int(env, 'PSEO_PLAN_PAGES', 50, 1),
 		planLockMs: int(env, 'PSEO_PLAN_LOCK_MS', 600_000, 1000),
+		sourceSyncDelayMs: int(env, 'PSEO_SOURCE_SYNC_DELAY_MS', 5000, 0),
+		autoRefreshIntervalMs: int(env, 'PSEO_AUTO_REFRESH_INTERVAL_MS', 3_600_000, 1000),
 		leaseMs: int(env, 'PSEO_LEASE_MS', 60_000, 500),
 		sweepIntervalMs: int(env, 'PSEO_SWEEP_INTERVAL_MS', 10_000, 50),
 		housekeepingIntervalMs: int(env, 'PSEO_HOUSEKEEPING_INTERVAL_MS', 3_600_000, 100),

@@ -292,6 +292,10 @@ const PlanImportRequest = named(
 					},
 				),
 				source: importSource,
+				follow: doc(z.boolean({ error: rule((input) => `must be true or false, received ${typeName(input)}.`) }).nullish(), {
+					description:
+						'`true` (with `collection` and `mode: "sync"`): the website follows the collection from now on. An item created, changed or deleted (through the app, the items API, GraphQL or a Flow that emits events) syncs its page within `PSEO_SOURCE_SYNC_DELAY_MS`, read with the website owner\'s permissions; the state is on the website\'s `data_source_state`. `false`: the website stops following. Absent: the following stays as it is.',
+				}),
 			},
 			{ error: objectError('The request body must be a JSON object with "pseo_id", "language_code", "template" and "rows", "file_id" or "collection".') },
 		)
@@ -301,6 +305,9 @@ const PlanImportRequest = named(
 		.refine((body) => body.filter === undefined || body.filter === null || (body.collection !== undefined && body.collection !== null), {
 			error: '"filter" applies to a "collection" only.',
 		})
+		.refine((body) => body.follow !== true || (typeof body.collection === 'string' && body.mode === 'sync'), {
+			error: '"follow": true needs a "collection" and "mode": "sync" (a followed collection is the whole truth of its source).',
+		})
 		.transform(
 			(body): ImportRequest => ({
 				pseoId: body.pseo_id,
@@ -309,6 +316,7 @@ const PlanImportRequest = named(
 				data: body.file_id ? { fileId: body.file_id.toLowerCase() } : body.collection ? { collection: body.collection, filter: body.filter ?? null } : { rows: body.rows! },
 				mode: body.mode ?? 'append',
 				source: body.source ?? DEFAULT_SOURCE,
+				follow: body.follow ?? null,
 			}),
 		),
 	{

@@ -1,7 +1,7 @@
 import type { Knex } from 'knex';
 import { SpendCapError } from '../errors/index.ts';
 import { readDailyTokenCap } from '../websites/website-store.ts';
-import { spentSince } from './token-ledger.ts';
+import { readBalance, spentSince } from './token-ledger.ts';
 
 /** A charge about to be made, and the per-user cap of the instance (PSEO_USER_DAILY_TOKEN_CAP). */
 export interface CapCheck {
@@ -45,4 +45,18 @@ export async function assertWithinDailyCaps(trx: Knex.Transaction, check: CapChe
 export async function userCapToday(knex: Knex, userId: string, cap: number | null): Promise<{ limit: number; left: number } | null> {
 	if (cap === null) return null;
 	return { limit: cap, left: Math.max(0, cap - (await spentSince(knex, startOfUtcDay(new Date()), { userId }))) };
+}
+
+/**
+ * The most tokens `userId` may still spend today on `pseoId`: their balance, bounded by what is left of the user's
+ * cap and of the website's `daily_token_cap`. Read inside the charge's transaction after `lockPayer`, so that the
+ * charge made from it passes `assertWithinDailyCaps` (a followed collection adds only the pages this covers).
+ */
+export async function spendableToday(trx: Knex.Transaction, scope: { userId: string; pseoId: number; userCap: number | null }): Promise<number> {
+	const since = startOfUtcDay(new Date());
+	let left = await readBalance(trx, scope.userId);
+	if (scope.userCap !== null) left = Math.min(left, scope.userCap - (await spentSince(trx, since, { userId: scope.userId }, true)));
+	const websiteCap = await readDailyTokenCap(trx, scope.pseoId);
+	if (websiteCap !== null) left = Math.min(left, websiteCap - (await spentSince(trx, since, { pseoId: scope.pseoId }, true)));
+	return Math.max(0, left);
 }

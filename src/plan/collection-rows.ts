@@ -74,7 +74,10 @@ export function collectionSource(schema: SchemaOverview, query: CollectionQuery,
 	for (const path of paths) {
 		const found = followPath(schema, query.collection, path);
 		if (typeof found === 'string') unknown.push(`"${path}" (${found})`);
-		else if (found.collection !== query.collection) related.set(found.collection, [...(related.get(found.collection) ?? []), found.field]);
+		else {
+			// Every field the path reads beyond the collection itself: the relation fields it goes through and the value.
+			for (const step of found) if (step.collection !== query.collection) related.set(step.collection, [...new Set([...(related.get(step.collection) ?? []), step.field])]);
+		}
 	}
 	if (unknown.length > 0) {
 		const fields = Object.keys(overview.fields);
@@ -84,20 +87,42 @@ export function collectionSource(schema: SchemaOverview, query: CollectionQuery,
 			`The template names ${unknown.length === 1 ? 'a field' : 'fields'} that collection "${query.collection}" cannot give: ${unknown.join(', ')}. Its fields are: ${listed}${more}.`,
 		);
 	}
+	// A related field the filter names (`country.code`) decides which items are read: a change of it is a change too.
+	for (const path of filterPaths(query.filter)) {
+		const found = followPath(schema, query.collection, path);
+		if (typeof found !== 'string') for (const step of found) if (step.collection !== query.collection) related.set(step.collection, [...new Set([...(related.get(step.collection) ?? []), step.field])]);
+	}
 	const dynamic = dynamicVariable(query.filter);
 	if (dynamic) throw bad(`"filter": dynamic variables such as ${dynamic} are not taken in an import's filter; give the value itself.`);
 	return { ...query, primaryKey: overview.primary, keyset: KEYSET_TYPES.has(String(overview.fields[overview.primary]?.type)), paths, related };
 }
 
-/** The collection and field whose value `path` names from one item of `collection`, or why it names none. */
-function followPath(schema: SchemaOverview, collection: string, path: string): { collection: string; field: string } | string {
+/** The field paths a filter names (`{"country": {"code": {"_eq": "ES"}}}` names `country.code`); operators are not fields. */
+function filterPaths(filter: unknown, prefix = ''): string[] {
+	if (filter === null || typeof filter !== 'object') return [];
+	if (Array.isArray(filter)) return filter.flatMap((item) => filterPaths(item, prefix));
+	return Object.entries(filter).flatMap(([key, value]) => {
+		if (key.startsWith('_')) return filterPaths(value, prefix);
+		const path = prefix ? `${prefix}.${key}` : key;
+		const deeper = filterPaths(value, path);
+		return deeper.length > 0 ? deeper : [path];
+	});
+}
+
+/**
+ * The collections and fields `path` reads from one item of `collection`, one per segment (the last is the value's),
+ * or why it names none.
+ */
+function followPath(schema: SchemaOverview, collection: string, path: string): { collection: string; field: string }[] | string {
 	const segments = path.split('.');
+	const steps: { collection: string; field: string }[] = [];
 	let current = collection;
 	for (const [index, segment] of segments.entries()) {
 		const fields = Object.hasOwn(schema.collections, current) ? schema.collections[current]!.fields : {};
 		const field = Object.hasOwn(fields, segment) ? fields[segment] : undefined;
 		if (!field) return index === 0 ? 'no such field' : `"${current}" has no field "${segment}"`;
-		if (index === segments.length - 1) return field.alias ? 'a list of related items, not a value' : { collection: current, field: segment };
+		steps.push({ collection: current, field: segment });
+		if (index === segments.length - 1) return field.alias ? 'a list of related items, not a value' : steps;
 		const relation = schema.relations.find((candidate) => candidate.collection === current && candidate.field === segment && candidate.related_collection);
 		if (!relation) return `"${segment}" is not a relation to one item`;
 		current = relation.related_collection!;

@@ -52,6 +52,7 @@ describeOnVendors('plan import beside money transactions', (database, vendor) =>
 		data: { fileId: randomUUID() },
 		mode,
 		source: 'import',
+		follow: null,
 	});
 	const planStatus = async (pseoId: number) => ((await knex(PLANS).where('pseo_id', pseoId).select('status')) as { status: string }[]).map((row) => row.status);
 	/** Runs `work` on a transaction the test holds, and rolls it back whatever happens, so no lock outlives a test. */

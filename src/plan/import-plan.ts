@@ -12,6 +12,8 @@ import { createPlanSync, type HubPriority, type RetiredPages, type SyncField } f
 import { bumpPlanVersion } from './plan-version.ts';
 import { completeImport, ensurePlanPages, extendLock, failPlan, startPlan } from './plan-store.ts';
 import { retryConflicts, runTransaction } from '../shared/transaction.ts';
+import { spendableToday } from '../ledger/spend-caps.ts';
+import { recordSourceSync, stopFollowing, type DataSource } from './data-source-store.ts';
 
 /** A validated body of POST /plan/import. */
 export interface ImportRequest {
@@ -31,6 +33,21 @@ export interface ImportRequest {
 	mode: 'append' | 'replace' | 'sync';
 	/** The data's name (1 to 100 characters), recorded on the pages it adds: a sync touches only its own source's pages. */
 	source: string;
+	/**
+	 * `true` (a `sync` of a collection): the website follows the collection from now on (data-source-store.ts);
+	 * `false`: it stops following any; null: the following, if any, stays as it is.
+	 */
+	follow: boolean | null;
+}
+
+/** How an import runs beyond its request: a followed collection's own sync (source-follower.ts). */
+export interface ImportOptions {
+	trigger: 'import' | 'follow';
+	/**
+	 * Adds only the new pages the owner's balance and caps cover, the others counted as waiting, where an import asked
+	 * for would answer 402 and store nothing: a change of the collection is not a request anyone could retry.
+	 */
+	withinBalance: boolean;
 }
 
 export interface ImportDeps {
@@ -75,8 +92,15 @@ const LISTED_COLUMNS = 50;
  * batches, which in `sync` also updates, revives and retires the pages of the request's `source` (charging only the
  * added ones).
  */
-export async function importPlan(deps: ImportDeps, userId: string, request: ImportRequest): Promise<ImportResult> {
+export async function importPlan(
+	deps: ImportDeps,
+	userId: string,
+	request: ImportRequest,
+	options: ImportOptions = { trigger: 'import', withinBalance: false },
+): Promise<ImportResult> {
 	const { database, logger, config } = deps;
+	// A following that this import begins dates from here: a write after it may not have been read (source-follower.ts).
+	const startedAt = new Date().toISOString();
 	const pseo = await requireOwnedPseo(database, request.pseoId, userId);
 	// A plan written as one document (an AI plan stored through the items API) gets its rows first: the import's
 	// record becomes the current plan, and the document's pages would never be rows after it.
@@ -125,7 +149,9 @@ export async function importPlan(deps: ImportDeps, userId: string, request: Impo
 		// lock then wait for. Without the rerun, an import InnoDB chose to abort answered 500.
 		const owner = { pseoId: pseo.id, userId, planId };
 		const result = await retryConflicts(
-			() => runTransaction(database, async (trx) => storeImport(trx, await openRows(trx), { request, owner, onSite, config, onRetired: deps.onRetired })),
+			() => runTransaction(database, async (trx) =>
+					storeImport(trx, await openRows(trx), { request, owner, onSite, config, onRetired: deps.onRetired, collection, options, startedAt }),
+				),
 			{ logger, what: 'plan import', context: { planId, pseoId: pseo.id } },
 		);
 		await bumpPlanVersion(database, [pseo.id], logger);
@@ -156,12 +182,29 @@ interface ImportScope {
 	onSite: ReadonlySet<string>;
 	config: PseoConfig;
 	onRetired: RetiredPages | undefined;
+	/** The collection read, checked against the schema; null for rows or a file. */
+	collection: CollectionSource | null;
+	options: ImportOptions;
+	/** When the import began (ISO): a following it begins dates from then. */
+	startedAt: string;
 }
 
 async function storeImport(trx: Knex.Transaction, rows: AsyncIterable<NumberedRow>, scope: ImportScope): Promise<ImportResult> {
-	const { request, owner, onSite, config, onRetired } = scope;
+	const { request, owner, onSite, config, onRetired, options } = scope;
 	if (request.mode === 'replace') await deletePlanPages(trx, owner.pseoId);
-	const sync = createPlanSync(trx, { owner, source: request.source, mode: request.mode === 'sync' ? 'sync' : 'add', fields: syncedFields(request.template), onSite, onRetired });
+	const addLimit =
+		options.withinBalance && config.tokenPerImportedPage > 0
+			? Math.floor((await spendableToday(trx, { userId: owner.userId, pseoId: owner.pseoId, userCap: config.userDailyTokenCap })) / config.tokenPerImportedPage)
+			: undefined;
+	const sync = createPlanSync(trx, {
+		owner,
+		source: request.source,
+		mode: request.mode === 'sync' ? 'sync' : 'add',
+		fields: syncedFields(request.template),
+		onSite,
+		onRetired,
+		...(addLimit !== undefined ? { addLimit } : {}),
+	});
 	const skipped = { invalid: 0, missing_data: 0, duplicate: 0, on_site: 0 };
 	const seen = new Set<string>();
 	const columns = columnCheck(request.template);
@@ -225,9 +268,27 @@ async function storeImport(trx: Knex.Transaction, rows: AsyncIterable<NumberedRo
 		added: counts.added,
 		totalPages,
 		userCap: config.userDailyTokenCap,
-		summary: { source: 'import', import_source: request.source, mode: request.mode, template: request.template, ...result },
+		summary: { source: 'import', import_source: request.source, mode: request.mode, template: request.template, trigger: options.trigger, ...result, waiting: counts.waiting },
 	});
+	if (request.follow === true && scope.collection) {
+		const summary = { trigger: options.trigger, added: counts.added, updated: counts.updated, unchanged: counts.unchanged, retired: counts.retired, waiting: counts.waiting };
+		await recordSourceSync(trx, owner.pseoId, followedSource(scope.collection, request), summary, scope.startedAt);
+	} else if (request.follow === false) {
+		await stopFollowing(trx, owner.pseoId, null);
+	}
 	return result;
+}
+
+/** What a website that follows `collection` keeps of the import that began it: enough to run it again. */
+function followedSource(collection: CollectionSource, request: ImportRequest): DataSource {
+	return {
+		collection: collection.collection,
+		filter: collection.filter,
+		template: request.template,
+		source: request.source,
+		language_code: request.languageCode,
+		related: Object.fromEntries([...collection.related].map(([name, fields]) => [name, [...new Set(fields)]])),
+	};
 }
 
 /**

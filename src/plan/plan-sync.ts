@@ -60,6 +60,11 @@ export interface PlanSyncOptions {
 	 * exists exactly when the retirement commits. Given by the caller because plan may not import publishing.
 	 */
 	onRetired?: RetiredPages;
+	/**
+	 * The most pages a `sync` may add (a followed collection's sync: what the owner's balance and caps cover); the
+	 * new routes beyond it are not added but counted as `waiting`, and a later sync adds them. No limit by default.
+	 */
+	addLimit?: number;
 }
 
 /** What becomes of a batch of retired pages' posts beyond their `retired` mark, in the sync's transaction. */
@@ -76,6 +81,8 @@ interface SyncCounts {
 	duplicate: number;
 	/** Rows of a new route the website's sitemap lists. */
 	on_site: number;
+	/** New routes beyond `addLimit`, not added. */
+	waiting: number;
 }
 
 /** A hub's priorities in an import: that of the first page of its set, and the highest of its set. */
@@ -108,7 +115,8 @@ export function createPlanSync(trx: Knex.Transaction, options: PlanSyncOptions):
 	const { owner, source, mode, onSite } = options;
 	const pseoId = owner.pseoId;
 	const now = dbTimestamp(trx);
-	const counts: SyncCounts = { added: 0, updated: 0, unchanged: 0, retired: 0, duplicate: 0, on_site: 0 };
+	const counts: SyncCounts = { added: 0, updated: 0, unchanged: 0, retired: 0, duplicate: 0, on_site: 0, waiting: 0 };
+	let addable = options.addLimit ?? Number.POSITIVE_INFINITY;
 	/** The hubs of this source that this run added or met, with the priority they have now, for `finish`. */
 	const ownHubs = new Map<string, { priority: number; outcome: 'added' | 'updated' | 'unchanged' }>();
 	/** The ids of the pages this run met unchanged and alive: not written, but not vanished either. */
@@ -170,7 +178,11 @@ export function createPlanSync(trx: Knex.Transaction, options: PlanSyncOptions):
 			if (!current) {
 				// The sitemap counts only for a route the plan lacks: the source's own pages are on it once published.
 				if (onSite.has(item.page.route)) skip(item, 'on_site');
-				else fresh.push(item);
+				else if (addable <= 0) counts.waiting++;
+				else {
+					fresh.push(item);
+					addable--;
+				}
 				continue;
 			}
 			if (current.source !== source) {
@@ -195,6 +207,7 @@ export function createPlanSync(trx: Knex.Transaction, options: PlanSyncOptions):
 			const posted = await postedRoutes(trx, pseoId, fresh.map((item) => item.page.route));
 			const added = await insertNewPlanPages(trx, owner, fresh.map((item) => item.page), posted, { source, syncRun: owner.planId });
 			counts.added += added;
+			addable += fresh.length - added;
 			// PostgreSQL skips a route stored since the lookup; it is a duplicate like any other.
 			counts.duplicate += fresh.length - added;
 			for (const item of fresh) if (item.hub) ownHubs.set(item.page.route, { priority: Number(item.page.priority) || 0, outcome: 'added' });

@@ -32,11 +32,18 @@ import { instanceSecretOf } from '../publishing/secret-box.ts';
 import { InvalidPayloadError } from '../errors/index.ts';
 import { factsProblem, type Facts } from '../shared/facts.ts';
 import { dbTimestamp } from '../shared/database.ts';
+import { setSourceFollower, SourceFollower } from '../following/source-follower.ts';
+import { followingCleared } from '../plan/data-source-store.ts';
+import { WEBSITES } from '../websites/website-store.ts';
+import { queueTakedown } from '../publishing/takedown.ts';
+import { siteRoutesReader } from '../sitemap/site-routes.ts';
 
 /** The runtime: start-up provisioning, the error envelope, balance grants, and (later) the job runtime. */
 export default defineHook(({ init, filter, action }, context) => {
 	const ctx = context as unknown as ServiceContext;
 	const { logger, database } = ctx;
+	/** This instance's follower of collections, from the server's start (a CLI command that loads the extension has none). */
+	let follower: SourceFollower | null = null;
 
 	// A bad setting, or a database the extension cannot install itself into, stops start-up with its cause, not later in
 	// a request. Directus only logs a failing init hook and serves on: an instance without its tables, policy or
@@ -96,6 +103,11 @@ export default defineHook(({ init, filter, action }, context) => {
 		setPublicationRuntime(publications);
 		drainBeforeClose(database, () => publications.drain(config.shutdownGraceMs), logger);
 		publications.start();
+		follower = new SourceFollower({ context: ctx, config, siteRoutes: siteRoutesReader(config.sitemap, logger), onRetired: queueTakedown });
+		setSourceFollower(follower);
+		const following = follower;
+		drainBeforeClose(database, () => following.drain(config.shutdownGraceMs), logger);
+		follower.start();
 		logger.info({ worker: runtime.worker, concurrency: config.concurrency, bulkMode: config.bulkMode, provider: providers.origin }, 'pseo-automation: job runtime started');
 	});
 
@@ -134,6 +146,33 @@ export default defineHook(({ init, filter, action }, context) => {
 			guardWrite(database, collection, payload as Record<string, unknown>, (meta as { keys: string[] }).keys, accountabilityOf(eventContext)),
 		);
 	}
+
+	// Every write of items Directus announces, in any collection: the follower finds in memory the websites it concerns.
+	for (const verb of ['create', 'update', 'delete'] as const) {
+		action(`items.${verb}`, (meta) => {
+			const { collection, payload } = meta as { collection: string; payload: unknown };
+			const fields = verb === 'update' && payload && typeof payload === 'object' ? Object.keys(payload) : undefined;
+			follower?.noticed({ verb, collection, ...(fields ? { fields } : {}) });
+		});
+	}
+
+	// `data_source` is set by an import with `follow: true` (which checks the collection and the template); through the
+	// items API it can only be cleared, which stops the following.
+	for (const event of [`${WEBSITES}.items.create`, `${WEBSITES}.items.update`]) {
+		filter(event, (payload) => {
+			const fields = payload as Record<string, unknown>;
+			if ('data_source' in fields && fields['data_source'] !== null) {
+				throw new InvalidPayloadError({ reason: '"data_source" is set by POST /pseo-endpoints/plan/import with "follow": true; through the items API it can only be cleared (null), which stops the following.' });
+			}
+			return payload;
+		});
+	}
+	action(`${WEBSITES}.items.update`, ({ keys, payload }) => {
+		if (!payload || typeof payload !== 'object' || !('data_source' in payload)) return;
+		return followingCleared(database, (keys as (string | number)[]).map(Number))
+			.then(() => follower?.followingsChanged())
+			.catch((error: unknown) => logger.warn({ err: error, keys }, 'pseo: the state of a following cleared through the items API could not be recorded'));
+	});
 
 	// A plan whose JSON document is rewritten through the items API gets its rows again from it, on next use.
 	filter(`${PLANS}.items.update`, (payload) => {

@@ -37,18 +37,28 @@ export async function createCollection(
  * A policy that reads whole collections, given to `user`. (Item filters and field lists in a permission are custom
  * rules, which Directus's Core licence refuses: what narrows a reader's items is Directus's to enforce.)
  */
-export async function grantRead(directus: DirectusInstance, user: TestUser, reads: { collection: string; fields: string[] }[]): Promise<void> {
+export function grantRead(directus: DirectusInstance, user: TestUser, reads: { collection: string; fields: string[] }[]): Promise<string> {
+	return grant(directus, user, reads.map((read) => ({ ...read, action: 'read' as const })));
+}
+
+/** A policy with these permissions on whole collections, given to `user`; the id of the access row that gives it. */
+export async function grant(
+	directus: DirectusInstance,
+	user: TestUser,
+	permissions: { collection: string; action: 'create' | 'read' | 'update' | 'delete'; fields?: string[] }[],
+): Promise<string> {
 	const policy = await call(directus, 'POST', '/policies', {
 		token: directus.adminToken,
 		body: {
-			name: `read ${randomBytes(3).toString('hex')}`,
+			name: `grant ${randomBytes(3).toString('hex')}`,
 			icon: 'visibility',
 			app_access: false,
 			admin_access: false,
-			permissions: reads.map((read) => ({ collection: read.collection, action: 'read', fields: read.fields, permissions: {}, validation: {} })),
+			permissions: permissions.map((permission) => ({ fields: ['*'], ...permission, permissions: {}, validation: {} })),
 		},
 	});
 	if (policy.status !== 200) throw new Error(`policy: ${policy.status} ${JSON.stringify(policy.body)}`);
 	const linked = await call(directus, 'POST', '/access', { token: directus.adminToken, body: { user: user.id, policy: policy.body.data.id } });
 	if (linked.status !== 200) throw new Error(`access: ${linked.status} ${JSON.stringify(linked.body)}`);
+	return linked.body.data.id as string;
 }

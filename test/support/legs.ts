@@ -73,6 +73,22 @@ export const ACCOUNTING_ENV: Record<string, string> = {
 	PSEO_PLAN_PAGES: '500',
 };
 
+/** Tokens per imported plan page on the instance of followed collections below. */
+export const FOLLOWED_PAGE_RATE = 1;
+/** The delay within which a followed collection's changes reach the plan on that instance. */
+export const SOURCE_SYNC_DELAY_MS = 1000;
+
+/**
+ * The engine's environment with a charge per imported page and no daily cap (a followed collection of 10,000 items
+ * is imported whole), and a followed collection's changes gathered for a second, not five: the suite of followed
+ * collections (plan-follow-collection.test.ts).
+ */
+export const FOLLOW_ENV: Record<string, string> = {
+	...ENGINE_ENV,
+	PSEO_TOKEN_PER_IMPORTED_PAGE: String(FOLLOWED_PAGE_RATE),
+	PSEO_SOURCE_SYNC_DELAY_MS: String(SOURCE_SYNC_DELAY_MS),
+};
+
 /**
  * One `describe` per leg, titled with it (`title` with `%s`), each skipped, and reported so, where this machine does
  * not have the leg's database.

@@ -5,6 +5,7 @@ import { mountIdempotentRoute } from '../../http/mount-route.ts';
 import { parseRequest } from '../../http/parse-request.ts';
 import { importPlan, type ImportResult } from '../../plan/import-plan.ts';
 import { collectionReader } from '../../plan/collection-rows.ts';
+import { followingsChanged } from '../../following/source-follower.ts';
 import { libraryFileOpener } from '../../plan/library-file.ts';
 import { queueTakedown } from '../../publishing/takedown.ts';
 import type { ServiceContext } from '../../shared/services.ts';
@@ -29,7 +30,12 @@ export function registerPlanImport(router: Router, context: ServiceContext): voi
 		const schema = () => requestSchema(req, context);
 		const collections = { reader: collectionReader(context, accountability, { database: context.database, schema }), schema };
 		return {
-			run: () => importPlan({ ...deps, collections }, accountability.user, body),
+			run: async () => {
+				const result = await importPlan({ ...deps, collections }, accountability.user, body);
+				// This instance reads the followings at once; the others at their next look.
+				if (body.follow !== null) followingsChanged();
+				return result;
+			},
 			answer: (data: ImportResult) => {
 				const skipped = data.skipped.duplicate + data.skipped.on_site + data.skipped.invalid + data.skipped.missing_data;
 				const synced = body.mode === 'sync' ? `, ${data.updated} updated, ${data.unchanged} unchanged, ${data.retired} retired` : '';

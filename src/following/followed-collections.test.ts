@@ -1,0 +1,48 @@
+import { describe, expect, it } from 'vitest';
+import type { Following } from '../plan/data-source-store.ts';
+import { FollowedCollections } from './followed-collections.ts';
+
+const following = (pseoId: number, collection: string, related: Record<string, string[]> = {}, since = 0): Following => ({
+	pseoId,
+	since,
+	source: { collection, filter: null, template: { route: '/{name}', title: '{name}' }, source: 'data', language_code: 'en-US', related },
+});
+
+describe('FollowedCollections', () => {
+	const followed = new FollowedCollections([
+		following(1, 'cities', { countries: ['name'] }),
+		following(2, 'cities'),
+		following(3, 'shops', { cities: ['name', 'country'], countries: ['code'] }),
+	]);
+
+	it('a write of a followed collection concerns every website that follows it, whatever it changes', () => {
+		for (const verb of ['create', 'update', 'delete'] as const) {
+			expect(followed.concerned({ verb, collection: 'shops', fields: ['anything'] })).toEqual([3]);
+			// Websites 1 and 2 follow cities; website 3 reads two fields of them, which `anything` is not.
+			expect(followed.concerned({ verb, collection: 'cities', fields: ['anything'] }).sort()).toEqual(verb === 'delete' ? [1, 2, 3] : [1, 2]);
+		}
+	});
+
+	it('an update of a related collection concerns only the websites whose paths name a changed field', () => {
+		expect(followed.concerned({ verb: 'update', collection: 'countries', fields: ['name'] })).toEqual([1]);
+		expect(followed.concerned({ verb: 'update', collection: 'countries', fields: ['code', 'population'] })).toEqual([3]);
+		expect(followed.concerned({ verb: 'update', collection: 'countries', fields: ['population'] })).toEqual([]);
+		expect(followed.concerned({ verb: 'update', collection: 'cities', fields: ['population', 'country'] }).sort()).toEqual([1, 2, 3]);
+	});
+
+	it('a deleted related item concerns the websites that go through it; a created one, none', () => {
+		expect(followed.concerned({ verb: 'delete', collection: 'countries' }).sort()).toEqual([1, 3]);
+		expect(followed.concerned({ verb: 'create', collection: 'countries' })).toEqual([]);
+	});
+
+	it('a collection nobody follows concerns nobody', () => {
+		expect(followed.concerned({ verb: 'update', collection: 'directus_users', fields: ['name'] })).toEqual([]);
+		expect(new FollowedCollections().concerned({ verb: 'create', collection: 'cities' })).toEqual([]);
+	});
+
+	it('names the followings begun since an earlier view, with their collections and start', () => {
+		const later = new FollowedCollections([following(2, 'cities'), following(4, 'shops', { cities: ['name'] }, 1234)]);
+		expect(later.newSince(followed)).toEqual([{ pseoId: 4, collections: ['shops', 'cities'], since: 1234 }]);
+		expect(followed.newSince(later).map((entry) => entry.pseoId)).toEqual([1, 3]);
+	});
+});

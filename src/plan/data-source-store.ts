@@ -1,0 +1,216 @@
+import type { Knex } from 'knex';
+import { jsonFromDb, jsonParameter } from '../shared/database.ts';
+import { WEBSITES } from '../websites/website-store.ts';
+import type { ImportTemplate } from './import-template.ts';
+
+/*
+ * A website's followed collection (`pseo.data_source`) and the state of its following (`pseo.data_source_state`),
+ * with the three hidden columns that make a noticed change durable and shared by every instance:
+ *
+ * - `source_sync_due`: epoch ms at which the gathered changes are synced. The first change noticed sets it to
+ *   now + PSEO_SOURCE_SYNC_DELAY_MS and the later ones keep it, so a burst of changes is one sync.
+ * - `source_sync_seq`: a counter every noticed change raises. A sync clears `due` only if the counter is the one it
+ *   read when it began; a change noticed during the sync leaves `due` set, and the next sweep syncs again.
+ * - `source_sync_lease`: epoch ms until which one instance holds the website's sync (claimed by a conditional
+ *   UPDATE, as jobs are), so that each change is applied once however many instances noticed it.
+ */
+
+/** What a website follows: a collection import that its changes run again. */
+export interface DataSource {
+	collection: string;
+	filter: Record<string, unknown> | null;
+	template: ImportTemplate;
+	source: string;
+	language_code: string;
+	/** The related collections the template's paths go through, with the fields of each it names. */
+	related: Record<string, string[]>;
+}
+
+/** What one sync of a followed collection did. */
+export interface SourceSyncSummary {
+	/** `import`: a POST /plan/import with `follow: true`; `follow`: a sync the collection's changes started. */
+	trigger: 'import' | 'follow';
+	added: number;
+	updated: number;
+	unchanged: number;
+	retired: number;
+	/** New items whose pages the owner's balance or caps did not cover: added at a later sync. */
+	waiting: number;
+}
+
+/** `pseo.data_source_state`, readable through the items API and shown in the app. */
+export interface DataSourceState {
+	status: 'following' | 'stopped';
+	collection: string;
+	/** When the import that began the following began (ISO): a write since may not have been read by it. */
+	since: string;
+	syncs: number;
+	last_sync_at: string | null;
+	last_sync: SourceSyncSummary | null;
+	/** New items waiting for the owner's balance or caps, as of the last sync. */
+	waiting: number;
+	/** Why the following stopped, or the last sync failed (it is tried again); null when all is well. */
+	last_error: string | null;
+	stopped_at: string | null;
+}
+
+/** The stored `data_source`, or null when the website follows nothing (or the value is not one). */
+export function dataSourceOf(value: unknown): DataSource | null {
+	const source = jsonFromDb<Partial<DataSource> | null>(value, null);
+	if (!source || typeof source !== 'object' || typeof source.collection !== 'string' || typeof source.source !== 'string') return null;
+	if (!source.template || typeof source.template !== 'object' || typeof source.language_code !== 'string') return null;
+	return { filter: null, related: {}, ...source } as DataSource;
+}
+
+async function readState(knex: Knex, pseoId: number): Promise<DataSourceState | null> {
+	const row = (await knex(WEBSITES).where('id', pseoId).first('data_source_state')) as { data_source_state: unknown } | undefined;
+	return jsonFromDb<DataSourceState | null>(row?.data_source_state, null);
+}
+
+/**
+ * In an import's transaction: the import was a sync of `source` with `follow: true` (a new following, or a sync of
+ * one): `data_source` is set and the state counts the sync.
+ */
+export async function recordSourceSync(trx: Knex.Transaction, pseoId: number, source: DataSource, summary: SourceSyncSummary, startedAt: string): Promise<void> {
+	const now = new Date().toISOString();
+	const previous = await readState(trx, pseoId);
+	const continuing = previous?.status === 'following' && previous.collection === source.collection;
+	const state: DataSourceState = {
+		status: 'following',
+		collection: source.collection,
+		since: continuing ? previous.since : startedAt,
+		syncs: (continuing ? previous.syncs : 0) + 1,
+		last_sync_at: now,
+		last_sync: summary,
+		waiting: summary.waiting,
+		last_error: null,
+		stopped_at: null,
+	};
+	await trx(WEBSITES)
+		.where('id', pseoId)
+		.update({ data_source: jsonParameter(source), data_source_state: jsonParameter(state) });
+}
+
+/**
+ * Stops a website's following, with why (`reason`), in `knex` (a transaction or not): `data_source` is cleared and
+ * any change waiting to be synced is dropped; the state keeps what was followed and the reason. A website that
+ * follows nothing is left alone.
+ */
+export async function stopFollowing(knex: Knex, pseoId: number, reason: string | null): Promise<void> {
+	const previous = await readState(knex, pseoId);
+	const now = new Date().toISOString();
+	const state: DataSourceState | null = previous
+		? { ...previous, status: 'stopped', last_error: reason, stopped_at: now }
+		: null;
+	await knex(WEBSITES)
+		.where('id', pseoId)
+		.whereNotNull('data_source')
+		.update({ data_source: null, data_source_state: state ? jsonParameter(state) : null, source_sync_due: null, source_sync_lease: null });
+}
+
+/**
+ * After `data_source` was cleared through the items API: the state says the following stopped (by whom is in
+ * Directus's activity), and no sync waits any more.
+ */
+export async function followingCleared(knex: Knex, pseoIds: readonly number[]): Promise<void> {
+	for (const pseoId of pseoIds) {
+		const previous = await readState(knex, pseoId);
+		const state = previous && previous.status === 'following' ? { ...previous, status: 'stopped', last_error: null, stopped_at: new Date().toISOString() } : previous;
+		await knex(WEBSITES)
+			.where('id', pseoId)
+			.whereNull('data_source')
+			.update({ data_source_state: state ? jsonParameter(state) : null, source_sync_due: null, source_sync_lease: null });
+	}
+}
+
+/** Records on the following's state an error that did not stop it (the sync is tried again). */
+export async function recordSourceError(knex: Knex, pseoId: number, error: string): Promise<void> {
+	const previous = await readState(knex, pseoId);
+	if (!previous) return;
+	await knex(WEBSITES).where('id', pseoId).update({ data_source_state: jsonParameter({ ...previous, last_error: error }) });
+}
+
+/** A website that follows a collection: what it follows, and since when (epoch ms). */
+export interface Following {
+	pseoId: number;
+	source: DataSource;
+	since: number;
+}
+
+/** The websites that follow a collection. */
+export async function readFollowings(knex: Knex): Promise<Following[]> {
+	const rows = (await knex(WEBSITES).whereNotNull('data_source').select('id', 'data_source', 'data_source_state')) as { id: number; data_source: unknown; data_source_state: unknown }[];
+	return rows.flatMap((row) => {
+		const source = dataSourceOf(row.data_source);
+		const since = Date.parse(jsonFromDb<Partial<DataSourceState> | null>(row.data_source_state, null)?.since ?? '');
+		return source ? [{ pseoId: Number(row.id), source, since: Number.isFinite(since) ? since : 0 }] : [];
+	});
+}
+
+/**
+ * Notes a change of the data of websites `pseoIds`: one UPDATE raises their counters and sets their due time unless
+ * one is set already (the changes gather until then). Websites that no longer follow anything are left alone.
+ */
+export async function markSourcesDue(knex: Knex, pseoIds: readonly number[], delayMs: number): Promise<void> {
+	if (pseoIds.length === 0) return;
+	await knex(WEBSITES)
+		.whereIn('id', pseoIds)
+		.whereNotNull('data_source')
+		.update({
+			source_sync_seq: knex.raw('coalesce(source_sync_seq, 0) + 1'),
+			source_sync_due: knex.raw('coalesce(source_sync_due, ?)', [Date.now() + delayMs]),
+		});
+}
+
+/** Websites whose gathered changes are due and that no instance holds, the longest waiting first. */
+export async function findDueSources(knex: Knex, now: number, limit: number): Promise<number[]> {
+	const rows = (await knex(WEBSITES)
+		.where('source_sync_due', '<=', now)
+		.andWhere((query) => query.whereNull('source_sync_lease').orWhere('source_sync_lease', '<', now))
+		.orderBy('source_sync_due')
+		.limit(limit)
+		.select('id')) as { id: number }[];
+	return rows.map((row) => Number(row.id));
+}
+
+/** A claimed website's sync: what to sync, for whom, and the counter it began at. */
+export interface ClaimedSourceSync {
+	pseoId: number;
+	ownerId: string;
+	seq: number;
+	source: DataSource | null;
+}
+
+/** Claims the due sync of `pseoId` for `leaseMs`; null when it is not due or another instance holds it. */
+export async function claimSourceSync(knex: Knex, pseoId: number, leaseMs: number): Promise<ClaimedSourceSync | null> {
+	const now = Date.now();
+	const claimed = await knex(WEBSITES)
+		.where('id', pseoId)
+		.andWhere('source_sync_due', '<=', now)
+		.andWhere((query) => query.whereNull('source_sync_lease').orWhere('source_sync_lease', '<', now))
+		.update({ source_sync_lease: now + leaseMs });
+	if (claimed !== 1) return null;
+	const row = (await knex(WEBSITES).where('id', pseoId).first('backend_user_id', 'source_sync_seq', 'data_source')) as
+		| { backend_user_id: string; source_sync_seq: unknown; data_source: unknown }
+		| undefined;
+	if (!row) return null;
+	return { pseoId, ownerId: row.backend_user_id, seq: Number(row.source_sync_seq ?? 0), source: dataSourceOf(row.data_source) };
+}
+
+/** Keeps a long sync's lease; false when it is no longer held. */
+export async function renewSourceLease(knex: Knex, pseoId: number, leaseMs: number): Promise<boolean> {
+	return (await knex(WEBSITES).where('id', pseoId).whereNotNull('source_sync_lease').update({ source_sync_lease: Date.now() + leaseMs })) === 1;
+}
+
+/**
+ * Ends a claimed sync: `due` is cleared when no change came in since it began (the counter is `seq`), else kept,
+ * and the next sweep syncs again. `retryInMs` instead puts the sync off (a failure that may pass).
+ */
+export async function releaseSourceSync(knex: Knex, claim: ClaimedSourceSync, retryInMs: number | null = null): Promise<void> {
+	if (retryInMs !== null) {
+		await knex(WEBSITES).where('id', claim.pseoId).update({ source_sync_due: Date.now() + retryInMs, source_sync_lease: null });
+		return;
+	}
+	const cleared = await knex(WEBSITES).where({ id: claim.pseoId, source_sync_seq: claim.seq }).update({ source_sync_due: null, source_sync_lease: null });
+	if (cleared === 0) await knex(WEBSITES).where('id', claim.pseoId).update({ source_sync_lease: null });
+}
