@@ -5,6 +5,7 @@ import { createCollection, grant, grantRead } from './support/collections.ts';
 import { useSharedDirectus } from './support/directus.ts';
 import { startFixtureServer, type FixtureServer } from './support/sitemap-fixture-server.ts';
 import { postsByRoute } from './support/synced-data.ts';
+import { ensureWordPress, startWordPress, type WordPressSite } from './support/wordpress.ts';
 import { describeLegs, FOLLOW_ENV, FOLLOWED_PAGE_RATE, LEGS, SOURCE_SYNC_DELAY_MS } from './support/legs.ts';
 
 /*
@@ -33,6 +34,7 @@ describeLegs('a followed collection on %s', LEGS, (leg) => {
 	const collections = { countries: `countries_${suffix}`, cities: `cities_${suffix}` };
 	const following: number[] = [];
 	let site: FixtureServer;
+	let wordpress: WordPressSite | undefined;
 
 	beforeAll(async () => {
 		// The websites' origin: a loopback site without a sitemap, so each sync's on-site check stays here.
@@ -46,6 +48,7 @@ describeLegs('a followed collection on %s', LEGS, (leg) => {
 			{ field: 'population', type: 'integer' },
 			{ field: 'country', type: 'integer' },
 			{ field: 'batch', type: 'string' },
+			{ field: 'price', type: 'integer' },
 		]);
 		const relation = await call(directus, 'POST', '/relations', { token: directus.adminToken, body: { collection: collections.cities, field: 'country', related_collection: collections.countries } });
 		expect(relation.status).toBe(200);
@@ -55,12 +58,12 @@ describeLegs('a followed collection on %s', LEGS, (leg) => {
 		for (const pseoId of following.splice(0)) await call(directus, 'PATCH', `/items/pseo/${pseoId}`, { token: directus.adminToken, body: { data_source: null } });
 	});
 	afterAll(async () => {
-		await site?.close();
+		await Promise.all([site?.close(), wordpress?.stop()]);
 		for (const collection of [collections.cities, collections.countries]) await call(directus, 'DELETE', `/collections/${collection}`, { token: directus.adminToken });
 	});
 
 	/** A test's own countries (Spain and France) and these cities of them, in a `batch` of its own. */
-	async function dataset(cities: [name: string, population: number, country: 'ES' | 'FR'][]) {
+	async function dataset(cities: [name: string, population: number, country: 'ES' | 'FR', price?: number][]) {
 		const batch = randomBytes(4).toString('hex');
 		const ids: Record<string, number> = {};
 		for (const [code, name] of [['ES', 'Spain'], ['FR', 'France']] as const) {
@@ -69,7 +72,7 @@ describeLegs('a followed collection on %s', LEGS, (leg) => {
 		if (cities.length > 0) {
 			const created = await call(directus, 'POST', `/items/${collections.cities}`, {
 				token: directus.adminToken,
-				body: cities.map(([name, population, code]) => ({ name, population, country: ids[code], batch })),
+				body: cities.map(([name, population, code, price]) => ({ name, population, country: ids[code], batch, price: price ?? null })),
 			});
 			expect(created.status).toBe(200);
 			for (const item of created.body.data as { id: number; name: string }[]) ids[item.name] = item.id;
@@ -300,5 +303,79 @@ describeLegs('a followed collection on %s', LEGS, (leg) => {
 		const bad = await follow({ mode: 'append' });
 		expectEnvelope(bad, 400);
 		expect(bad.body.error).toContain('"follow"');
+	});
+
+	it('auto refresh: an item\'s price changes, and with no user action its post is written again with the new price and updated in place on WordPress; a second change within the interval waits for it', async () => {
+		await ensureWordPress();
+		wordpress = await startWordPress({ name: `follow_${leg}` });
+		const data = await dataset([['Madrid', 3_300_000, 'ES', 100]]);
+		const { owner, pseoId, follow, state, edit } = await setUp(data, 100);
+		const priced = { route: '/{name}', title: 'Plumbers in {name}', facts: ['price'] };
+		expect((await follow({ template: priced })).body.data).toMatchObject({ added: 1 });
+		const bulk = await call(directus, 'POST', BULK, { token: owner.token, body: { pseo_id: pseoId, post_count: 1 } });
+		expect(await waitForJob(directus, owner, bulk.body.generation_id)).toMatchObject({ status: 'completed', created_count: 1 });
+		const target = { target: 'wordpress', url: wordpress.url, username: wordpress.username, application_password: wordpress.applicationPassword };
+		expect((await call(directus, 'PUT', `/pseo-endpoints/pseo/${pseoId}/publishing`, { token: owner.token, body: target })).status).toBe(200);
+		const published = await call(directus, 'POST', '/pseo-endpoints/publish', { token: owner.token, body: { pseo_id: pseoId, status: 'publish' } });
+		expect(published.status).toBe(202);
+		await eventually(async () => (await call(directus, 'GET', `/pseo-endpoints/publications/${published.body.publication_id}`, { token: owner.token })).body.data?.status === 'completed', 60_000, 'the first publication');
+		const ours = async () => (await wordpress!.listPosts()).filter((post) => post.content.includes(`pseo_ref_${pseoId}_`));
+		const [first] = await ours();
+		expect(first!.content).toContain('100');
+		expect(first!.content).not.toContain('250');
+		// The owner turns it on in the website's settings.
+		expect((await call(directus, 'PATCH', `/items/pseo/${pseoId}`, { token: owner.token, body: { auto_refresh: true } })).status).toBe(200);
+
+		const jobs = () => adminItems(directus, 'pseo_generations', `filter[pseo_id][_eq]=${pseoId}&sort=id&fields=id,kind,status,user_id`);
+		const syncs = (await state()).syncs as number;
+		expect((await edit('PATCH', `${data.cities}/${data.ids['Madrid']}`, { price: 250 })).status).toBe(200);
+		await syncedPast(state, syncs);
+		const refreshed = await eventually(async () => {
+			const [post] = await ours();
+			return post && post.content.includes('250') ? post : null;
+		}, 120_000, 'the post on WordPress with the new price');
+		// In place: the same WordPress post, and one only.
+		expect(refreshed.id).toBe(first!.id);
+		expect(await ours()).toHaveLength(1);
+		const [, refresh] = await jobs();
+		expect(refresh).toMatchObject({ kind: 'refresh', status: 'completed', user_id: owner.id });
+		const website = (await adminItems(directus, 'pseo', `filter[id][_eq]=${pseoId}&fields=auto_refresh_state`))[0]!;
+		expect(website.auto_refresh_state).toMatchObject({ last_job_id: refresh.id, last_pages: 1, deferred_reason: null, next_at: expect.any(String) });
+		expect((await postsByRoute(directus, pseoId)).get('/madrid')).toMatchObject({ stale: false });
+		// Charged to the owner at the batch rate: the page imported, the first post and its refresh.
+		expect(await balanceOf(directus, owner.id)).toBe(100 - FOLLOWED_PAGE_RATE - 2 * BATCH_RATE);
+
+		// Another change within the interval (an hour here): its post goes stale and stays so until then.
+		const later = (await state()).syncs as number;
+		expect((await edit('PATCH', `${data.cities}/${data.ids['Madrid']}`, { price: 260 })).status).toBe(200);
+		await syncedPast(state, later);
+		expect((await postsByRoute(directus, pseoId)).get('/madrid')).toMatchObject({ stale: true });
+		await new Promise((resolve) => setTimeout(resolve, 2000));
+		expect(await jobs()).toHaveLength(2);
+	}, 240_000);
+
+	it('auto refresh that the owner\'s balance does not cover is deferred to the next interval, with the reason on the website', async () => {
+		const data = await dataset([['Madrid', 3_300_000, 'ES', 100]]);
+		// Enough for the page and its first post, not for a refresh.
+		const { owner, pseoId, follow, state, edit } = await setUp(data, FOLLOWED_PAGE_RATE + BATCH_RATE);
+		expect((await follow({ template: { route: '/{name}', title: 'Plumbers in {name}', facts: ['price'] } })).body.data).toMatchObject({ added: 1 });
+		const bulk = await call(directus, 'POST', BULK, { token: owner.token, body: { pseo_id: pseoId, post_count: 1 } });
+		expect(await waitForJob(directus, owner, bulk.body.generation_id)).toMatchObject({ status: 'completed', created_count: 1 });
+		expect(await balanceOf(directus, owner.id)).toBe(0);
+		expect((await call(directus, 'PATCH', `/items/pseo/${pseoId}`, { token: owner.token, body: { auto_refresh: true } })).status).toBe(200);
+
+		const syncs = (await state()).syncs as number;
+		expect((await edit('PATCH', `${data.cities}/${data.ids['Madrid']}`, { price: 250 })).status).toBe(200);
+		await syncedPast(state, syncs);
+		const deferred = await eventually(async () => {
+			const [website] = await adminItems(directus, 'pseo', `filter[id][_eq]=${pseoId}&fields=auto_refresh_state`);
+			return website?.auto_refresh_state?.deferred_reason ? website.auto_refresh_state : null;
+		}, 15_000, 'the refresh to be deferred');
+		expect(deferred).toMatchObject({ last_job_id: null, deferred_at: expect.any(String), next_at: expect.any(String) });
+		expect(deferred.deferred_reason).toMatch(/token/i);
+		expect(Date.parse(deferred.next_at) - Date.parse(deferred.deferred_at)).toBeGreaterThan(59 * 60_000);
+		expect((await adminItems(directus, 'pseo_generations', `filter[pseo_id][_eq]=${pseoId}&fields=id`))).toHaveLength(1);
+		expect((await postsByRoute(directus, pseoId)).get('/madrid')).toMatchObject({ stale: true });
+		expect(await balanceOf(directus, owner.id)).toBe(0);
 	});
 });

@@ -33,6 +33,7 @@ import { InvalidPayloadError } from '../errors/index.ts';
 import { factsProblem, type Facts } from '../shared/facts.ts';
 import { dbTimestamp } from '../shared/database.ts';
 import { setSourceFollower, SourceFollower } from '../following/source-follower.ts';
+import { AutoRefresher } from '../following/auto-refresh.ts';
 import { followingCleared } from '../plan/data-source-store.ts';
 import { WEBSITES } from '../websites/website-store.ts';
 import { queueTakedown } from '../publishing/takedown.ts';
@@ -108,6 +109,9 @@ export default defineHook(({ init, filter, action }, context) => {
 		const following = follower;
 		drainBeforeClose(database, () => following.drain(config.shutdownGraceMs), logger);
 		follower.start();
+		const refresher = new AutoRefresher({ context: ctx, config, notify: () => runtime.kick() });
+		drainBeforeClose(database, async () => refresher.drain(), logger);
+		refresher.start();
 		logger.info({ worker: runtime.worker, concurrency: config.concurrency, bulkMode: config.bulkMode, provider: providers.origin }, 'pseo-automation: job runtime started');
 	});
 
