@@ -1,4 +1,6 @@
+import { randomBytes } from 'node:crypto';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { createCollection, grantRead } from './support/collections.ts';
 import { startFakeProvider, type FakeProvider } from './support/fake-provider/server.ts';
 import {
 	adminItems,
@@ -37,6 +39,7 @@ const POLL_MS = 400;
 const PAGE_RATE = 10;
 const BATCH_RATE = 5;
 const CLAUDE_KEY = 'sk-ant-cluster-5b2e81';
+const SOURCE_SYNC_DELAY_MS = 1000;
 
 const missing = clusterMissing('multi-instance suite');
 
@@ -68,6 +71,7 @@ describe.skipIf(missing.length > 0)('several instances on one PostgreSQL databas
 				PSEO_TOKEN_PER_PAGE: String(PAGE_RATE),
 				PSEO_TOKEN_PER_BATCH_PAGE: String(BATCH_RATE),
 				PSEO_PLAN_PAGES: '12',
+				PSEO_SOURCE_SYNC_DELAY_MS: String(SOURCE_SYNC_DELAY_MS),
 			},
 		});
 		instances = cluster.instances;
@@ -335,6 +339,64 @@ describe.skipIf(missing.length > 0)('several instances on one PostgreSQL databas
 		expect(job['status']).toBe('completed');
 		expect(batchesOf(fake, id)).toBe(partsFor(4));
 		await expectPostsOnce(reader, site.pseoId, site.routes);
+	});
+
+	it('a followed collection written on every instance at once is synced once per change: one sync at a time, each item\'s page added once', async () => {
+		const cities = `cities_${randomBytes(3).toString('hex')}`;
+		await createCollection(reader, cities, [
+			{ field: 'name', type: 'string' },
+			{ field: 'population', type: 'integer' },
+		]);
+		const owner = await createUser(reader, { balance: 0 });
+		await grantRead(reader, owner, [{ collection: cities, fields: ['*'] }]);
+		// A loopback address the sitemap guard refuses: no sync reads a site outside this machine.
+		const { id: pseoId } = await createWebsite(reader, owner, { website_url: 'http://127.0.0.1:9' });
+		const followed = await call(instances[1]!, 'POST', '/pseo-endpoints/plan/import', {
+			token: owner.token,
+			body: { pseo_id: pseoId, language_code: 'en-GB', template: { route: '/{name}', title: 'Plumbers in {name}', facts: ['population'] }, mode: 'sync', source: 'cities', collection: cities, follow: true },
+		});
+		expect(followed.status, JSON.stringify(followed.body)).toBe(200);
+
+		// Items created and changed through every instance at once: each instance notes what it saw.
+		const perInstance = 4;
+		const created = await Promise.all(
+			instances.map((instance, n) =>
+				call(instance, 'POST', `/items/${cities}`, { token: instance.adminToken, body: Array.from({ length: perInstance }, (_, i) => ({ name: `town-${n}-${i}`, population: i })) }),
+			),
+		);
+		expect(created.map((res) => res.status)).toEqual(instances.map(() => 200));
+		const keys = created.flatMap((res) => (res.body.data as { id: number }[]).map((item) => item.id));
+		await Promise.all(instances.map((instance, n) => call(instance, 'PATCH', `/items/${cities}`, { token: instance.adminToken, body: { keys: keys.slice(n * perInstance, (n + 1) * perInstance), data: { population: 100 + n } } })));
+
+		const total = instances.length * perInstance;
+		const pages = () => adminItems(reader, 'pseo_plan_pages', `filter[pseo_id][_eq]=${pseoId}&fields=route,facts`);
+		await eventually(async () => {
+			const now = await pages();
+			return now.length === total && now.every((page) => Number(page.facts?.population) >= 100);
+		}, 30_000, 'every item\'s page with its changed population');
+		// Settled: nothing left due, no sync running.
+		await eventually(async () => {
+			const [row] = await adminItems(reader, 'pseo', `filter[id][_eq]=${pseoId}&fields=data_source_state`);
+			await new Promise((resolve) => setTimeout(resolve, SOURCE_SYNC_DELAY_MS + 2 * SWEEP_MS));
+			const [again] = await adminItems(reader, 'pseo', `filter[id][_eq]=${pseoId}&fields=data_source_state`);
+			return row.data_source_state.syncs === again.data_source_state.syncs ? again : null;
+		}, 30_000, 'the syncs to settle');
+
+		const [website] = await adminItems(reader, 'pseo', `filter[id][_eq]=${pseoId}&fields=data_source_state`);
+		const plans = await adminItems(reader, 'pseo_main_json', `filter[pseo_id][_eq]=${pseoId}&fields=id,status,main_json&sort=id`);
+		// Each sync is one plan record; none failed (no two ran at once: a second would have met the plan lock).
+		expect(plans.map((plan) => plan.status)).toEqual(plans.map(() => 'ready'));
+		expect(plans).toHaveLength(website.data_source_state.syncs);
+		expect(website.data_source_state).toMatchObject({ status: 'following', last_error: null });
+		// Each item's page was added once, by whichever instance synced it: the adds of all syncs sum to the items.
+		const summaries = plans.map((plan) => (typeof plan.main_json === 'string' ? JSON.parse(plan.main_json) : plan.main_json));
+		expect(summaries.reduce((sum, summary) => sum + summary.added, 0)).toBe(total);
+		expect(summaries.slice(1).every((summary) => summary.trigger === 'follow')).toBe(true);
+		const routes = (await pages()).map((page) => page.route);
+		expect(new Set(routes).size).toBe(total);
+		// Gathered: far fewer syncs than the writes noted (12 creations and 3 updates on 3 instances).
+		expect(website.data_source_state.syncs).toBeLessThanOrEqual(1 + instances.length * 2);
+		await call(reader, 'DELETE', `/collections/${cities}`, { token: reader.adminToken });
 	});
 
 	it('5 after a kill -9 of the instance running jobs, a survivor takes them over within the lease and finishes them once', async () => {
