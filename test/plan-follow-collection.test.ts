@@ -151,7 +151,8 @@ describeLegs('a followed collection on %s', LEGS, (leg) => {
 		expect(Date.now() - createdAt).toBeGreaterThanOrEqual(SOURCE_SYNC_DELAY_MS - 100);
 		expect(added).toMatchObject({ title: 'Plumbers in Sevilla, Spain', facts: { population: 690_000, 'country.name': 'Spain' }, source_item: String(sevilla.body.data.id), retired_at: null });
 		let now = await syncedPast(state, syncs);
-		expect(now.last_sync).toEqual({ trigger: 'follow', added: 1, updated: 0, unchanged: 2, retired: 0, waiting: 0 });
+		// The sync reads only the items that changed: one page added, the others not read again.
+		expect(now.last_sync).toEqual({ trigger: 'follow', added: 1, updated: 0, unchanged: 0, retired: 0, waiting: 0 });
 		syncs = now.syncs;
 
 		// Updated: its page's facts, and its post stale.
@@ -171,6 +172,15 @@ describeLegs('a followed collection on %s', LEGS, (leg) => {
 
 		// Three pages imported in all, each charged once to the owner; the editor paid nothing.
 		expect(await balanceOf(directus, owner.id)).toBe(100 - 3 * FOLLOWED_PAGE_RATE - 2 * BATCH_RATE);
+		syncs = now.syncs;
+
+		// Renamed: its route changes; the page of its old route is retired, found by its item's key.
+		expect((await edit('PATCH', `${data.cities}/${sevilla.body.data.id}`, { name: 'Triana' })).status).toBe(200);
+		now = await syncedPast(state, syncs);
+		expect(now.last_sync).toMatchObject({ added: 1, retired: 1 });
+		const renamed = await pages();
+		expect(renamed.get('/triana')).toMatchObject({ source_item: String(sevilla.body.data.id), retired_at: null });
+		expect(renamed.get('/sevilla')!.retired_at).not.toBeNull();
 	});
 
 	it('a change of a related item that the template names updates the pages that name it; a field it does not name syncs nothing', async () => {
@@ -231,13 +241,20 @@ describeLegs('a followed collection on %s', LEGS, (leg) => {
 		expect((await plans()).every((plan) => plan.status === 'ready')).toBe(true);
 		syncs = now.syncs;
 
-		// One page's worth of tokens: the next change adds one of them, the other still waits.
+		// One page's worth of tokens, given by an admin: a sync comes of it with no change of the collection, and adds
+		// one of them; the other still waits.
 		expect((await call(directus, 'PATCH', `/users/${owner.id}`, { token: directus.adminToken, body: { pseo_token_balance: FOLLOWED_PAGE_RATE } })).status).toBe(200);
-		expect((await edit('PATCH', `${data.cities}/${data.ids['Madrid']}`, { population: 3_350_000 })).status).toBe(200);
 		now = await syncedPast(state, syncs);
-		expect(now).toMatchObject({ waiting: 1, last_sync: { added: 1, updated: 1, waiting: 1 } });
+		expect(now).toMatchObject({ waiting: 1, last_sync: { added: 1, updated: 0, unchanged: 1, waiting: 1 } });
 		expect((await pages()).size).toBe(2);
 		expect(await balanceOf(directus, owner.id)).toBe(0);
+		syncs = now.syncs;
+
+		// While one waits, each sync reads everything again (the waiting item is among no changed keys), and finds it.
+		expect((await call(directus, 'PATCH', `/users/${owner.id}`, { token: directus.adminToken, body: { pseo_token_balance: FOLLOWED_PAGE_RATE } })).status).toBe(200);
+		now = await syncedPast(state, syncs);
+		expect(now).toMatchObject({ waiting: 0, last_sync: { added: 1, waiting: 0 } });
+		expect((await pages()).size).toBe(3);
 	});
 
 	it('an owner who loses read access stops the following, with the reason on the website and a notification; nothing is half-applied', async () => {

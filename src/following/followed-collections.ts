@@ -17,6 +17,14 @@ export interface ItemWrite {
 	collection: string;
 	/** The changed fields of an update (its payload); absent for the other verbs. */
 	fields?: readonly string[];
+	/** The keys of the items written. */
+	keys: readonly (string | number)[];
+}
+
+/** A website a write concerns, and whether its sync must read everything (a related item changed) or these items. */
+export interface Concern {
+	pseoId: number;
+	full: boolean;
 }
 
 interface Watcher {
@@ -52,15 +60,20 @@ export class FollowedCollections {
 		return [...this.#collectionsOf].filter(([pseoId]) => !before.#collectionsOf.has(pseoId)).map(([pseoId, following]) => ({ pseoId, ...following }));
 	}
 
-	/** The websites whose data `write` may change. */
-	concerned(write: ItemWrite): number[] {
+	/**
+	 * The websites whose data `write` may change. A write of the followed collection itself names the items to read
+	 * again; a related item's change may reach any of them (which ones would take a query per write), so everything.
+	 */
+	concerned(write: ItemWrite): Concern[] {
 		const watchers = this.#byCollection.get(write.collection);
 		if (!watchers) return [];
-		const concerned = new Set<number>();
+		const concerned = new Map<number, boolean>();
 		for (const watcher of watchers) {
-			if (watcher.fields === null || write.verb === 'delete') concerned.add(watcher.pseoId);
-			else if (write.verb === 'update' && (write.fields ?? []).some((field) => watcher.fields!.has(field))) concerned.add(watcher.pseoId);
+			const main = watcher.fields === null;
+			if (main || write.verb === 'delete' || (write.verb === 'update' && (write.fields ?? []).some((field) => watcher.fields!.has(field)))) {
+				concerned.set(watcher.pseoId, (concerned.get(watcher.pseoId) ?? false) || !main);
+			}
 		}
-		return [...concerned];
+		return [...concerned].map(([pseoId, full]) => ({ pseoId, full }));
 	}
 }

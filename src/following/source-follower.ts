@@ -4,6 +4,7 @@ import { collectionReader } from '../plan/collection-rows.ts';
 import {
 	claimSourceSync,
 	findDueSources,
+	followingsWaitingFor,
 	markSourcesDue,
 	readFollowings,
 	recordSourceError,
@@ -61,7 +62,8 @@ export class SourceFollower {
 	#followed = new FollowedCollections();
 	/** When this instance last saw a write of each collection (any collection: a following may arrive after it). */
 	readonly #lastWrite = new Map<string, number>();
-	#pending = new Set<number>();
+	/** Changes noticed and not yet noted, per website. */
+	#pending = new Map<number, { full: boolean; items: Set<string> }>();
 	#gather: NodeJS.Timeout | null = null;
 	#timer: NodeJS.Timeout | null = null;
 	#sweeping: Promise<void> | null = null;
@@ -85,10 +87,28 @@ export class SourceFollower {
 	noticed(write: ItemWrite): void {
 		if (this.#stopping) return;
 		this.#lastWrite.set(write.collection, Date.now());
-		const concerned = this.#followed.concerned(write);
-		if (concerned.length === 0) return;
-		for (const pseoId of concerned) this.#pending.add(pseoId);
+		for (const { pseoId, full } of this.#followed.concerned(write)) this.#note(pseoId, full, write.keys);
+	}
+
+	#note(pseoId: number, full: boolean, keys: readonly (string | number)[]): void {
+		const pending = this.#pending.get(pseoId) ?? { full: false, items: new Set<string>() };
+		pending.full ||= full;
+		if (!pending.full) for (const key of keys) pending.items.add(String(key));
+		this.#pending.set(pseoId, pending);
 		this.#gather ??= setTimeout(() => this.#flush(), GATHER_MS);
+	}
+
+	/**
+	 * Users were updated (a balance may have grown): their websites with new items waiting for the balance sync, so
+	 * that those are added without waiting for the next change of the collection.
+	 */
+	usersUpdated(userIds: readonly string[]): void {
+		if (this.#stopping) return;
+		followingsWaitingFor(this.#context.database, userIds)
+			.then((pseoIds) => {
+				for (const pseoId of pseoIds) this.#note(pseoId, true, []);
+			})
+			.catch((error: unknown) => this.#context.logger.warn({ err: error }, 'pseo: the followings waiting for a balance could not be read'));
 	}
 
 	/** The followings changed on this instance (an import with `follow`, `data_source` cleared): read them now. */
@@ -98,12 +118,12 @@ export class SourceFollower {
 
 	async #flush(): Promise<void> {
 		this.#gather = null;
-		const pseoIds = [...this.#pending];
+		const changes = [...this.#pending].map(([pseoId, pending]) => ({ pseoId, full: pending.full, items: [...pending.items] }));
 		this.#pending.clear();
 		try {
-			await markSourcesDue(this.#context.database, pseoIds, this.#config.sourceSyncDelayMs);
+			await markSourcesDue(this.#context.database, changes, this.#config.sourceSyncDelayMs);
 		} catch (error) {
-			this.#context.logger.error({ err: error, pseoIds }, 'pseo: a change of a followed collection could not be noted; the next change of it syncs it');
+			this.#context.logger.error({ err: error, pseoIds: changes.map((change) => change.pseoId) }, 'pseo: a change of a followed collection could not be noted; the next change of it syncs it');
 			return;
 		}
 		// This instance syncs it as soon as it is due, without waiting for its next tick.
@@ -126,9 +146,8 @@ export class SourceFollower {
 		// A following begun since the last look (here or on another instance): a write of its collections this instance
 		// saw after its import began may not be in its pages, and syncs it.
 		for (const { pseoId, collections, since } of this.#followed.newSince(before)) {
-			if (collections.some((collection) => (this.#lastWrite.get(collection) ?? 0) >= since)) this.#pending.add(pseoId);
+			if (collections.some((collection) => (this.#lastWrite.get(collection) ?? 0) >= since)) this.#note(pseoId, true, []);
 		}
-		if (this.#pending.size > 0) this.#gather ??= setTimeout(() => this.#flush(), GATHER_MS);
 		for (const pseoId of await findDueSources(database, Date.now(), CLAIM_BATCH)) {
 			if (this.#stopping) return;
 			const claim = await claimSourceSync(database, pseoId, this.#config.leaseMs);
@@ -177,7 +196,7 @@ export class SourceFollower {
 			pseoId: claim.pseoId,
 			languageCode: source.language_code,
 			template: source.template,
-			data: { collection: source.collection, filter: source.filter },
+			data: { collection: source.collection, filter: source.filter, ...(claim.changed.full ? {} : { items: claim.changed.items }) },
 			mode: 'sync' as const,
 			source: source.source,
 			follow: true,

@@ -29,10 +29,14 @@ export interface CollectionQuery {
 	collection: string;
 	/** A Directus filter object, as the items API takes it; none reads every item the caller may see. */
 	filter: Record<string, unknown> | null;
+	/** Only these items (primary keys, as pages record them): a followed collection's changed items. All when absent. */
+	items?: readonly string[];
 }
 
 /** A collection checked against the schema: its primary key, and the fields to read. */
-export interface CollectionSource extends CollectionQuery {
+export interface CollectionSource extends Omit<CollectionQuery, 'items'> {
+	/** The items to read, their keys as the collection compares them (numbers for a numeric key). */
+	items?: readonly (string | number)[];
 	primaryKey: string;
 	/** The template's paths: each a field of the collection or of a many-to-one related item. A row has these columns. */
 	paths: readonly string[];
@@ -42,6 +46,8 @@ export interface CollectionSource extends CollectionQuery {
 	keyset: boolean;
 }
 
+/** Key types compared as numbers. */
+const NUMERIC_KEYS = new Set(['integer', 'bigInteger']);
 /** Field types whose values Directus filters with `_gt`: a key of these is paged by keyset. */
 const KEYSET_TYPES = new Set(['integer', 'bigInteger', 'float', 'decimal', 'date', 'dateTime', 'timestamp']);
 
@@ -94,7 +100,10 @@ export function collectionSource(schema: SchemaOverview, query: CollectionQuery,
 	}
 	const dynamic = dynamicVariable(query.filter);
 	if (dynamic) throw bad(`"filter": dynamic variables such as ${dynamic} are not taken in an import's filter; give the value itself.`);
-	return { ...query, primaryKey: overview.primary, keyset: KEYSET_TYPES.has(String(overview.fields[overview.primary]?.type)), paths, related };
+	const keyType = String(overview.fields[overview.primary]?.type);
+	// Keys come back as text (a page's `source_item`); a numeric key is compared as a number.
+	const items = query.items ? (NUMERIC_KEYS.has(keyType) ? query.items.map(Number).filter(Number.isFinite) : [...query.items]) : undefined;
+	return { ...query, ...(items ? { items } : {}), primaryKey: overview.primary, keyset: KEYSET_TYPES.has(keyType), paths, related };
 }
 
 /** The field paths a filter names (`{"country": {"code": {"_eq": "ES"}}}` names `country.code`); operators are not fields. */
@@ -170,7 +179,9 @@ export function collectionReader(
 			const key = source.primaryKey;
 			const read = (filter: unknown, fields: string[], limit: number) =>
 				readable(source.filter, async () => (await items.readByQuery({ fields, ...(filter ? { filter } : {}), sort: [key], limit })) as Record<string, unknown>[]);
-			const within = (page: Record<string, unknown> | null) => (source.filter && page ? { _and: [source.filter, page] } : (source.filter ?? page));
+			// A sync of some items reads only those (as the caller sees them): the filter, the keys and the page together.
+			const narrowed = source.items ? { _and: [...(source.filter ? [source.filter] : []), { [key]: { _in: source.items } }] } : source.filter;
+			const within = (page: Record<string, unknown> | null) => (narrowed && page ? { _and: [narrowed, page] } : (narrowed ?? page));
 			const tooMany = () => bad(`The collection gives more than ${MAX_IMPORT_ROWS} items; at most ${MAX_IMPORT_ROWS} are allowed in one import (narrow it with "filter").`);
 			let number = 0;
 			const numbered = function* (found: readonly Record<string, unknown>[]) {
@@ -183,7 +194,7 @@ export function collectionReader(
 				// A key Directus does not filter with `_gt` (a UUID, a string): the keys first, as the caller sees them, then
 				// their items a page at a time. Offset paging could skip an item that a concurrent write moved, and a sync would
 				// retire its page.
-				const keys = (await read(source.filter, [key], MAX_IMPORT_ROWS + 1)).map((item) => item[key]);
+				const keys = (await read(narrowed, [key], MAX_IMPORT_ROWS + 1)).map((item) => item[key]);
 				if (keys.length > MAX_IMPORT_ROWS) throw tooMany();
 				for (let i = 0; i < keys.length; i += PAGE) yield* numbered(await read(within({ [key]: { _in: keys.slice(i, i + PAGE) } }), fieldsOf(source), PAGE));
 				return;

@@ -105,7 +105,7 @@ export async function stopFollowing(knex: Knex, pseoId: number, reason: string |
 	await knex(WEBSITES)
 		.where('id', pseoId)
 		.whereNotNull('data_source')
-		.update({ data_source: null, data_source_state: state ? jsonParameter(state) : null, source_sync_due: null, source_sync_lease: null });
+		.update({ data_source: null, data_source_state: state ? jsonParameter(state) : null, source_sync_due: null, source_sync_lease: null, source_sync_keys: null });
 }
 
 /**
@@ -119,7 +119,7 @@ export async function followingCleared(knex: Knex, pseoIds: readonly number[]): 
 		await knex(WEBSITES)
 			.where('id', pseoId)
 			.whereNull('data_source')
-			.update({ data_source_state: state ? jsonParameter(state) : null, source_sync_due: null, source_sync_lease: null });
+			.update({ data_source_state: state ? jsonParameter(state) : null, source_sync_due: null, source_sync_lease: null, source_sync_keys: null });
 	}
 }
 
@@ -148,18 +148,59 @@ export async function readFollowings(knex: Knex): Promise<Following[]> {
 }
 
 /**
- * Notes a change of the data of websites `pseoIds`: one UPDATE raises their counters and sets their due time unless
- * one is set already (the changes gather until then). Websites that no longer follow anything are left alone.
+ * What a sync must read again: the items whose keys changed, or everything (`full`: a related item changed, a
+ * following arrived, or too many keys gathered for a list to be cheaper than the whole).
  */
-export async function markSourcesDue(knex: Knex, pseoIds: readonly number[], delayMs: number): Promise<void> {
-	if (pseoIds.length === 0) return;
-	await knex(WEBSITES)
-		.whereIn('id', pseoIds)
-		.whereNotNull('data_source')
-		.update({
-			source_sync_seq: knex.raw('coalesce(source_sync_seq, 0) + 1'),
-			source_sync_due: knex.raw('coalesce(source_sync_due, ?)', [Date.now() + delayMs]),
+export interface ChangedItems {
+	full: boolean;
+	items: string[];
+}
+
+/** Changed keys kept at most per website; beyond them the next sync reads the whole collection. */
+export const MAX_CHANGED_KEYS = 5000;
+
+/** A website's noted changes. */
+export interface SourceChange {
+	pseoId: number;
+	full: boolean;
+	items: readonly string[];
+}
+
+function changedItemsOf(value: unknown): ChangedItems | null {
+	const keys = jsonFromDb<Partial<ChangedItems> | null>(value, null);
+	if (!keys || typeof keys !== 'object') return null;
+	return { full: keys.full === true, items: Array.isArray(keys.items) ? keys.items.map(String) : [] };
+}
+
+/**
+ * Notes changes of the data of websites: each website's changed keys are merged into those waiting, its counter
+ * raised, and its due time set unless one is set already (the changes gather until then), in one transaction per
+ * website. Websites that no longer follow anything are left alone.
+ */
+export async function markSourcesDue(knex: Knex, changes: readonly SourceChange[], delayMs: number): Promise<void> {
+	for (const change of changes) {
+		await knex.transaction(async (trx) => {
+			const row = (await trx(WEBSITES).where('id', change.pseoId).whereNotNull('data_source').forUpdate().first('source_sync_keys')) as { source_sync_keys: unknown } | undefined;
+			if (!row) return;
+			const waiting = changedItemsOf(row.source_sync_keys) ?? { full: false, items: [] };
+			const items = new Set([...waiting.items, ...change.items]);
+			const full = waiting.full || change.full || items.size > MAX_CHANGED_KEYS;
+			await trx(WEBSITES)
+				.where('id', change.pseoId)
+				.update({
+					source_sync_keys: jsonParameter({ full, items: full ? [] : [...items] }),
+					source_sync_seq: trx.raw('coalesce(source_sync_seq, 0) + 1'),
+					source_sync_due: trx.raw('coalesce(source_sync_due, ?)', [Date.now() + delayMs]),
+				});
 		});
+	}
+}
+
+/** The websites of these users that follow a collection with new items waiting for their balance. */
+export async function followingsWaitingFor(knex: Knex, userIds: readonly string[]): Promise<number[]> {
+	if (userIds.length === 0) return [];
+	const rows = (await knex(WEBSITES).whereIn('backend_user_id', userIds).whereNotNull('data_source').select('id', 'data_source_state')) as { id: number; data_source_state: unknown }[];
+	return rows.filter((row) => (jsonFromDb<Partial<DataSourceState> | null>(row.data_source_state, null)?.waiting ?? 0) > 0).map((row) => Number(row.id));
 }
 
 /** Websites whose gathered changes are due and that no instance holds, the longest waiting first. */
@@ -179,6 +220,8 @@ export interface ClaimedSourceSync {
 	ownerId: string;
 	seq: number;
 	source: DataSource | null;
+	/** What to read again. */
+	changed: ChangedItems;
 }
 
 /** Claims the due sync of `pseoId` for `leaseMs`; null when it is not due or another instance holds it. */
@@ -190,11 +233,15 @@ export async function claimSourceSync(knex: Knex, pseoId: number, leaseMs: numbe
 		.andWhere((query) => query.whereNull('source_sync_lease').orWhere('source_sync_lease', '<', now))
 		.update({ source_sync_lease: now + leaseMs });
 	if (claimed !== 1) return null;
-	const row = (await knex(WEBSITES).where('id', pseoId).first('backend_user_id', 'source_sync_seq', 'data_source')) as
-		| { backend_user_id: string; source_sync_seq: unknown; data_source: unknown }
+	const row = (await knex(WEBSITES).where('id', pseoId).first('backend_user_id', 'source_sync_seq', 'data_source', 'source_sync_keys', 'data_source_state')) as
+		| { backend_user_id: string; source_sync_seq: unknown; data_source: unknown; source_sync_keys: unknown; data_source_state: unknown }
 		| undefined;
 	if (!row) return null;
-	return { pseoId, ownerId: row.backend_user_id, seq: Number(row.source_sync_seq ?? 0), source: dataSourceOf(row.data_source) };
+	// Due without a record of what changed (a retry): all of it. Items waiting for the owner's balance are among
+	// no changed keys: while some wait, each sync reads everything, so that it finds them.
+	const waiting = jsonFromDb<Partial<DataSourceState> | null>(row.data_source_state, null)?.waiting ?? 0;
+	const changed = waiting > 0 ? { full: true, items: [] } : (changedItemsOf(row.source_sync_keys) ?? { full: true, items: [] });
+	return { pseoId, ownerId: row.backend_user_id, seq: Number(row.source_sync_seq ?? 0), source: dataSourceOf(row.data_source), changed };
 }
 
 /** Keeps a long sync's lease; false when it is no longer held. */
@@ -211,6 +258,6 @@ export async function releaseSourceSync(knex: Knex, claim: ClaimedSourceSync, re
 		await knex(WEBSITES).where('id', claim.pseoId).update({ source_sync_due: Date.now() + retryInMs, source_sync_lease: null });
 		return;
 	}
-	const cleared = await knex(WEBSITES).where({ id: claim.pseoId, source_sync_seq: claim.seq }).update({ source_sync_due: null, source_sync_lease: null });
+	const cleared = await knex(WEBSITES).where({ id: claim.pseoId, source_sync_seq: claim.seq }).update({ source_sync_due: null, source_sync_lease: null, source_sync_keys: null });
 	if (cleared === 0) await knex(WEBSITES).where('id', claim.pseoId).update({ source_sync_lease: null });
 }

@@ -3,7 +3,7 @@ import type { Knex } from 'knex';
 import type { PseoConfig } from '../config/config.ts';
 import type { Logger } from '../shared/logger.ts';
 import { requireOwnedPseo } from '../websites/ownership.ts';
-import { collectionSource, type CollectionReader, type CollectionSource } from './collection-rows.ts';
+import { collectionSource, type CollectionQuery, type CollectionReader, type CollectionSource } from './collection-rows.ts';
 import { fileRows, inlineRows, type NumberedRow, type OpenedFile } from './import-source.ts';
 import { InvalidPayloadError } from '../errors/index.ts';
 import { hubFromRow, pageFromRow, templateColumns, type ImportTemplate } from './import-template.ts';
@@ -25,7 +25,7 @@ export interface ImportRequest {
 	 * The rows themselves, the id of a file in Directus's file library (CSV, JSON array or JSON Lines), or a Directus
 	 * collection to read as the caller (with an optional filter).
 	 */
-	data: { rows: unknown[] } | { fileId: string } | { collection: string; filter: Record<string, unknown> | null };
+	data: { rows: unknown[] } | { fileId: string } | { collection: string; filter: Record<string, unknown> | null; items?: readonly string[] };
 	/**
 	 * `append`: pages for routes the plan lacks; `replace`: the plan emptied first; `sync`: the data is the whole truth
 	 * of `source` (plan-sync.ts).
@@ -167,7 +167,7 @@ export async function importPlan(
 }
 
 /** A collection import's source, checked against the schema and read once as the caller. */
-async function checkCollection(deps: ImportDeps, data: { collection: string; filter: Record<string, unknown> | null }, template: ImportTemplate): Promise<CollectionSource> {
+async function checkCollection(deps: ImportDeps, data: CollectionQuery, template: ImportTemplate): Promise<CollectionSource> {
 	if (!deps.collections) throw new InvalidPayloadError({ reason: 'Imports from a collection are not available here.' });
 	const source = collectionSource(await deps.collections.schema(), data, [...templateColumns(template).keys()]);
 	await deps.collections.reader.probe(source);
@@ -204,6 +204,7 @@ async function storeImport(trx: Knex.Transaction, rows: AsyncIterable<NumberedRo
 		onSite,
 		onRetired,
 		...(addLimit !== undefined ? { addLimit } : {}),
+		...('collection' in request.data && request.data.items ? { items: request.data.items } : {}),
 	});
 	const skipped = { invalid: 0, missing_data: 0, duplicate: 0, on_site: 0 };
 	const seen = new Set<string>();

@@ -331,15 +331,21 @@ export async function revivePlanPages(trx: Knex.Transaction, ids: readonly numbe
  */
 export async function retireUnsyncedPages(
 	trx: Knex.Transaction,
-	scope: { pseoId: number; source: string; syncRun: number; unchanged: ReadonlySet<number> },
+	scope: { pseoId: number; source: string; syncRun: number; unchanged: ReadonlySet<number>; items?: readonly string[] },
 	retired: (routes: readonly string[]) => Promise<void>,
 ): Promise<number> {
-	const { pseoId, source, syncRun, unchanged } = scope;
-	const candidates = (await trx(PLAN_PAGES)
-		.where({ pseo_id: pseoId, source })
-		.whereNull('retired_at')
-		.andWhere((unsynced) => unsynced.whereNull('sync_run').orWhereNot('sync_run', syncRun))
-		.select('id', 'route')) as { id: number | string; route: string }[];
+	const { pseoId, source, syncRun, unchanged, items } = scope;
+	const unsynced = (narrow: (query: Knex.QueryBuilder) => void) =>
+		trx(PLAN_PAGES)
+			.where({ pseo_id: pseoId, source })
+			.whereNull('retired_at')
+			.andWhere((query) => query.whereNull('sync_run').orWhereNot('sync_run', syncRun))
+			.modify(narrow)
+			.select('id', 'route') as Promise<{ id: number | string; route: string }[]>;
+	// A sync of some items only (a followed collection's changes) can retire only the pages of those items.
+	let candidates: { id: number | string; route: string }[] = [];
+	if (!items) candidates = await unsynced(() => undefined);
+	else for (let i = 0; i < items.length; i += ROUTES_PER_QUERY) candidates.push(...(await unsynced((query) => query.whereIn('source_item', items.slice(i, i + ROUTES_PER_QUERY)))));
 	const vanished = candidates.filter((page) => !unchanged.has(Number(page.id))).sort((a, b) => Number(a.id) - Number(b.id));
 	const retiredAt = dbTimestamp(trx);
 	for (let i = 0; i < vanished.length; i += ROUTES_PER_QUERY) {

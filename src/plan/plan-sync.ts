@@ -65,6 +65,11 @@ export interface PlanSyncOptions {
 	 * new routes beyond it are not added but counted as `waiting`, and a later sync adds them. No limit by default.
 	 */
 	addLimit?: number;
+	/**
+	 * The rows are the truth of these items only (a followed collection's changed items): only pages of these items
+	 * (`source_item`) that no row produced are retired. All of the source's pages otherwise.
+	 */
+	items?: readonly string[];
 }
 
 /** What becomes of a batch of retired pages' posts beyond their `retired` mark, in the sync's transaction. */
@@ -269,7 +274,7 @@ export function createPlanSync(trx: Knex.Transaction, options: PlanSyncOptions):
 				}
 			}
 			await setPriorities(trx, pseoId, settled);
-			counts.retired = await retireUnsyncedPages(trx, { pseoId, source, syncRun: owner.planId, unchanged: unchangedIds }, (routes) =>
+			counts.retired = await retireUnsyncedPages(trx, { pseoId, source, syncRun: owner.planId, unchanged: unchangedIds, ...(options.items ? { items: options.items } : {}) }, (routes) =>
 				postsRetired(trx, pseoId, routes, options.onRetired),
 			);
 			return counts;

@@ -154,9 +154,9 @@ export default defineHook(({ init, filter, action }, context) => {
 	// Every write of items Directus announces, in any collection: the follower finds in memory the websites it concerns.
 	for (const verb of ['create', 'update', 'delete'] as const) {
 		action(`items.${verb}`, (meta) => {
-			const { collection, payload } = meta as { collection: string; payload: unknown };
+			const { collection, payload, key, keys } = meta as { collection: string; payload: unknown; key?: string | number; keys?: (string | number)[] };
 			const fields = verb === 'update' && payload && typeof payload === 'object' ? Object.keys(payload) : undefined;
-			follower?.noticed({ verb, collection, ...(fields ? { fields } : {}) });
+			follower?.noticed({ verb, collection, keys: keys ?? (key !== undefined ? [key] : []), ...(fields ? { fields } : {}) });
 		});
 	}
 
@@ -226,6 +226,7 @@ export default defineHook(({ init, filter, action }, context) => {
 
 	action('users.update', (meta, eventContext) => {
 		const { keys, payload } = meta as { keys: (string | number)[]; payload: unknown };
+		follower?.usersUpdated(keys.map(String));
 		const edit = takeDeferredEdit(keys.map(String), accountabilityOf(eventContext), payload);
 		if (!edit) return;
 		return setBalances({ database, logger }, edit).catch((error: unknown) =>
