@@ -64,7 +64,7 @@ const POST_COLUMNS = 'user_id, status, route, language, title, body, date_create
  * them: its route, title, body, status and the facts it was written from), and `has_post` on the pages, as the
  * engine sets it in the transaction that stores a post. Then fresh statistics, as an ingest leaves them.
  */
-async function givePosts(database: string, pseoId: number): Promise<void> {
+export async function givePosts(database: string, pseoId: number): Promise<void> {
 	await pgAdmin(
 		`BEGIN;
 		INSERT INTO pseo_posts (pseo_id, user_id, status, route, language, title, body, date_created, facts, stale, retired)

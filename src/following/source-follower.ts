@@ -37,8 +37,11 @@ import { notifyOwner } from './owner-notice.ts';
  * commits; the delay gives it time to, and a change noted during a sync makes the next sweep sync again.
  */
 
-/** Writes gathered this long before they are noted (one update for a burst of actions). */
-const GATHER_MS = 50;
+/**
+ * Writes gathered this long before they are noted: the actions of one request (an array POST fires one per item)
+ * come within it, and are one transaction per website.
+ */
+const GATHER_MS = 5;
 /** Due websites claimed per sweep by one instance; the others are left to the next sweep or to other instances. */
 const CLAIM_BATCH = 4;
 /** The longest an instance waits between two looks for due syncs and followings started elsewhere. */
@@ -67,6 +70,8 @@ export class SourceFollower {
 	#gather: NodeJS.Timeout | null = null;
 	#timer: NodeJS.Timeout | null = null;
 	#sweeping: Promise<void> | null = null;
+	/** A kick came during a sweep: another follows it (a due sync must not wait for the next tick). */
+	#again = false;
 	#running = new Set<Promise<void>>();
 	#stopping = false;
 
@@ -127,15 +132,23 @@ export class SourceFollower {
 			return;
 		}
 		// This instance syncs it as soon as it is due, without waiting for its next tick.
-		setTimeout(() => this.kick(), this.#config.sourceSyncDelayMs + 10).unref();
+		setTimeout(() => this.kick(), this.#config.sourceSyncDelayMs).unref();
 	}
 
 	kick(): void {
-		if (this.#stopping || this.#sweeping) return;
+		if (this.#stopping) return;
+		if (this.#sweeping) {
+			this.#again = true;
+			return;
+		}
 		this.#sweeping = this.#sweep()
 			.catch((error: unknown) => this.#context.logger.error({ err: error }, 'pseo: the sweep of followed collections failed'))
 			.finally(() => {
 				this.#sweeping = null;
+				if (this.#again) {
+					this.#again = false;
+					this.kick();
+				}
 			});
 	}
 
@@ -167,10 +180,12 @@ export class SourceFollower {
 		const renew = setInterval(() => {
 			renewSourceLease(database, claim.pseoId, this.#config.leaseMs).catch((error: unknown) => logger.warn({ err: error, pseoId: claim.pseoId }, 'pseo: a sync lease could not be renewed'));
 		}, Math.max(500, Math.floor(this.#config.leaseMs / 3)));
+		const began = performance.now();
 		try {
 			const result = await this.#importAsOwner(claim, claim.source);
 			await releaseSourceSync(database, claim);
-			logger.info({ pseoId: claim.pseoId, collection: claim.source.collection, ...result }, 'pseo: followed collection synced');
+			const items = claim.changed.full ? 'all' : claim.changed.items.length;
+			logger.info({ pseoId: claim.pseoId, collection: claim.source.collection, items, ms: Math.round(performance.now() - began), ...result }, 'pseo: followed collection synced');
 		} catch (error) {
 			await this.#failed(claim, claim.source, error);
 		} finally {

@@ -126,6 +126,11 @@ export function createPlanSync(trx: Knex.Transaction, options: PlanSyncOptions):
 	const ownHubs = new Map<string, { priority: number; outcome: 'added' | 'updated' | 'unchanged' }>();
 	/** The ids of the pages this run met unchanged and alive: not written, but not vanished either. */
 	const unchangedIds = new Set<number>();
+	/**
+	 * Items (`source_item`) whose row met their own page at its route: an item has one live page of a source, so no
+	 * other page of theirs can have vanished, and a sync of some items looks for vanished pages of the others only.
+	 */
+	const metItems = new Set<string>();
 	let batch: { page: StoredPlanPage; hub: boolean }[] = [];
 	/**
 	 * The batch being compared and written while the caller reads the next one's rows: the database works on one
@@ -194,6 +199,7 @@ export function createPlanSync(trx: Knex.Transaction, options: PlanSyncOptions):
 				skip(item, 'duplicate');
 				continue;
 			}
+			if (item.page.source_item != null && item.page.source_item === current.source_item) metItems.add(item.page.source_item);
 			const fields = item.hub ? options.fields.hub.filter((field) => field !== 'priority') : options.fields.page;
 			const differ = changedFields(current, item.page, fields);
 			// A row read from another item than the page's (a collection's; the first sync of a collection after a file)
@@ -274,7 +280,7 @@ export function createPlanSync(trx: Knex.Transaction, options: PlanSyncOptions):
 				}
 			}
 			await setPriorities(trx, pseoId, settled);
-			counts.retired = await retireUnsyncedPages(trx, { pseoId, source, syncRun: owner.planId, unchanged: unchangedIds, ...(options.items ? { items: options.items } : {}) }, (routes) =>
+			counts.retired = await retireUnsyncedPages(trx, { pseoId, source, syncRun: owner.planId, unchanged: unchangedIds, ...(options.items ? { items: options.items.filter((key) => !metItems.has(key)) } : {}) }, (routes) =>
 				postsRetired(trx, pseoId, routes, options.onRetired),
 			);
 			return counts;

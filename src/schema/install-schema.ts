@@ -121,6 +121,8 @@ export async function ensureIndexes(knex: Knex, logger?: Logger): Promise<void> 
 		{ name: 'pseo_generations_republish', on: `${JOBS} (republish_pending, status)` },
 		{ name: 'pseo_plan_pages_pseo_route_unique', unique: true, on: `${PLAN_PAGES} (pseo_id, route)` },
 		{ name: 'pseo_plan_pages_next', on: `${PLAN_PAGES} (pseo_id, has_post, priority)` },
+		// A followed collection's sync finds the pages of its changed items by their key (following/source-follower.ts).
+		{ name: 'pseo_plan_pages_source_item', on: `${PLAN_PAGES} (pseo_id, source_item)` },
 		{ name: 'pseo_post_bands_lookup', on: `${BANDS_TABLE} (pseo_id, band_key)` },
 		{ name: 'pseo_post_bands_route', on: `${BANDS_TABLE} (pseo_id, route)` },
 		{ name: 'pseo_generation_parts_unique', unique: true, on: `${PARTS} (generation_id, part)` },
