@@ -39,7 +39,7 @@ export interface SourceSyncSummary {
 }
 
 /** `pseo.data_source_state`, readable through the items API and shown in the app. */
-export interface DataSourceState {
+interface DataSourceState {
 	status: 'following' | 'stopped';
 	collection: string;
 	/** When the import that began the following began (ISO): a write since may not have been read by it. */
@@ -55,7 +55,7 @@ export interface DataSourceState {
 }
 
 /** The stored `data_source`, or null when the website follows nothing (or the value is not one). */
-export function dataSourceOf(value: unknown): DataSource | null {
+function dataSourceOf(value: unknown): DataSource | null {
 	const source = jsonFromDb<Partial<DataSource> | null>(value, null);
 	if (!source || typeof source !== 'object' || typeof source.collection !== 'string' || typeof source.source !== 'string') return null;
 	if (!source.template || typeof source.template !== 'object' || typeof source.language_code !== 'string') return null;
@@ -151,13 +151,13 @@ export async function readFollowings(knex: Knex): Promise<Following[]> {
  * What a sync must read again: the items whose keys changed, or everything (`full`: a related item changed, a
  * following arrived, or too many keys gathered for a list to be cheaper than the whole).
  */
-export interface ChangedItems {
+interface ChangedItems {
 	full: boolean;
 	items: string[];
 }
 
 /** Changed keys kept at most per website; beyond them the next sync reads the whole collection. */
-export const MAX_CHANGED_KEYS = 5000;
+const MAX_CHANGED_KEYS = 5000;
 
 /** A website's noted changes. */
 export interface SourceChange {
