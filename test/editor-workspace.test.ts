@@ -5,7 +5,7 @@ import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import { startFakeProvider, type FakeProvider } from './support/fake-provider/server.ts';
 import { adminItems, balanceOf, call, createUser, createWebsite, PSEO_USER_ROLE, waitForJob, type TestUser } from './support/api.ts';
-import { createCollection, grantRead } from './support/collections.ts';
+import { createCollection, grant, grantRead } from './support/collections.ts';
 import { postsByRoute, syncPrices } from './support/synced-data.ts';
 import { axeViolations, launchBrowser, recordPageTrouble, screenshot, signIn } from './support/browser.ts';
 import { plannedSite } from './support/job-checks.ts';
@@ -479,6 +479,61 @@ describe.skipIf(!legAvailable(LEG))('the editors\' workspace in the app', () => 
 			{ route: '/bath', facts: { population: 94_000, 'region.name': 'Somerset' } },
 			{ route: '/frome', facts: { population: 28_000, 'region.name': 'Somerset' } },
 		]);
+	});
+
+	it('an editor follows a collection, changes an item in the app\'s own item page, and sees its page go stale, then fresh after a refresh', async () => {
+		// The admin keeps shops in Directus and lets the editor read and edit them.
+		const shops = `shops_${process.pid}`;
+		await createCollection(directus, shops, [
+			{ field: 'name', type: 'string' },
+			{ field: 'price', type: 'integer' },
+		]);
+		const created = await call(directus, 'POST', `/items/${shops}`, { token: directus.adminToken, body: [{ name: 'Acorn', price: 120 }, { name: 'Birch', price: 90 }] });
+		const acorn = (created.body.data as { id: number; name: string }[]).find((shop) => shop.name === 'Acorn')!.id;
+		await grant(directus, editor, (['read', 'update'] as const).map((action) => ({ collection: shops, action })));
+		const { id: pseoId } = await createWebsite(directus, editor, { website_url: wordpress.url });
+		await page.goto(`${directus.url}${MODULE}/${pseoId}`);
+		await page.locator('[data-test="following-none"]').waitFor({ timeout: UI_TIMEOUT_MS });
+
+		await page.selectOption('#pseo-data-collection', shops);
+		await expect.poll(() => field('pseo-template-route').inputValue(), { timeout: UI_TIMEOUT_MS }).toBe('/{name}');
+		await page.locator('[data-test="collection-paths"]').getByText('price', { exact: true }).waitFor({ timeout: UI_TIMEOUT_MS });
+		await field('pseo-template-title').fill('Shop {name}');
+		await field('pseo-template-facts').fill('name, price');
+		await field('pseo-import-source').fill('shops');
+		await page.check('#pseo-follow');
+		expect(await page.locator('#pseo-import-mode').isDisabled()).toBe(true);
+		await press('import-plan');
+		await page.locator('[data-test="import-message"]').getByText(/2 pages added.*now follows/).waitFor({ timeout: UI_TIMEOUT_MS });
+		await page.locator('[data-test="following-state"]').getByText(shops).waitFor({ timeout: UI_TIMEOUT_MS });
+		await expectAccessible('17-plan-following');
+
+		const bulk = await call(directus, 'POST', '/pseo-endpoints/trigger/bulk-generation', { token: editor.token, body: { pseo_id: pseoId, post_count: 2 } });
+		expect((await waitForJob(directus, editor, bulk.body.generation_id)).status).toBe('completed');
+		const post = (await postsByRoute(directus, pseoId)).get('/acorn')!;
+
+		// The editor changes Acorn's price where Directus edits items: its own item page, saved with its shortcut.
+		await page.goto(`${directus.url}/admin/content/${shops}/${acorn}`);
+		const price = page.locator('.field').filter({ hasText: 'Price' }).locator('input').first();
+		await price.waitFor({ timeout: UI_TIMEOUT_MS });
+		await price.fill('135');
+		await page.keyboard.press('Control+s');
+		await expect.poll(async () => (await call(directus, 'GET', `/items/${shops}/${acorn}`, { token: directus.adminToken })).body.data.price, { timeout: UI_TIMEOUT_MS }).toBe(135);
+
+		// Back in the module: the sync made its post stale, without a click there.
+		await page.goto(`${directus.url}${MODULE}/${pseoId}`);
+		await page.locator('[data-test="following-last-sync"]').getByText(/1 updated/).waitFor({ timeout: UI_TIMEOUT_MS });
+		await page.click('[data-test="tab-posts"]');
+		await page.locator(`[data-test="stale-${post.id}"]`).getByText('Stale').waitFor({ timeout: UI_TIMEOUT_MS });
+		await expectAccessible('18-posts-following-stale');
+		await page.locator('[data-test="refresh-stale"] button').first().click();
+		const job = page.locator('[data-test^="job-"]').first();
+		await vi.waitFor(async () => expect(await job.getAttribute('data-status')).toBe('completed'), { timeout: UI_TIMEOUT_MS, interval: 100 });
+		await page.click('[data-test="tab-posts"]');
+		await page.click(`[data-test="open-${post.id}"]`);
+		await page.locator('[data-test="reader"]').getByText(/price here is 135/).waitFor({ timeout: UI_TIMEOUT_MS });
+		expect(await page.locator(`[data-test="stale-${post.id}"]`).count()).toBe(0);
+		await call(directus, 'PATCH', `/items/pseo/${pseoId}`, { token: directus.adminToken, body: { data_source: null } });
 	});
 
 	it('an editor picks Anthropic and a model for a website, and its job runs with them and says so', async () => {

@@ -496,10 +496,32 @@ describe('numbers in the user\'s language', () => {
 });
 
 describe('plan-tab', () => {
-	function mountTab(result = { total_pages: 6, added: 1, updated: 2, unchanged: 3, retired: 4, skipped: { duplicate: 5, on_site: 0, invalid: 0, missing_data: 0 } }) {
+	const FOLLOWING = {
+		id: 3,
+		website_url: 'https://example.com',
+		data_source: { collection: 'cities', filter: null, source: 'cities' },
+		data_source_state: {
+			status: 'following',
+			collection: 'cities',
+			since: '2026-01-31T09:00:00.000Z',
+			syncs: 3,
+			last_sync_at: '2026-01-31T09:30:00.000Z',
+			last_sync: { trigger: 'follow', added: 1, updated: 4, unchanged: 0, retired: 2, waiting: 2 },
+			waiting: 2,
+			last_error: null,
+			stopped_at: null,
+		},
+		auto_refresh: false,
+		auto_refresh_state: { last_started_at: null, last_job_id: null, last_pages: null, deferred_at: '2026-01-31T09:31:00.000Z', deferred_reason: 'Insufficient tokens: 5 required, 0 available.', next_at: '2026-01-31T10:31:00.000Z' },
+	};
+	function mountTab(result = { total_pages: 6, added: 1, updated: 2, unchanged: 3, retired: 4, skipped: { duplicate: 5, on_site: 0, invalid: 0, missing_data: 0 } }, site: Record<string, unknown> = { id: 3, website_url: 'https://example.com' }) {
 		const imports: Record<string, unknown>[] = [];
+		const saved: Record<string, unknown>[] = [];
 		const workspace = {
 			api: {
+				website: async () => site,
+				saveFollowing: async (_pseoId: number, body: Record<string, unknown>) => (saved.push(body), {}),
+				collectionPaths: async () => ['name', 'population', 'country.name'],
 				importPlan: async (body: Record<string, unknown>) => (imports.push(body), result),
 				planPages: async () => [
 					{ id: 1, route: '/leeds', title: 'Leeds', priority: 1, cluster: null, facts: { price: 95 }, has_post: true, source: 'price-list', retired_at: null },
@@ -514,11 +536,63 @@ describe('plan-tab', () => {
 			providers: ref(catalog),
 			refreshBalance: async () => {},
 		};
-		// The file library, through the app's axios instance (useApi).
-		const http = { get: async () => ({ data: { data: [{ id: 'file-1', filename_download: 'prices.csv' }] } }) };
+		// The file library and the collections, through the app's axios instance (useApi).
+		const http = {
+			get: async (url: string) => {
+				if (url === '/collections') return { data: { data: [{ collection: 'cities', schema: {} }, { collection: 'pseo_posts', schema: {} }] } };
+				if (url.startsWith('/fields/')) return { data: { data: [{ field: 'id', schema: { is_primary_key: true } }, { field: 'name', schema: {} }] } };
+				if (url.startsWith('/items/')) return { data: { data: [{ name: 'Leeds' }] } };
+				return { data: { data: [{ id: 'file-1', filename_download: 'prices.csv' }] } };
+			},
+		};
 		const wrapper = mount(PlanTab, { global: { stubs: global.stubs, provide: { [WORKSPACE as symbol]: workspace, api: http } } });
-		return { wrapper, imports };
+		return { wrapper, imports, saved };
 	}
+
+	it('follows a collection: the fields to name, a filter, and the import sent as a sync with follow', async () => {
+		const { wrapper, imports } = mountTab();
+		await settle();
+		expect(wrapper.get('[data-test="following-none"]').text()).toContain('The plan follows no collection.');
+		await wrapper.get('#pseo-data-collection').setValue('cities');
+		await settle();
+		expect(wrapper.get('[data-test="collection-paths"]').text()).toBe('Fields to name in the templates and facts: name, population, country.name');
+		await wrapper.get('#pseo-collection-filter').setValue('{"country": ');
+		await wrapper.get('#pseo-template-route').setValue('/{name}');
+		await wrapper.get('#pseo-template-title').setValue('Plumbers in {name}');
+		expect(wrapper.get('[data-test="import-plan"] button').attributes('disabled')).toBeDefined();
+		expect(wrapper.get('[data-test="import-plan"] button').attributes('aria-describedby')).toBe('collection-filter-problem');
+		await wrapper.get('#pseo-collection-filter').setValue('{"country": {"code": {"_eq": "ES"}}}');
+		await wrapper.get('#pseo-follow').setValue(true);
+		expect(wrapper.get('#pseo-import-mode').attributes('disabled')).toBeDefined();
+		await wrapper.get('[data-test="import-plan"] button').trigger('click');
+		await settle();
+		expect(imports).toEqual([
+			expect.objectContaining({ mode: 'sync', collection: 'cities', filter: { country: { code: { _eq: 'ES' } } }, follow: true, template: { route: '/{name}', title: 'Plumbers in {name}' } }),
+		]);
+		expect(wrapper.get('[data-test="import-message"]').text()).toContain('The plan now follows cities');
+	});
+
+	it('shows the following: its syncs, the pages waiting for the balance and the deferred refresh; stops it and turns the refresh on', async () => {
+		const { wrapper, saved } = mountTab(undefined, FOLLOWING);
+		await settle();
+		expect(wrapper.get('[data-test="following-state"]').text()).toMatch(/^Following cities since .+: 3 syncs\.$/);
+		expect(wrapper.get('[data-test="following-last-sync"]').text()).toMatch(/1 added, 4 updated, 2 retired\.$/);
+		expect(wrapper.get('[data-test="following-waiting"]').text()).toContain('2 new items wait for your balance or daily cap');
+		expect(wrapper.get('[data-test="auto-refresh-deferred"]').text()).toContain('Insufficient tokens: 5 required, 0 available.');
+		await wrapper.get('[data-test="auto-refresh"]').setValue(true);
+		await settle();
+		await wrapper.get('[data-test="stop-following"] button').trigger('click');
+		await settle();
+		expect(saved).toEqual([{ auto_refresh: true }, { data_source: null }]);
+	});
+
+	it('says why a following stopped', async () => {
+		const stopped = { ...FOLLOWING, data_source: null, data_source_state: { ...FOLLOWING.data_source_state, status: 'stopped', last_error: 'You don\'t have permission to access collection "cities".', stopped_at: '2026-01-31T09:40:00.000Z' } };
+		const { wrapper } = mountTab(undefined, stopped);
+		await settle();
+		expect(wrapper.get('[data-test="following-stopped"]').text()).toContain('stopped following cities');
+		expect(wrapper.get('[data-test="following-stopped"]').text()).toContain('You don\'t have permission to access collection "cities".');
+	});
 
 	it('offers a sync with the source\'s name, sends both, and tells what was added, updated, left unchanged and retired', async () => {
 		const { wrapper, imports } = mountTab();

@@ -31,6 +31,36 @@ export interface Website {
 	/** The AI provider and model of its jobs and plans; null for the default (GET /providers). */
 	provider?: ProviderKind | null;
 	model?: string | null;
+	/** The collection the plan follows (POST /plan/import with `follow`); null when none. */
+	data_source?: { collection: string; filter: Record<string, unknown> | null; source: string } | null;
+	/** How the following goes, or why it stopped; null before the first. */
+	data_source_state?: FollowingState | null;
+	/** Whether stale posts are refreshed by a job the extension starts, at most once an interval. */
+	auto_refresh?: boolean | null;
+	auto_refresh_state?: AutoRefreshState | null;
+}
+
+/** `pseo.data_source_state` (plan/data-source-store.ts). */
+export interface FollowingState {
+	status: 'following' | 'stopped';
+	collection: string;
+	since: string;
+	syncs: number;
+	last_sync_at: string | null;
+	last_sync: { trigger: 'import' | 'follow'; added: number; updated: number; unchanged: number; retired: number; waiting: number } | null;
+	waiting: number;
+	last_error: string | null;
+	stopped_at: string | null;
+}
+
+/** `pseo.auto_refresh_state` (websites/auto-refresh-store.ts). */
+export interface AutoRefreshState {
+	last_started_at: string | null;
+	last_job_id: number | null;
+	last_pages: number | null;
+	deferred_at: string | null;
+	deferred_reason: string | null;
+	next_at: string | null;
 }
 
 export interface Job {
@@ -125,6 +155,27 @@ export function pseoApi(http: Http) {
 		/** The website's provider and model, through the items API (the owner may; null for the default). */
 		saveAi: async (pseoId: number, body: { provider: ProviderKind | null; model: string | null }) =>
 			(await http.patch(`/items/pseo/${pseoId}`, body)).data,
+		/** Stops the following of a collection, or turns the automatic refresh on or off, through the items API. */
+		saveFollowing: async (pseoId: number, body: { data_source: null } | { auto_refresh: boolean }) => (await http.patch(`/items/pseo/${pseoId}`, body)).data,
+		/** The fields of a collection the editor may read, and the paths of its many-to-one related items' fields. */
+		collectionPaths: async (collection: string) => {
+			const fieldsOf = async (name: string) =>
+				((await http.get<{ data: { field: string; type: string; schema: { is_primary_key?: boolean } | null }[] }>(`/fields/${name}`)).data.data).filter((entry) => entry.schema !== null && entry.type !== 'alias');
+			const relations = (await http.get<{ data: { field: string; related_collection: string | null }[] }>(`/relations/${collection}`)).data.data;
+			const paths: string[] = [];
+			for (const entry of await fieldsOf(collection)) {
+				if (entry.schema?.is_primary_key) continue;
+				const related = relations.find((relation) => relation.field === entry.field && relation.related_collection)?.related_collection;
+				if (!related) {
+					paths.push(entry.field);
+					continue;
+				}
+				// One level of a related item's fields, by their path; what the editor may not read is left out.
+				const inner = await fieldsOf(related).catch(() => []);
+				paths.push(...inner.filter((field) => !field.schema?.is_primary_key).map((field) => `${entry.field}.${field.field}`));
+			}
+			return paths;
+		},
 		/** The AI providers and models a website may name, and the default of those that name none. */
 		providers: async () => (await http.get<{ data: ProviderCatalog }>(`${BASE}/providers`)).data.data,
 		jobs: async (pseoId: number) => (await http.get<{ data: Job[] }>(`${BASE}/generations`, { params: { pseo_id: pseoId } })).data.data,
