@@ -12,17 +12,14 @@
  *
  * Prints an account, then one line `BENCH_RESULT [...]`. PSEO_BENCH_SKIP_BUILD=1 skips the extension build.
  */
+import pg from 'pg';
 import { adminItems, call, createUser, createWebsite } from '../test/support/api.ts';
 import { createCollection, grantRead } from '../test/support/collections.ts';
-import { copyDatabase, launchDirectus } from '../test/support/instance.ts';
 import { PG } from '../test/support/paths.ts';
-import { dropDatabase, pgAdmin, postgresReachable } from '../test/support/postgres.ts';
-import { buildExtension } from '../test/support/templates.ts';
-import { spawnFakeProvider } from './generation/fake-process.ts';
+import { pgAdmin } from '../test/support/postgres.ts';
 import { isMain, runBenchMain } from './generation/bench-main.ts';
 import type { BenchFigure } from './generation.bench.ts';
-import pg from 'pg';
-import { postgresTemplate, scratchWebsite } from './scale.bench.ts';
+import { postgresBenchInstance, scratchWebsite } from './scale.bench.ts';
 import { givePosts } from './sync.bench.ts';
 
 const ITEMS = 100_000;
@@ -75,24 +72,10 @@ async function sameSizeWebsite(database: string, from: number): Promise<number> 
 
 export async function runFollowBench(options: { log?: (line: string) => void } = {}): Promise<BenchFigure[]> {
 	const log = options.log ?? ((line: string) => process.stdout.write(`[follow] ${line}\n`));
-	if (!(await postgresReachable())) throw new Error(`PostgreSQL is not reachable at ${PG.host}:${PG.port}; the follow bench needs it.`);
 	try {
-		if (process.env['PSEO_BENCH_SKIP_BUILD'] !== '1') {
-			log('building the extension');
-			buildExtension();
-		}
-		const template = `pseo_bench_follow_${process.pid}`;
-		cleanups.push(() => dropDatabase(template));
-		log('bootstrapping a PostgreSQL template');
-		await postgresTemplate(template);
-		// No provider is asked; the fake's origin is the websites', which has no sitemap.
-		const fake = await spawnFakeProvider();
-		cleanups.push(() => fake.stop());
-		const database = await copyDatabase('postgres', template, 'pseo_bench');
-		cleanups.push(() => database.dispose());
-		// No gathering: the figure is what it takes a change to reach the plan, not the delay a deployment chooses.
-		const directus = await launchDirectus({ leg: 'postgres', database, env: { OPENAI_BASE_URL: fake.url, PSEO_ALLOW_PRIVATE_NETWORKS: 'true', PSEO_SOURCE_SYNC_DELAY_MS: '0' } });
-		cleanups.push(() => directus.dispose());
+		// No provider is asked; the fake's origin is the websites', which has no sitemap. No gathering: the figure is
+		// what it takes a change to reach the plan, not the delay a deployment chooses.
+		const { fake, database, directus } = await postgresBenchInstance({ tag: 'follow', log, cleanups, env: { PSEO_ALLOW_PRIVATE_NETWORKS: 'true', PSEO_SOURCE_SYNC_DELAY_MS: '0' } });
 		const databaseName = database.env['DB_DATABASE']!;
 
 		await createCollection(directus, COLLECTION, [

@@ -109,6 +109,37 @@ export async function postgresTemplate(name: string): Promise<void> {
 	await bootstrapTemplate({ DB_CLIENT: 'pg', DB_HOST: PG.host, DB_PORT: String(PG.port), DB_USER: PG.user, DB_PASSWORD: PG.password, DB_DATABASE: name });
 }
 
+/**
+ * What the PostgreSQL benches share before their own work: the extension built (unless PSEO_BENCH_SKIP_BUILD=1), a
+ * template bootstrapped by Directus, the fake provider, a copy of the template and one instance on it with `env`
+ * (the fake's URL added). Each step's undoing goes on `cleanups`, to run in reverse order.
+ */
+export async function postgresBenchInstance(options: {
+	tag: string;
+	log: (line: string) => void;
+	cleanups: (() => Promise<void>)[];
+	fake?: Parameters<typeof spawnFakeProvider>[0];
+	env?: Record<string, string>;
+}): Promise<{ fake: Awaited<ReturnType<typeof spawnFakeProvider>>; database: Awaited<ReturnType<typeof copyDatabase>>; directus: DirectusInstance }> {
+	const { tag, log, cleanups } = options;
+	if (!(await postgresReachable())) throw new Error(`PostgreSQL is not reachable at ${PG.host}:${PG.port}; the ${tag} bench needs it.`);
+	if (process.env['PSEO_BENCH_SKIP_BUILD'] !== '1') {
+		log('building the extension');
+		buildExtension();
+	}
+	const template = `pseo_bench_${tag}_${process.pid}`;
+	cleanups.push(() => dropDatabase(template));
+	log('bootstrapping a PostgreSQL template');
+	await postgresTemplate(template);
+	const fake = await spawnFakeProvider(options.fake ?? {});
+	cleanups.push(() => fake.stop());
+	const database = await copyDatabase('postgres', template, 'pseo_bench');
+	cleanups.push(() => database.dispose());
+	const directus = await launchDirectus({ leg: 'postgres', database, env: { OPENAI_BASE_URL: fake.url, ...options.env } });
+	cleanups.push(() => directus.dispose());
+	return { fake, database, directus };
+}
+
 /** The Directus server process this benchmark started (`npm start`'s Node under launchDirectus). */
 export function directusServerPid(): number {
 	const pid = findDescendant(process.pid, (command) => command.includes('directus-cli.mjs') && / start\b/.test(command));

@@ -13,15 +13,11 @@
  * Prints an account, then one line `BENCH_RESULT [...]`. PSEO_BENCH_SKIP_BUILD=1 skips the extension build.
  */
 import { call, createUser, createWebsite, grantFileLibrary, uploadFile } from '../test/support/api.ts';
-import { copyDatabase, launchDirectus } from '../test/support/instance.ts';
-import { PG } from '../test/support/paths.ts';
-import { dropDatabase, pgAdmin, postgresReachable } from '../test/support/postgres.ts';
-import { buildExtension } from '../test/support/templates.ts';
-import { spawnFakeProvider } from './generation/fake-process.ts';
+import { pgAdmin } from '../test/support/postgres.ts';
 import { CpuSampler, processesNamed, RssSampler } from './generation/process-tree.ts';
 import { isMain, runBenchMain } from './generation/bench-main.ts';
 import type { BenchFigure } from './generation.bench.ts';
-import { directusServerPid, postgresTemplate, scratchWebsite, timedStatement } from './scale.bench.ts';
+import { directusServerPid, postgresBenchInstance, scratchWebsite, timedStatement } from './scale.bench.ts';
 
 const ROWS = 100_000;
 /** Row `n` vanishes from the synced data when n % 100 is this, and has its price changed when n % 100 is CHANGED. */
@@ -151,23 +147,9 @@ async function sameOutcome(database: string, product: number, reference: number)
 
 export async function runSyncBench(options: { log?: (line: string) => void } = {}): Promise<BenchFigure[]> {
 	const log = options.log ?? ((line: string) => process.stdout.write(`[sync] ${line}\n`));
-	if (!(await postgresReachable())) throw new Error(`PostgreSQL is not reachable at ${PG.host}:${PG.port}; the sync bench needs it.`);
 	try {
-		if (process.env['PSEO_BENCH_SKIP_BUILD'] !== '1') {
-			log('building the extension');
-			buildExtension();
-		}
-		const template = `pseo_bench_sync_${process.pid}`;
-		cleanups.push(() => dropDatabase(template));
-		log('bootstrapping a PostgreSQL template');
-		await postgresTemplate(template);
 		// No provider is asked; the fake's origin is the website, which has no sitemap, so the import's on-site check stays on loopback.
-		const fake = await spawnFakeProvider();
-		cleanups.push(() => fake.stop());
-		const database = await copyDatabase('postgres', template, 'pseo_bench');
-		cleanups.push(() => database.dispose());
-		const directus = await launchDirectus({ leg: 'postgres', database, env: { OPENAI_BASE_URL: fake.url, PSEO_ALLOW_PRIVATE_NETWORKS: 'true' } });
-		cleanups.push(() => directus.dispose());
+		const { fake, database, directus } = await postgresBenchInstance({ tag: 'sync', log, cleanups, env: { PSEO_ALLOW_PRIVATE_NETWORKS: 'true' } });
 		const pid = directusServerPid();
 		const sampler = new RssSampler(pid, 50);
 		sampler.start();

@@ -39,7 +39,7 @@ export interface SourceSyncSummary {
 }
 
 /** `pseo.data_source_state`, readable through the items API and shown in the app. */
-interface DataSourceState {
+export interface DataSourceState {
 	status: 'following' | 'stopped';
 	collection: string;
 	/** When the import that began the following began (ISO): a write since may not have been read by it. */

@@ -1,3 +1,5 @@
+import type { DataSourceState } from '../../plan/data-source-store.ts';
+import type { AutoRefreshState } from '../../websites/auto-refresh-store.ts';
 import type { CapToday } from './blockers.ts';
 import type { Facts } from '../../shared/facts.ts';
 import type { Rates } from './cost.ts';
@@ -34,33 +36,10 @@ export interface Website {
 	/** The collection the plan follows (POST /plan/import with `follow`); null when none. */
 	data_source?: { collection: string; filter: Record<string, unknown> | null; source: string } | null;
 	/** How the following goes, or why it stopped; null before the first. */
-	data_source_state?: FollowingState | null;
+	data_source_state?: DataSourceState | null;
 	/** Whether stale posts are refreshed by a job the extension starts, at most once an interval. */
 	auto_refresh?: boolean | null;
 	auto_refresh_state?: AutoRefreshState | null;
-}
-
-/** `pseo.data_source_state` (plan/data-source-store.ts). */
-export interface FollowingState {
-	status: 'following' | 'stopped';
-	collection: string;
-	since: string;
-	syncs: number;
-	last_sync_at: string | null;
-	last_sync: { trigger: 'import' | 'follow'; added: number; updated: number; unchanged: number; retired: number; waiting: number } | null;
-	waiting: number;
-	last_error: string | null;
-	stopped_at: string | null;
-}
-
-/** `pseo.auto_refresh_state` (websites/auto-refresh-store.ts). */
-export interface AutoRefreshState {
-	last_started_at: string | null;
-	last_job_id: number | null;
-	last_pages: number | null;
-	deferred_at: string | null;
-	deferred_reason: string | null;
-	next_at: string | null;
 }
 
 export interface Job {
