@@ -79,7 +79,7 @@ describeOnVendors('plan sync', (database) => {
 		await post(site, ['/a', '/b', '/c', '/e', '/ai']);
 
 		const synced = await run(site, 'prices', 'sync', [page('/a', { p: 1 }), page('/b', { p: 20 }), page('/f', { p: 6 }), page('/e', { p: 50 }), page('/ai', { p: 7 })]);
-		expect(synced).toEqual({ added: 1, updated: 1, unchanged: 1, retired: 2, duplicate: 2, on_site: 0 });
+		expect(synced).toEqual({ added: 1, updated: 1, unchanged: 1, retired: 2, duplicate: 2, on_site: 0, waiting: 0 });
 		const rows = await rowsOf(site.pseoId);
 		expect([...rows].filter(([, row]) => row.retired).map(([route]) => route).sort()).toEqual(['/c', '/d']);
 		expect(rows.get('/b')!.facts).toEqual({ p: 20 });
@@ -101,7 +101,7 @@ describeOnVendors('plan sync', (database) => {
 		// stale since the first change.
 		const staleSince = posts.get('/b')!.staleSince;
 		const again = await run(site, 'prices', 'sync', [page('/a', { p: 1 }), page('/b', { p: 21 }), page('/f', { p: 6 }), page('/c', { p: 3 })]);
-		expect(again).toEqual({ added: 0, updated: 2, unchanged: 2, retired: 0, duplicate: 0, on_site: 0 });
+		expect(again).toEqual({ added: 0, updated: 2, unchanged: 2, retired: 0, duplicate: 0, on_site: 0, waiting: 0 });
 		expect((await rowsOf(site.pseoId)).get('/c')).toMatchObject({ retired: false, facts: { p: 3 } });
 		const after = await postsOf(site.pseoId);
 		expect(after.get('/c')).toMatchObject({ retired: false, stale: false });
@@ -147,7 +147,7 @@ describeOnVendors('plan sync', (database) => {
 		} finally {
 			knex.off('query', count);
 		}
-		expect(counts).toEqual({ added: 100, updated: 100, unchanged: 2_200, retired: 100, duplicate: 0, on_site: 0 });
+		expect(counts).toEqual({ added: 100, updated: 100, unchanged: 2_200, retired: 100, duplicate: 0, on_site: 0, waiting: 0 });
 		// 2 batches, each a lookup (one statement per 500 routes outside PostgreSQL) and what it needs of: the new
 		// routes' posts and insert, the changed pages' update (two statements of CASEs outside PostgreSQL), the stale
 		// posts; nothing for the unchanged pages. Then the retirement's read of the candidates, the retired pages and
