@@ -2,11 +2,11 @@ import { randomBytes } from 'node:crypto';
 import { afterAll, afterEach, beforeAll, expect, it } from 'vitest';
 import { adminItems, balanceOf, call, createUser, createWebsite, eventually, expectEnvelope, waitForJob } from './support/api.ts';
 import { createCollection, grant, grantRead } from './support/collections.ts';
-import { useSharedDirectus } from './support/directus.ts';
+import { useSharedDirectus, type Leg } from './support/directus.ts';
 import { startFixtureServer, type FixtureServer } from './support/sitemap-fixture-server.ts';
 import { postsByRoute } from './support/synced-data.ts';
 import { ensureWordPress, startWordPress, type WordPressSite } from './support/wordpress.ts';
-import { describeLegs, FOLLOW_ENV, FOLLOWED_PAGE_RATE, LEGS, SOURCE_SYNC_DELAY_MS } from './support/legs.ts';
+import { ACCOUNTING_ENV, describeLegs, ENGINE_ENV, IMPORTED_PAGE_RATE, LEGS, SOURCE_SYNC_DELAY_MS } from './support/legs.ts';
 
 /*
  * A Directus collection as a live data source (POST /plan/import with `follow: true`): an item created, changed or
@@ -26,15 +26,16 @@ const REACHES_PLAN_MS = SOURCE_SYNC_DELAY_MS + 14_000;
 /** Items of the batch update: a sync of them all, counted. */
 const BATCH_ITEMS = 10_000;
 
-describeLegs('a followed collection on %s', LEGS, (leg) => {
-	const { directus } = useSharedDirectus(leg, FOLLOW_ENV);
-	// One pair of collections for the suite (Directus's Core licence limits how many an instance has): each test
-	// has items of its own `batch`, which its website's filter reads.
+/**
+ * The suite's Directus of `leg` and `env`, a pair of collections of its own (Directus's Core licence limits how many an
+ * instance has: each test has items of its own `batch`, which its website's filter reads), and the helpers of its tests.
+ */
+function useFollowing(leg: Leg, env: Record<string, string>) {
+	const { directus } = useSharedDirectus(leg, env);
 	const suffix = randomBytes(3).toString('hex');
 	const collections = { countries: `countries_${suffix}`, cities: `cities_${suffix}` };
 	const following: number[] = [];
 	let site: FixtureServer;
-	let wordpress: WordPressSite | undefined;
 
 	beforeAll(async () => {
 		// The websites' origin: a loopback site without a sitemap, so each sync's on-site check stays here.
@@ -58,7 +59,7 @@ describeLegs('a followed collection on %s', LEGS, (leg) => {
 		for (const pseoId of following.splice(0)) await call(directus, 'PATCH', `/items/pseo/${pseoId}`, { token: directus.adminToken, body: { data_source: null } });
 	});
 	afterAll(async () => {
-		await Promise.all([site?.close(), wordpress?.stop()]);
+		await site?.close();
 		for (const collection of [collections.cities, collections.countries]) await call(directus, 'DELETE', `/collections/${collection}`, { token: directus.adminToken });
 	});
 
@@ -131,6 +132,16 @@ describeLegs('a followed collection on %s', LEGS, (leg) => {
 			return now?.syncs > syncs ? now : null;
 		}, timeoutMs, `a sync after sync ${syncs}`);
 
+	return { directus, dataset, setUp, syncedPast };
+}
+
+describeLegs('a followed collection on %s', LEGS, (leg) => {
+	const { directus, dataset, setUp, syncedPast } = useFollowing(leg, ACCOUNTING_ENV);
+	let wordpress: WordPressSite | undefined;
+	afterAll(async () => {
+		await wordpress?.stop();
+	});
+
 	it("an item created, updated and deleted by an editor adds its page, updates it (its post stale) and retires it within the delay, read as the owner and charged to them", async () => {
 		const data = await dataset([
 			['Madrid', 3_300_000, 'ES'],
@@ -184,7 +195,7 @@ describeLegs('a followed collection on %s', LEGS, (leg) => {
 		expect((await postsByRoute(directus, pseoId)).get('/lyon')).toMatchObject({ retired: true });
 
 		// Three pages imported in all, each charged once to the owner; the editor paid nothing.
-		expect(await balanceOf(directus, owner.id)).toBe(100 - 3 * FOLLOWED_PAGE_RATE - 2 * BATCH_RATE);
+		expect(await balanceOf(directus, owner.id)).toBe(100 - 3 * IMPORTED_PAGE_RATE - 2 * BATCH_RATE);
 		syncs = now.syncs;
 
 		// Renamed: its route changes; the page of its old route is retired, found by its item's key.
@@ -220,27 +231,10 @@ describeLegs('a followed collection on %s', LEGS, (leg) => {
 		expect(after.get('/lyon')).toMatchObject({ title: 'Plumbers in Lyon, France' });
 	});
 
-	it(`one batch update of ${BATCH_ITEMS.toLocaleString('en')} items is applied as one sync`, async () => {
-		const data = await dataset(Array.from({ length: BATCH_ITEMS }, (_, i) => [`town-${i + 1}`, 1000 + i, i % 2 === 0 ? 'ES' : 'FR'] as [string, number, 'ES' | 'FR']));
-		const { follow, pages, state, edit, settledSyncs } = await setUp(data, BATCH_ITEMS * FOLLOWED_PAGE_RATE);
-		expect((await follow()).body.data).toMatchObject({ added: BATCH_ITEMS });
-		const syncs = await settledSyncs();
-		const keys = Object.entries(data.ids).filter(([name]) => name.startsWith('town-')).map(([, id]) => id);
-		expect(keys).toHaveLength(BATCH_ITEMS);
-		expect((await edit('PATCH', data.cities, { keys, data: { population: 7 } })).status).toBe(200);
-		// A sync of 10,000 items is seconds of work of its own, more on a loaded machine.
-		const now = await syncedPast(state, syncs, 120_000);
-		expect(now.last_sync).toEqual({ trigger: 'follow', added: 0, updated: BATCH_ITEMS, unchanged: 0, retired: 0, waiting: 0 });
-		// One sync applied them all: none follows it.
-		await new Promise((resolve) => setTimeout(resolve, SOURCE_SYNC_DELAY_MS + 1500));
-		expect((await state()).syncs).toBe(syncs + 1);
-		const after = await pages();
-		expect([...after.values()].every((page) => page.facts.population === 7)).toBe(true);
-	}, 240_000);
 
 	it("new items the owner's balance does not cover wait, counted on the website, and are added at a sync that the balance covers", async () => {
 		const data = await dataset([['Madrid', 3_300_000, 'ES']]);
-		const { owner, follow, pages, state, edit, plans } = await setUp(data, FOLLOWED_PAGE_RATE);
+		const { owner, follow, pages, state, edit, plans } = await setUp(data, IMPORTED_PAGE_RATE);
 		expect((await follow()).body.data).toMatchObject({ added: 1 });
 		expect(await balanceOf(directus, owner.id)).toBe(0);
 		let syncs = (await state()).syncs as number;
@@ -257,7 +251,7 @@ describeLegs('a followed collection on %s', LEGS, (leg) => {
 
 		// One page's worth of tokens, given by an admin: a sync comes of it with no change of the collection, and adds
 		// one of them; the other still waits.
-		expect((await call(directus, 'PATCH', `/users/${owner.id}`, { token: directus.adminToken, body: { pseo_token_balance: FOLLOWED_PAGE_RATE } })).status).toBe(200);
+		expect((await call(directus, 'PATCH', `/users/${owner.id}`, { token: directus.adminToken, body: { pseo_token_balance: IMPORTED_PAGE_RATE } })).status).toBe(200);
 		now = await syncedPast(state, syncs);
 		expect(now).toMatchObject({ waiting: 1, last_sync: { added: 1, updated: 0, unchanged: 1, waiting: 1 } });
 		expect((await pages()).size).toBe(2);
@@ -265,7 +259,7 @@ describeLegs('a followed collection on %s', LEGS, (leg) => {
 		syncs = now.syncs;
 
 		// While one waits, each sync reads everything again (the waiting item is among no changed keys), and finds it.
-		expect((await call(directus, 'PATCH', `/users/${owner.id}`, { token: directus.adminToken, body: { pseo_token_balance: FOLLOWED_PAGE_RATE } })).status).toBe(200);
+		expect((await call(directus, 'PATCH', `/users/${owner.id}`, { token: directus.adminToken, body: { pseo_token_balance: IMPORTED_PAGE_RATE } })).status).toBe(200);
 		now = await syncedPast(state, syncs);
 		expect(now).toMatchObject({ waiting: 0, last_sync: { added: 1, waiting: 0 } });
 		expect((await pages()).size).toBe(3);
@@ -374,7 +368,7 @@ describeLegs('a followed collection on %s', LEGS, (leg) => {
 		expect(website.auto_refresh_state).toMatchObject({ last_job_id: refresh.id, last_pages: 1, deferred_reason: null, next_at: expect.any(String) });
 		expect((await postsByRoute(directus, pseoId)).get('/madrid')).toMatchObject({ stale: false });
 		// Charged to the owner at the batch rate: the page imported, the first post and its refresh.
-		expect(await balanceOf(directus, owner.id)).toBe(100 - FOLLOWED_PAGE_RATE - 2 * BATCH_RATE);
+		expect(await balanceOf(directus, owner.id)).toBe(100 - IMPORTED_PAGE_RATE - 2 * BATCH_RATE);
 
 		// Another change within the interval (an hour here): its post goes stale and stays so until then.
 		const later = (await state()).syncs as number;
@@ -388,7 +382,7 @@ describeLegs('a followed collection on %s', LEGS, (leg) => {
 	it('auto refresh that the owner\'s balance does not cover is deferred to the next interval, with the reason on the website', async () => {
 		const data = await dataset([['Madrid', 3_300_000, 'ES', 100]]);
 		// Enough for the page and its first post, not for a refresh.
-		const { owner, pseoId, follow, state, edit } = await setUp(data, FOLLOWED_PAGE_RATE + BATCH_RATE);
+		const { owner, pseoId, follow, state, edit } = await setUp(data, IMPORTED_PAGE_RATE + BATCH_RATE);
 		expect((await follow({ template: { route: '/{name}', title: 'Plumbers in {name}', facts: ['price'] } })).body.data).toMatchObject({ added: 1 });
 		const bulk = await call(directus, 'POST', BULK, { token: owner.token, body: { pseo_id: pseoId, post_count: 1 } });
 		expect(await waitForJob(directus, owner, bulk.body.generation_id)).toMatchObject({ status: 'completed', created_count: 1 });
@@ -409,4 +403,27 @@ describeLegs('a followed collection on %s', LEGS, (leg) => {
 		expect((await postsByRoute(directus, pseoId)).get('/madrid')).toMatchObject({ stale: true });
 		expect(await balanceOf(directus, owner.id)).toBe(0);
 	});
+});
+
+// Its 10,000 pages are free here: the accounting instance's daily cap would refuse them.
+describeLegs('a followed collection of 10,000 items on %s', LEGS, (leg) => {
+	const { dataset, setUp, syncedPast } = useFollowing(leg, ENGINE_ENV);
+
+	it(`one batch update of ${BATCH_ITEMS.toLocaleString('en')} items is applied as one sync`, async () => {
+		const data = await dataset(Array.from({ length: BATCH_ITEMS }, (_, i) => [`town-${i + 1}`, 1000 + i, i % 2 === 0 ? 'ES' : 'FR'] as [string, number, 'ES' | 'FR']));
+		const { follow, pages, state, edit, settledSyncs } = await setUp(data);
+		expect((await follow()).body.data).toMatchObject({ added: BATCH_ITEMS });
+		const syncs = await settledSyncs();
+		const keys = Object.entries(data.ids).filter(([name]) => name.startsWith('town-')).map(([, id]) => id);
+		expect(keys).toHaveLength(BATCH_ITEMS);
+		expect((await edit('PATCH', data.cities, { keys, data: { population: 7 } })).status).toBe(200);
+		// A sync of 10,000 items is seconds of work of its own, more on a loaded machine.
+		const now = await syncedPast(state, syncs, 120_000);
+		expect(now.last_sync).toEqual({ trigger: 'follow', added: 0, updated: BATCH_ITEMS, unchanged: 0, retired: 0, waiting: 0 });
+		// One sync applied them all: none follows it.
+		await new Promise((resolve) => setTimeout(resolve, SOURCE_SYNC_DELAY_MS + 1500));
+		expect((await state()).syncs).toBe(syncs + 1);
+		const after = await pages();
+		expect([...after.values()].every((page) => page.facts.population === 7)).toBe(true);
+	}, 240_000);
 });

@@ -53,6 +53,8 @@ export const ENGINE_ENV: Record<string, string> = {
 	// Plans of 12 pages are quick to generate and to check; a plan lock lapses in 3 seconds after a killed request.
 	PSEO_PLAN_PAGES: '12',
 	PSEO_PLAN_LOCK_MS: '3000',
+	// A followed collection's changes are gathered for a second, not five (plan-follow-collection.test.ts).
+	PSEO_SOURCE_SYNC_DELAY_MS: '1000',
 };
 
 /** Tokens per imported plan page on the accounting instance below. */
@@ -73,21 +75,8 @@ export const ACCOUNTING_ENV: Record<string, string> = {
 	PSEO_PLAN_PAGES: '500',
 };
 
-/** Tokens per imported plan page on the instance of followed collections below. */
-export const FOLLOWED_PAGE_RATE = 1;
-/** The delay within which a followed collection's changes reach the plan on that instance. */
+/** The delay within which a followed collection's changes reach the plan on the engine's instances. */
 export const SOURCE_SYNC_DELAY_MS = 1000;
-
-/**
- * The engine's environment with a charge per imported page and no daily cap (a followed collection of 10,000 items
- * is imported whole), and a followed collection's changes gathered for a second, not five: the suite of followed
- * collections (plan-follow-collection.test.ts).
- */
-export const FOLLOW_ENV: Record<string, string> = {
-	...ENGINE_ENV,
-	PSEO_TOKEN_PER_IMPORTED_PAGE: String(FOLLOWED_PAGE_RATE),
-	PSEO_SOURCE_SYNC_DELAY_MS: String(SOURCE_SYNC_DELAY_MS),
-};
 
 /**
  * One `describe` per leg, titled with it (`title` with `%s`), each skipped, and reported so, where this machine does

@@ -575,7 +575,7 @@ describe('plan-tab', () => {
 	it('shows the following: its syncs, the pages waiting for the balance and the deferred refresh; stops it and turns the refresh on', async () => {
 		const { wrapper, saved } = mountTab(undefined, FOLLOWING);
 		await settle();
-		expect(wrapper.get('[data-test="following-state"]').text()).toMatch(/^Following cities since .+: 3 syncs\.$/);
+		expect(wrapper.get('[data-test="following-state"]').text()).toMatch(/^Following cities \(begun .+\): 3 syncs so far\.$/);
 		expect(wrapper.get('[data-test="following-last-sync"]').text()).toMatch(/1 added, 4 updated, 2 retired\.$/);
 		expect(wrapper.get('[data-test="following-waiting"]').text()).toContain('2 new items wait for your balance or daily cap');
 		expect(wrapper.get('[data-test="auto-refresh-deferred"]').text()).toContain('Insufficient tokens: 5 required, 0 available.');
