@@ -207,14 +207,16 @@ describeLegs('a followed collection on %s', LEGS, (leg) => {
 		expect(renamed.get('/sevilla')!.retired_at).not.toBeNull();
 	});
 
-	it('a change of a related item that the template names updates the pages that name it; a field it does not name syncs nothing', async () => {
+	it('a change of a related item that the template names updates the pages that name it and makes their posts stale; a field it does not name syncs nothing', async () => {
 		const data = await dataset([
 			['Madrid', 3_300_000, 'ES'],
 			['Sevilla', 690_000, 'ES'],
 			['Lyon', 520_000, 'FR'],
 		]);
-		const { follow, pages, state, edit, settledSyncs } = await setUp(data);
+		const { owner, pseoId, follow, pages, state, edit, settledSyncs } = await setUp(data);
 		expect((await follow()).body.data).toMatchObject({ added: 3 });
+		const bulk = await call(directus, 'POST', BULK, { token: owner.token, body: { pseo_id: pseoId, post_count: 3 } });
+		expect(await waitForJob(directus, owner, bulk.body.generation_id)).toMatchObject({ status: 'completed', created_count: 3 });
 		const syncs = await settledSyncs();
 
 		// `code` is named by neither the template nor a filter: no sync comes of it.
@@ -229,8 +231,13 @@ describeLegs('a followed collection on %s', LEGS, (leg) => {
 		expect(after.get('/madrid')).toMatchObject({ title: 'Plumbers in Madrid, España', facts: { population: 3_300_000, 'country.name': 'España' } });
 		expect(after.get('/sevilla')).toMatchObject({ title: 'Plumbers in Sevilla, España' });
 		expect(after.get('/lyon')).toMatchObject({ title: 'Plumbers in Lyon, France' });
+		const posts = await postsByRoute(directus, pseoId);
+		expect([...posts].map(([route, post]) => [route, post.stale]).sort()).toEqual([
+			['/lyon', false],
+			['/madrid', true],
+			['/sevilla', true],
+		]);
 	});
-
 
 	it("new items the owner's balance does not cover wait, counted on the website, and are added at a sync that the balance covers", async () => {
 		const data = await dataset([['Madrid', 3_300_000, 'ES']]);
