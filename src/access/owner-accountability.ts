@@ -7,7 +7,8 @@ import type { ServiceContext } from '../shared/services.ts';
  * collection as the website's owner, whoever changed the item. Built as Directus builds it for a static token
  * (`getAccountabilityForToken`): the user's role and its parents (the roles tree), and the admin and app access of
  * the policies attached to those roles or to the user. Directus does not hand this helper to extensions, so the same
- * three reads are made here. An IP restriction of a policy is not applied: there is no request, hence no address.
+ * three reads are made here. A policy limited to some IP addresses is left out of the admin and app access: there is
+ * no request, hence no address it could allow.
  */
 
 /** Why a user cannot be acted for: they are gone or not active. */
@@ -29,9 +30,11 @@ export async function ownerAccountability(context: Pick<ServiceContext, 'service
 			query.where('directus_access.user', userId);
 			if (roles.length > 0) query.orWhereIn('directus_access.role', roles);
 		})
-		.select('directus_policies.admin_access', 'directus_policies.app_access')) as { admin_access: unknown; app_access: unknown }[];
-	const admin = access.some((row) => truthy(row.admin_access));
-	const app = admin || access.some((row) => truthy(row.app_access));
+		.select('directus_policies.admin_access', 'directus_policies.app_access', 'directus_policies.ip_access')) as { admin_access: unknown; app_access: unknown; ip_access: unknown }[];
+	// A policy limited to some addresses gives nothing here: no request, so no address it could allow.
+	const open = access.filter((row) => row.ip_access === null || row.ip_access === undefined || row.ip_access === '' || (Array.isArray(row.ip_access) && row.ip_access.length === 0));
+	const admin = open.some((row) => truthy(row.admin_access));
+	const app = admin || open.some((row) => truthy(row.app_access));
 	return { user: userId, role: user.role, roles, admin, app, ip: null } as Accountability;
 }
 

@@ -1,6 +1,5 @@
 import type { PseoConfig } from '../config/config.ts';
 import { refreshJob } from '../jobs/refresh-job.ts';
-import { hasStalePost } from '../posts/post-store.ts';
 import { providerSourceFor } from '../provider/create-provider.ts';
 import type { ServiceContext } from '../shared/services.ts';
 import { claimAutoRefresh, findAutoRefreshCandidates, readAutoRefreshState, recordAutoRefresh, type AutoRefreshState } from '../websites/auto-refresh-store.ts';
@@ -56,7 +55,6 @@ export class AutoRefresher {
 		const now = Date.now();
 		for (const { pseoId, ownerId } of await findAutoRefreshCandidates(context.database, now, CANDIDATES)) {
 			if (this.#stopping) return;
-			if (!(await hasStalePost(context.database, pseoId))) continue;
 			const next = now + config.autoRefreshIntervalMs;
 			if (!(await claimAutoRefresh(context.database, pseoId, now, next))) continue;
 			await recordAutoRefresh(context.database, pseoId, await this.#start(pseoId, ownerId, new Date(next).toISOString()));

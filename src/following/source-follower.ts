@@ -17,6 +17,7 @@ import {
 import { importPlan, type ImportDeps } from '../plan/import-plan.ts';
 import type { RetiredPages } from '../plan/plan-sync.ts';
 import type { ServiceContext } from '../shared/services.ts';
+import { retryConflicts } from '../shared/transaction.ts';
 import { FollowedCollections, type ItemWrite } from './followed-collections.ts';
 import { notifyOwner } from './owner-notice.ts';
 
@@ -46,6 +47,8 @@ const GATHER_MS = 5;
 const CLAIM_BATCH = 4;
 /** The longest an instance waits between two looks for due syncs and followings started elsewhere. */
 const MAX_TICK_MS = 1000;
+/** Changes that could not be noted are noted again after this. */
+const RETRY_NOTE_MS = 1000;
 /** A sync that failed for a reason that may pass (a plan lock held, a database hiccup) is tried again after this. */
 const RETRY_MIN_MS = 10_000;
 
@@ -126,9 +129,18 @@ export class SourceFollower {
 		const changes = [...this.#pending].map(([pseoId, pending]) => ({ pseoId, full: pending.full, items: [...pending.items] }));
 		this.#pending.clear();
 		try {
-			await markSourcesDue(this.#context.database, changes, this.#config.sourceSyncDelayMs);
+			await retryConflicts(() => markSourcesDue(this.#context.database, changes, this.#config.sourceSyncDelayMs), {
+				logger: this.#context.logger,
+				what: 'note of a followed collection\'s changes',
+				context: { pseoIds: changes.map((change) => change.pseoId) },
+			});
 		} catch (error) {
-			this.#context.logger.error({ err: error, pseoIds: changes.map((change) => change.pseoId) }, 'pseo: a change of a followed collection could not be noted; the next change of it syncs it');
+			// Kept, as a whole sync of each (which keys were noted before the failure is not known), and noted again soon.
+			this.#context.logger.error({ err: error, pseoIds: changes.map((change) => change.pseoId) }, 'pseo: a change of a followed collection could not be noted; trying again');
+			if (this.#stopping) return;
+			for (const change of changes) this.#note(change.pseoId, true, []);
+			clearTimeout(this.#gather ?? undefined);
+			this.#gather = setTimeout(() => this.#flush(), RETRY_NOTE_MS);
 			return;
 		}
 		// This instance syncs it as soon as it is due, without waiting for its next tick.
@@ -178,7 +190,7 @@ export class SourceFollower {
 			return;
 		}
 		const renew = setInterval(() => {
-			renewSourceLease(database, claim.pseoId, this.#config.leaseMs).catch((error: unknown) => logger.warn({ err: error, pseoId: claim.pseoId }, 'pseo: a sync lease could not be renewed'));
+			renewSourceLease(database, claim, this.#config.leaseMs).catch((error: unknown) => logger.warn({ err: error, pseoId: claim.pseoId }, 'pseo: a sync lease could not be renewed'));
 		}, Math.max(500, Math.floor(this.#config.leaseMs / 3)));
 		const began = performance.now();
 		try {
@@ -228,7 +240,10 @@ export class SourceFollower {
 		const { database, logger } = this.#context;
 		const reason = error instanceof Error ? error.message : String(error);
 		const status = (error as { status?: unknown } | null)?.status;
-		if (error instanceof OwnerUnavailableError || status === 400 || status === 403 || status === 404) {
+		// A filter that "could not be applied" may be a database that failed meanwhile (collection-rows.ts cannot tell
+		// them apart): it is tried again, with the reason on the website, as any other failure that may pass.
+		const filterFailed = status === 400 && reason.includes('"filter" could not be applied');
+		if (error instanceof OwnerUnavailableError || (status === 400 && !filterFailed) || status === 403 || status === 404) {
 			logger.warn({ pseoId: claim.pseoId, collection: source.collection, reason }, 'pseo: a followed collection can no longer be synced; the following stops');
 			await stopFollowing(database, claim.pseoId, reason);
 			await notifyOwner(this.#context, claim, source, reason).catch((notice: unknown) => logger.warn({ err: notice, pseoId: claim.pseoId }, 'pseo: the owner could not be notified that a following stopped'));

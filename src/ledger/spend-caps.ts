@@ -49,14 +49,15 @@ export async function userCapToday(knex: Knex, userId: string, cap: number | nul
 
 /**
  * The most tokens `userId` may still spend today on `pseoId`: their balance, bounded by what is left of the user's
- * cap and of the website's `daily_token_cap`. Read inside the charge's transaction after `lockPayer`, so that the
- * charge made from it passes `assertWithinDailyCaps` (a followed collection adds only the pages this covers).
+ * cap and of the website's `daily_token_cap`. A plain read, taking no lock (a followed collection's sync reads it
+ * before its pages, and takes the payer's lock only to charge, as every charge does): a charge that commits meanwhile
+ * makes the sync's own charge fail its checks, and the sync is tried again.
  */
 export async function spendableToday(trx: Knex.Transaction, scope: { userId: string; pseoId: number; userCap: number | null }): Promise<number> {
 	const since = startOfUtcDay(new Date());
 	let left = await readBalance(trx, scope.userId);
-	if (scope.userCap !== null) left = Math.min(left, scope.userCap - (await spentSince(trx, since, { userId: scope.userId }, true)));
+	if (scope.userCap !== null) left = Math.min(left, scope.userCap - (await spentSince(trx, since, { userId: scope.userId })));
 	const websiteCap = await readDailyTokenCap(trx, scope.pseoId);
-	if (websiteCap !== null) left = Math.min(left, websiteCap - (await spentSince(trx, since, { pseoId: scope.pseoId }, true)));
+	if (websiteCap !== null) left = Math.min(left, websiteCap - (await spentSince(trx, since, { pseoId: scope.pseoId })));
 	return Math.max(0, left);
 }

@@ -46,8 +46,8 @@ export interface CollectionSource extends Omit<CollectionQuery, 'items'> {
 	keyset: boolean;
 }
 
-/** Key types compared as numbers. */
-const NUMERIC_KEYS = new Set(['integer', 'bigInteger']);
+/** Key types compared as numbers (a bigInteger stays text: beyond 2^53 a number would name another item). */
+const NUMERIC_KEYS = new Set(['integer']);
 /** Field types whose values Directus filters with `_gt`: a key of these is paged by keyset. */
 const KEYSET_TYPES = new Set(['integer', 'bigInteger', 'float', 'decimal', 'date', 'dateTime', 'timestamp']);
 
@@ -102,7 +102,15 @@ export function collectionSource(schema: SchemaOverview, query: CollectionQuery,
 	if (dynamic) throw bad(`"filter": dynamic variables such as ${dynamic} are not taken in an import's filter; give the value itself.`);
 	const keyType = String(overview.fields[overview.primary]?.type);
 	// Keys come back as text (a page's `source_item`); a numeric key is compared as a number.
-	const items = query.items ? (NUMERIC_KEYS.has(keyType) ? query.items.map(Number).filter(Number.isFinite) : [...query.items]) : undefined;
+	// Keys as the items service compares them: a number for an integer key, a UUID in lower case (an event may carry
+	// the key as a request wrote it; Directus stores and returns it in lower case), else the text.
+	const items = query.items
+		? NUMERIC_KEYS.has(keyType)
+			? query.items.map(Number).filter(Number.isFinite)
+			: keyType === 'uuid'
+				? query.items.map((key) => key.toLowerCase())
+				: [...query.items]
+		: undefined;
 	return { ...query, ...(items ? { items } : {}), primaryKey: overview.primary, keyset: KEYSET_TYPES.has(keyType), paths, related };
 }
 

@@ -1,5 +1,5 @@
 import type { Knex } from 'knex';
-import { jsonFromDb, jsonParameter } from '../shared/database.ts';
+import { jsonFromDb, jsonParameter, vendorOf } from '../shared/database.ts';
 import { WEBSITES } from '../websites/website-store.ts';
 import type { ImportTemplate } from './import-template.ts';
 
@@ -69,10 +69,15 @@ async function readState(knex: Knex, pseoId: number): Promise<DataSourceState | 
 
 /**
  * In an import's transaction: the import was a sync of `source` with `follow: true` (a new following, or a sync of
- * one): `data_source` is set and the state counts the sync.
+ * one): `data_source` is set and the state counts the sync. A sync the following started itself records nothing when
+ * the following was stopped while it ran (`data_source` cleared through the items API): a stop is not undone by it.
  */
 export async function recordSourceSync(trx: Knex.Transaction, pseoId: number, source: DataSource, summary: SourceSyncSummary, startedAt: string): Promise<void> {
 	const now = new Date().toISOString();
+	if (summary.trigger === 'follow') {
+		const row = (await trx(WEBSITES).where('id', pseoId).first('data_source')) as { data_source: unknown } | undefined;
+		if (!dataSourceOf(row?.data_source)) return;
+	}
 	const previous = await readState(trx, pseoId);
 	const continuing = previous?.status === 'following' && previous.collection === source.collection;
 	const state: DataSourceState = {
@@ -180,7 +185,10 @@ function changedItemsOf(value: unknown): ChangedItems | null {
 export async function markSourcesDue(knex: Knex, changes: readonly SourceChange[], delayMs: number): Promise<void> {
 	for (const change of changes) {
 		await knex.transaction(async (trx) => {
-			const row = (await trx(WEBSITES).where('id', change.pseoId).whereNotNull('data_source').forUpdate().first('source_sync_keys')) as { source_sync_keys: unknown } | undefined;
+			// FOR NO KEY UPDATE on PostgreSQL: a running sync's page inserts hold key-share locks on the website's row
+			// (their foreign key), which FOR UPDATE would wait for until the sync commits.
+			const locked = trx(WEBSITES).where('id', change.pseoId).whereNotNull('data_source');
+			const row = (await (vendorOf(trx) === 'postgres' ? locked.forNoKeyUpdate() : locked.forUpdate()).first('source_sync_keys')) as { source_sync_keys: unknown } | undefined;
 			if (!row) return;
 			const waiting = changedItemsOf(row.source_sync_keys) ?? { full: false, items: [] };
 			const items = new Set([...waiting.items, ...change.items]);
@@ -217,6 +225,8 @@ export async function findDueSources(knex: Knex, now: number, limit: number): Pr
 /** A claimed website's sync: what to sync, for whom, and the counter it began at. */
 export interface ClaimedSourceSync {
 	pseoId: number;
+	/** The lease's value as this claim last set it: renewals and the release touch the row only while it holds. */
+	lease: number;
 	ownerId: string;
 	seq: number;
 	source: DataSource | null;
@@ -227,11 +237,12 @@ export interface ClaimedSourceSync {
 /** Claims the due sync of `pseoId` for `leaseMs`; null when it is not due or another instance holds it. */
 export async function claimSourceSync(knex: Knex, pseoId: number, leaseMs: number): Promise<ClaimedSourceSync | null> {
 	const now = Date.now();
+	const lease = now + leaseMs;
 	const claimed = await knex(WEBSITES)
 		.where('id', pseoId)
 		.andWhere('source_sync_due', '<=', now)
 		.andWhere((query) => query.whereNull('source_sync_lease').orWhere('source_sync_lease', '<', now))
-		.update({ source_sync_lease: now + leaseMs });
+		.update({ source_sync_lease: lease });
 	if (claimed !== 1) return null;
 	const row = (await knex(WEBSITES).where('id', pseoId).first('backend_user_id', 'source_sync_seq', 'data_source', 'source_sync_keys', 'data_source_state')) as
 		| { backend_user_id: string; source_sync_seq: unknown; data_source: unknown; source_sync_keys: unknown; data_source_state: unknown }
@@ -241,12 +252,15 @@ export async function claimSourceSync(knex: Knex, pseoId: number, leaseMs: numbe
 	// no changed keys: while some wait, each sync reads everything, so that it finds them.
 	const waiting = jsonFromDb<Partial<DataSourceState> | null>(row.data_source_state, null)?.waiting ?? 0;
 	const changed = waiting > 0 ? { full: true, items: [] } : (changedItemsOf(row.source_sync_keys) ?? { full: true, items: [] });
-	return { pseoId, ownerId: row.backend_user_id, seq: Number(row.source_sync_seq ?? 0), source: dataSourceOf(row.data_source), changed };
+	return { pseoId, lease, ownerId: row.backend_user_id, seq: Number(row.source_sync_seq ?? 0), source: dataSourceOf(row.data_source), changed };
 }
 
-/** Keeps a long sync's lease; false when it is no longer held. */
-export async function renewSourceLease(knex: Knex, pseoId: number, leaseMs: number): Promise<boolean> {
-	return (await knex(WEBSITES).where('id', pseoId).whereNotNull('source_sync_lease').update({ source_sync_lease: Date.now() + leaseMs })) === 1;
+/** Keeps a long sync's lease; false when it is no longer this claim's (it lapsed and was taken, or was cleared). */
+export async function renewSourceLease(knex: Knex, claim: ClaimedSourceSync, leaseMs: number): Promise<boolean> {
+	const lease = Math.max(Date.now() + leaseMs, claim.lease + 1);
+	const held = (await knex(WEBSITES).where({ id: claim.pseoId, source_sync_lease: claim.lease }).update({ source_sync_lease: lease })) === 1;
+	if (held) claim.lease = lease;
+	return held;
 }
 
 /**
@@ -254,10 +268,11 @@ export async function renewSourceLease(knex: Knex, pseoId: number, leaseMs: numb
  * and the next sweep syncs again. `retryInMs` instead puts the sync off (a failure that may pass).
  */
 export async function releaseSourceSync(knex: Knex, claim: ClaimedSourceSync, retryInMs: number | null = null): Promise<void> {
+	const held = { id: claim.pseoId, source_sync_lease: claim.lease };
 	if (retryInMs !== null) {
-		await knex(WEBSITES).where('id', claim.pseoId).update({ source_sync_due: Date.now() + retryInMs, source_sync_lease: null });
+		await knex(WEBSITES).where(held).update({ source_sync_due: Date.now() + retryInMs, source_sync_lease: null });
 		return;
 	}
-	const cleared = await knex(WEBSITES).where({ id: claim.pseoId, source_sync_seq: claim.seq }).update({ source_sync_due: null, source_sync_lease: null, source_sync_keys: null });
-	if (cleared === 0) await knex(WEBSITES).where('id', claim.pseoId).update({ source_sync_lease: null });
+	const cleared = await knex(WEBSITES).where({ ...held, source_sync_seq: claim.seq }).update({ source_sync_due: null, source_sync_lease: null, source_sync_keys: null });
+	if (cleared === 0) await knex(WEBSITES).where(held).update({ source_sync_lease: null });
 }

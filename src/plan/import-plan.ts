@@ -204,7 +204,8 @@ async function storeImport(trx: Knex.Transaction, rows: AsyncIterable<NumberedRo
 		onSite,
 		onRetired,
 		...(addLimit !== undefined ? { addLimit } : {}),
-		...('collection' in request.data && request.data.items ? { items: request.data.items } : {}),
+		// The keys as the collection gave them (source-item text), so that a page's `source_item` matches them.
+		...(scope.collection?.items ? { items: scope.collection.items.map(String) } : {}),
 	});
 	const skipped = { invalid: 0, missing_data: 0, duplicate: 0, on_site: 0 };
 	const seen = new Set<string>();

@@ -273,6 +273,8 @@ export function createPlanSync(trx: Knex.Transaction, options: PlanSyncOptions):
 			for (const [route, own] of ownHubs) {
 				const highest = hubs.get(route)?.highest;
 				if (highest === undefined || !options.fields.hub.includes('priority') || Math.fround(highest) === Math.fround(own.priority)) continue;
+				// A sync of some items meets only part of a hub's set: it may raise the hub, never lower it.
+				if (options.items && highest < own.priority) continue;
 				settled.set(route, highest);
 				if (own.outcome === 'unchanged') {
 					counts.unchanged--;

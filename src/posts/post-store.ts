@@ -127,11 +127,6 @@ export async function staleRoutes(knex: Knex, pseoId: number): Promise<string[]>
 	return rows.map((row) => row.route);
 }
 
-/** Whether the website has a stale post that is not retired: a cheap look before a refresh is considered. */
-export async function hasStalePost(knex: Knex, pseoId: number): Promise<boolean> {
-	return !!(await knex(POSTS).where({ pseo_id: pseoId, stale: true, retired: false }).first('id'));
-}
-
 /** What a regeneration needs of a post: its website, owner, route and title; null when it does not exist. */
 export async function readPostForRegeneration(
 	knex: Knex,

@@ -1,5 +1,6 @@
 import type { Knex } from 'knex';
 import { jsonFromDb, jsonParameter } from '../shared/database.ts';
+import { POSTS } from '../posts/post-store.ts';
 import { WEBSITES } from './website-store.ts';
 
 /*
@@ -21,11 +22,17 @@ export interface AutoRefreshState {
 	next_at: string | null;
 }
 
-/** Websites with `auto_refresh` on whose interval has passed, with their owner. */
+/**
+ * Websites with `auto_refresh` on whose interval has passed and that have a stale post (not retired), with their
+ * owner: the ones without are not among the `limit`, so they never keep the others waiting.
+ */
 export async function findAutoRefreshCandidates(knex: Knex, now: number, limit: number): Promise<{ pseoId: number; ownerId: string }[]> {
 	const rows = (await knex(WEBSITES)
 		.where('auto_refresh', true)
 		.andWhere((query) => query.whereNull('auto_refresh_next').orWhere('auto_refresh_next', '<=', now))
+		.whereExists(function stale() {
+			this.select(knex.raw('1')).from(POSTS).whereRaw(`${POSTS}.pseo_id = ${WEBSITES}.id`).andWhere({ stale: true, retired: false });
+		})
 		.orderBy('id')
 		.limit(limit)
 		.select('id', 'backend_user_id')) as { id: number; backend_user_id: string }[];
