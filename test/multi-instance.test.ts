@@ -394,8 +394,9 @@ describe.skipIf(missing.length > 0)('several instances on one PostgreSQL databas
 		expect(summaries.slice(1).every((summary) => summary.trigger === 'follow')).toBe(true);
 		const routes = (await pages()).map((page) => page.route);
 		expect(new Set(routes).size).toBe(total);
-		// Gathered: far fewer syncs than the writes noted (12 creations and 3 updates on 3 instances).
-		expect(website.data_source_state.syncs).toBeLessThanOrEqual(1 + instances.length * 2);
+		// Gathered: fewer syncs than the 15 actions Directus fired (12 creations and 3 updates of 4 items, on 3
+		// instances); each instance notes what it saw in a few writes, and a sync takes all that is due.
+		expect(website.data_source_state.syncs).toBeLessThan(1 + total);
 		await call(reader, 'DELETE', `/collections/${cities}`, { token: reader.adminToken });
 	});
 

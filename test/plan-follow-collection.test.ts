@@ -147,7 +147,7 @@ describeLegs('a followed collection on %s', LEGS, (leg) => {
 			['Madrid', 3_300_000, 'ES'],
 			['Lyon', 520_000, 'FR'],
 		]);
-		const { owner, pseoId, follow, pages, website, state, edit } = await setUp(data, 100);
+		const { owner, pseoId, follow, pages, website, state, edit, settledSyncs } = await setUp(data, 100);
 		const started = await follow();
 		expect(started.status).toBe(200);
 		expect(started.body.data).toMatchObject({ added: 2, retired: 0 });
@@ -167,7 +167,7 @@ describeLegs('a followed collection on %s', LEGS, (leg) => {
 		expect(await waitForJob(directus, owner, bulk.body.generation_id)).toMatchObject({ status: 'completed', created_count: 2 });
 
 		// Created: a page of its own, with its item's key, within the delay.
-		let syncs = (await state()).syncs as number;
+		let syncs = await settledSyncs();
 		const createdAt = Date.now();
 		const sevilla = await edit('POST', data.cities, { name: 'Sevilla', population: 690_000, country: data.ids['ES'], batch: data.batch });
 		expect(sevilla.status).toBe(200);
@@ -241,10 +241,10 @@ describeLegs('a followed collection on %s', LEGS, (leg) => {
 
 	it("new items the owner's balance does not cover wait, counted on the website, and are added at a sync that the balance covers", async () => {
 		const data = await dataset([['Madrid', 3_300_000, 'ES']]);
-		const { owner, follow, pages, state, edit, plans } = await setUp(data, IMPORTED_PAGE_RATE);
+		const { owner, follow, pages, state, edit, plans, settledSyncs } = await setUp(data, IMPORTED_PAGE_RATE);
 		expect((await follow()).body.data).toMatchObject({ added: 1 });
 		expect(await balanceOf(directus, owner.id)).toBe(0);
-		let syncs = (await state()).syncs as number;
+		let syncs = await settledSyncs();
 		const created = await edit('POST', data.cities, [
 			{ name: 'Bilbao', population: 345_000, country: data.ids['ES'], batch: data.batch },
 			{ name: 'Cádiz', population: 115_000, country: data.ids['ES'], batch: data.batch },
