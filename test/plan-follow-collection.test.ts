@@ -30,7 +30,7 @@ const BATCH_ITEMS = 10_000;
  * The suite's Directus of `leg` and `env`, a pair of collections of its own (Directus's Core licence limits how many an
  * instance has: each test has items of its own `batch`, which its website's filter reads), and the helpers of its tests.
  */
-function useFollowing(leg: Leg, env: Record<string, string>) {
+function useFollowing(leg: Leg, env: Record<string, string>, accountability: 'all' | null = 'all') {
 	const { directus } = useSharedDirectus(leg, env);
 	const suffix = randomBytes(3).toString('hex');
 	const collections = { countries: `countries_${suffix}`, cities: `cities_${suffix}` };
@@ -50,7 +50,7 @@ function useFollowing(leg: Leg, env: Record<string, string>) {
 			{ field: 'country', type: 'integer' },
 			{ field: 'batch', type: 'string' },
 			{ field: 'price', type: 'integer' },
-		]);
+		], 'integer', accountability);
 		const relation = await call(directus, 'POST', '/relations', { token: directus.adminToken, body: { collection: collections.cities, field: 'country', related_collection: collections.countries } });
 		expect(relation.status).toBe(200);
 	});
@@ -414,7 +414,8 @@ describeLegs('a followed collection on %s', LEGS, (leg) => {
 
 // Its 10,000 pages are free here: the accounting instance's daily cap would refuse them.
 describeLegs('a followed collection of 10,000 items on %s', LEGS, (leg) => {
-	const { dataset, setUp, syncedPast } = useFollowing(leg, ENGINE_ENV);
+	// Without Directus's activity and revisions of the items' writes: 10,000 items are written in half the time.
+	const { dataset, setUp, syncedPast } = useFollowing(leg, ENGINE_ENV, null);
 
 	it(`one batch update of ${BATCH_ITEMS.toLocaleString('en')} items is applied as one sync`, async () => {
 		const data = await dataset(Array.from({ length: BATCH_ITEMS }, (_, i) => [`town-${i + 1}`, 1000 + i, i % 2 === 0 ? 'ES' : 'FR'] as [string, number, 'ES' | 'FR']));
