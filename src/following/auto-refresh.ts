@@ -14,6 +14,8 @@ import { providerPicker } from '../websites/website-provider.ts';
  * reason on the website, so that a day of small edits costs at most one batch an interval, not one per edit.
  */
 
+/** The shortest time between two looks for due refreshes. */
+const MIN_LOOK_MS = 1000;
 /** Websites looked at per sweep. */
 const CANDIDATES = 20;
 
@@ -36,7 +38,8 @@ export class AutoRefresher {
 
 	start(): void {
 		if (this.#timer || this.#stopping) return;
-		this.#timer = setInterval(() => this.kick(), this.#options.config.sweepIntervalMs);
+		// A refresh starts at most once an interval (an hour by default): a look every second at most is plenty.
+		this.#timer = setInterval(() => this.kick(), Math.max(MIN_LOOK_MS, this.#options.config.sweepIntervalMs));
 		this.#timer.unref();
 		this.kick();
 	}

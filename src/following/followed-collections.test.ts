@@ -4,6 +4,7 @@ import { FollowedCollections, type ItemWrite } from './followed-collections.ts';
 
 const following = (pseoId: number, collection: string, related: Record<string, string[]> = {}, since = 0): Following => ({
 	pseoId,
+	ownerId: `owner-${pseoId}`,
 	since,
 	source: { collection, filter: null, template: { route: '/{name}', title: '{name}' }, source: 'data', language_code: 'en-US', related },
 });
@@ -58,5 +59,11 @@ describe('FollowedCollections', () => {
 		const later = new FollowedCollections([following(2, 'cities'), following(4, 'shops', { cities: ['name'] }, 1234)]);
 		expect(later.newSince(followed)).toEqual([{ pseoId: 4, collections: ['shops', 'cities'], since: 1234 }]);
 		expect(followed.newSince(later).map((entry) => entry.pseoId)).toEqual([1, 3]);
+	});
+
+	it('knows who owns a following, and when nothing is followed', () => {
+		expect([followed.isOwner('owner-1'), followed.isOwner('owner-3'), followed.isOwner('owner-9')]).toEqual([true, true, false]);
+		expect(followed.empty).toBe(false);
+		expect(new FollowedCollections().empty).toBe(true);
 	});
 });

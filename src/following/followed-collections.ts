@@ -38,9 +38,12 @@ export class FollowedCollections {
 	readonly #byCollection = new Map<string, Watcher[]>();
 	/** The collections each website reads, and since when it follows them. */
 	readonly #collectionsOf = new Map<number, { collections: string[]; since: number }>();
+	/** The users who own a following website. */
+	readonly #owners = new Set<string>();
 
 	constructor(followings: readonly Following[] = []) {
-		for (const { pseoId, source, since } of followings) {
+		for (const { pseoId, ownerId, source, since } of followings) {
+			this.#owners.add(ownerId);
 			this.#collectionsOf.set(pseoId, { collections: [source.collection, ...Object.keys(source.related)], since });
 			this.#watch(source.collection, { pseoId, fields: null });
 			for (const [collection, fields] of Object.entries(source.related)) {
@@ -53,6 +56,16 @@ export class FollowedCollections {
 		const watchers = this.#byCollection.get(collection);
 		if (watchers) watchers.push(watcher);
 		else this.#byCollection.set(collection, [watcher]);
+	}
+
+	/** Whether no website follows anything. */
+	get empty(): boolean {
+		return this.#collectionsOf.size === 0;
+	}
+
+	/** Whether `userId` owns a following website. */
+	isOwner(userId: string): boolean {
+		return this.#owners.has(userId);
 	}
 
 	/** The websites that follow a collection here and not in `before`, with the collections each reads and since when. */

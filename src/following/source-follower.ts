@@ -45,8 +45,11 @@ import { notifyOwner } from './owner-notice.ts';
 const GATHER_MS = 5;
 /** Due websites claimed per sweep by one instance; the others are left to the next sweep or to other instances. */
 const CLAIM_BATCH = 4;
-/** The longest an instance waits between two looks for due syncs and followings started elsewhere. */
-const MAX_TICK_MS = 1000;
+/**
+ * How often an instance looks for due syncs and followings started elsewhere: every second, whatever the jobs' sweep
+ * interval (a due sync of this instance's own changes is looked for at once, see #flush).
+ */
+const TICK_MS = 1000;
 /** Changes that could not be noted are noted again after this. */
 const RETRY_NOTE_MS = 1000;
 /** A sync that failed for a reason that may pass (a plan lock held, a database hiccup) is tried again after this. */
@@ -86,7 +89,7 @@ export class SourceFollower {
 
 	start(): void {
 		if (this.#timer || this.#stopping) return;
-		this.#timer = setInterval(() => this.kick(), Math.min(this.#config.sweepIntervalMs, MAX_TICK_MS));
+		this.#timer = setInterval(() => this.kick(), TICK_MS);
 		this.#timer.unref();
 		this.kick();
 	}
@@ -111,8 +114,10 @@ export class SourceFollower {
 	 * that those are added without waiting for the next change of the collection.
 	 */
 	usersUpdated(userIds: readonly string[]): void {
-		if (this.#stopping) return;
-		followingsWaitingFor(this.#context.database, userIds)
+		// The app updates its user at every page it opens (`last_page`): only owners of a following are looked up.
+		const owners = userIds.filter((userId) => this.#followed.isOwner(userId));
+		if (this.#stopping || owners.length === 0) return;
+		followingsWaitingFor(this.#context.database, owners)
 			.then((pseoIds) => {
 				for (const pseoId of pseoIds) this.#note(pseoId, true, []);
 			})
@@ -173,6 +178,8 @@ export class SourceFollower {
 		for (const { pseoId, collections, since } of this.#followed.newSince(before)) {
 			if (collections.some((collection) => (this.#lastWrite.get(collection) ?? 0) >= since)) this.#note(pseoId, true, []);
 		}
+		// Only a following is ever due (a stop clears its due time): without one there is nothing to look for.
+		if (this.#followed.empty) return;
 		for (const pseoId of await findDueSources(database, Date.now(), CLAIM_BATCH)) {
 			if (this.#stopping) return;
 			const claim = await claimSourceSync(database, pseoId, this.#config.leaseMs);

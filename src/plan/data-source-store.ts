@@ -138,17 +138,23 @@ export async function recordSourceError(knex: Knex, pseoId: number, error: strin
 /** A website that follows a collection: what it follows, and since when (epoch ms). */
 export interface Following {
 	pseoId: number;
+	ownerId: string;
 	source: DataSource;
 	since: number;
 }
 
 /** The websites that follow a collection. */
 export async function readFollowings(knex: Knex): Promise<Following[]> {
-	const rows = (await knex(WEBSITES).whereNotNull('data_source').select('id', 'data_source', 'data_source_state')) as { id: number; data_source: unknown; data_source_state: unknown }[];
+	const rows = (await knex(WEBSITES).whereNotNull('data_source').select('id', 'backend_user_id', 'data_source', 'data_source_state')) as {
+		id: number;
+		backend_user_id: string;
+		data_source: unknown;
+		data_source_state: unknown;
+	}[];
 	return rows.flatMap((row) => {
 		const source = dataSourceOf(row.data_source);
 		const since = Date.parse(jsonFromDb<Partial<DataSourceState> | null>(row.data_source_state, null)?.since ?? '');
-		return source ? [{ pseoId: Number(row.id), source, since: Number.isFinite(since) ? since : 0 }] : [];
+		return source ? [{ pseoId: Number(row.id), ownerId: row.backend_user_id, source, since: Number.isFinite(since) ? since : 0 }] : [];
 	});
 }
 
