@@ -62,10 +62,17 @@ function dataSourceOf(value: unknown): DataSource | null {
 	return { filter: null, related: {}, ...source } as DataSource;
 }
 
-async function readState(knex: Knex, pseoId: number): Promise<DataSourceState | null> {
-	const row = (await knex(WEBSITES).where('id', pseoId).first('data_source_state')) as { data_source_state: unknown } | undefined;
-	return jsonFromDb<DataSourceState | null>(row?.data_source_state, null);
+/** What a website follows now, and the state of its following. */
+async function readFollowing(knex: Knex, pseoId: number): Promise<{ source: DataSource | null; state: DataSourceState | null }> {
+	const row = (await knex(WEBSITES).where('id', pseoId).first('data_source', 'data_source_state')) as { data_source: unknown; data_source_state: unknown } | undefined;
+	return { source: dataSourceOf(row?.data_source), state: jsonFromDb<DataSourceState | null>(row?.data_source_state, null) };
 }
+
+/** The columns of a sync waiting or running, cleared when a following stops. */
+const NO_SYNC = { source_sync_due: null, source_sync_lease: null, source_sync_keys: null };
+
+/** A following's state once it stopped, `reason` being why (null: someone stopped it). */
+const stopped = (state: DataSourceState, reason: string | null): DataSourceState => ({ ...state, status: 'stopped', last_error: reason, stopped_at: new Date().toISOString() });
 
 /**
  * In an import's transaction: the import was a sync of `source` with `follow: true` (a new following, or a sync of
@@ -74,11 +81,8 @@ async function readState(knex: Knex, pseoId: number): Promise<DataSourceState | 
  */
 export async function recordSourceSync(trx: Knex.Transaction, pseoId: number, source: DataSource, summary: SourceSyncSummary, startedAt: string): Promise<void> {
 	const now = new Date().toISOString();
-	if (summary.trigger === 'follow') {
-		const row = (await trx(WEBSITES).where('id', pseoId).first('data_source')) as { data_source: unknown } | undefined;
-		if (!dataSourceOf(row?.data_source)) return;
-	}
-	const previous = await readState(trx, pseoId);
+	const { source: current, state: previous } = await readFollowing(trx, pseoId);
+	if (summary.trigger === 'follow' && !current) return;
 	const continuing = previous?.status === 'following' && previous.collection === source.collection;
 	const state: DataSourceState = {
 		status: 'following',
@@ -102,15 +106,11 @@ export async function recordSourceSync(trx: Knex.Transaction, pseoId: number, so
  * follows nothing is left alone.
  */
 export async function stopFollowing(knex: Knex, pseoId: number, reason: string | null): Promise<void> {
-	const previous = await readState(knex, pseoId);
-	const now = new Date().toISOString();
-	const state: DataSourceState | null = previous
-		? { ...previous, status: 'stopped', last_error: reason, stopped_at: now }
-		: null;
+	const { state } = await readFollowing(knex, pseoId);
 	await knex(WEBSITES)
 		.where('id', pseoId)
 		.whereNotNull('data_source')
-		.update({ data_source: null, data_source_state: state ? jsonParameter(state) : null, source_sync_due: null, source_sync_lease: null, source_sync_keys: null });
+		.update({ data_source: null, data_source_state: state ? jsonParameter(stopped(state, reason)) : null, ...NO_SYNC });
 }
 
 /**
@@ -119,20 +119,20 @@ export async function stopFollowing(knex: Knex, pseoId: number, reason: string |
  */
 export async function followingCleared(knex: Knex, pseoIds: readonly number[]): Promise<void> {
 	for (const pseoId of pseoIds) {
-		const previous = await readState(knex, pseoId);
-		const state = previous && previous.status === 'following' ? { ...previous, status: 'stopped', last_error: null, stopped_at: new Date().toISOString() } : previous;
+		const { state } = await readFollowing(knex, pseoId);
+		const now = state?.status === 'following' ? stopped(state, null) : state;
 		await knex(WEBSITES)
 			.where('id', pseoId)
 			.whereNull('data_source')
-			.update({ data_source_state: state ? jsonParameter(state) : null, source_sync_due: null, source_sync_lease: null, source_sync_keys: null });
+			.update({ data_source_state: now ? jsonParameter(now) : null, ...NO_SYNC });
 	}
 }
 
 /** Records on the following's state an error that did not stop it (the sync is tried again). */
 export async function recordSourceError(knex: Knex, pseoId: number, error: string): Promise<void> {
-	const previous = await readState(knex, pseoId);
-	if (!previous) return;
-	await knex(WEBSITES).where('id', pseoId).update({ data_source_state: jsonParameter({ ...previous, last_error: error }) });
+	const { state } = await readFollowing(knex, pseoId);
+	if (!state) return;
+	await knex(WEBSITES).where('id', pseoId).update({ data_source_state: jsonParameter({ ...state, last_error: error }) });
 }
 
 /** A website that follows a collection: what it follows, and since when (epoch ms). */
