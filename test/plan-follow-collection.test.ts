@@ -132,11 +132,26 @@ function useFollowing(leg: Leg, env: Record<string, string>, accountability: 'al
 			return now?.syncs > syncs ? now : null;
 		}, timeoutMs, `a sync after sync ${syncs}`);
 
-	return { directus, dataset, setUp, syncedPast };
+	/**
+	 * A second website following the same items (with `filter`, the data's own by default): where a test says a change
+	 * syncs nothing, it waits for this one's sync of that change, not for a time. Both are noted together, so once this
+	 * one synced, the other would be due or synced already had the change concerned it.
+	 */
+	async function witness(data: { countries: string; cities: string; filter: Record<string, unknown> }, filter = data.filter) {
+		const other = await setUp({ ...data, filter });
+		expect((await other.follow()).status).toBe(200);
+		const syncs = (await other.state()).syncs as number;
+		return { synced: () => syncedPast(other.state, syncs) };
+	}
+
+	/** A website's following at rest: no sync due. */
+	const noSyncDue = async (pseoId: number) => (await adminItems(directus, 'pseo', `filter[id][_eq]=${pseoId}&fields=source_sync_due`))[0]!.source_sync_due;
+
+	return { directus, dataset, setUp, syncedPast, witness, noSyncDue };
 }
 
 describeLegs('a followed collection on %s', LEGS, (leg) => {
-	const { directus, dataset, setUp, syncedPast } = useFollowing(leg, ACCOUNTING_ENV);
+	const { directus, dataset, setUp, syncedPast, witness, noSyncDue } = useFollowing(leg, ACCOUNTING_ENV);
 	let wordpress: WordPressSite | undefined;
 	afterAll(async () => {
 		await wordpress?.stop();
@@ -219,9 +234,12 @@ describeLegs('a followed collection on %s', LEGS, (leg) => {
 		expect(await waitForJob(directus, owner, bulk.body.generation_id)).toMatchObject({ status: 'completed', created_count: 3 });
 		const syncs = await settledSyncs();
 
-		// `code` is named by neither the template nor a filter: no sync comes of it.
+		// `code` is named by neither the template nor this website's filter: no sync of it comes of it. A website whose
+		// filter names it syncs.
+		const filtersByCode = await witness(data, { _and: [data.filter, { country: { code: { _nnull: true } } }] });
 		expect((await edit('PATCH', `${data.countries}/${data.ids['ES']}`, { code: 'E' })).status).toBe(200);
-		await new Promise((resolve) => setTimeout(resolve, SOURCE_SYNC_DELAY_MS + 1500));
+		await filtersByCode.synced();
+		expect(await noSyncDue(pseoId)).toBeNull();
 		expect((await state()).syncs).toBe(syncs);
 
 		expect((await edit('PATCH', `${data.countries}/${data.ids['ES']}`, { name: 'España' })).status).toBe(200);
@@ -297,9 +315,11 @@ describeLegs('a followed collection on %s', LEGS, (leg) => {
 		expect(notices[0]).toMatchObject({ collection: 'pseo', item: String(pseoId) });
 		expect(notices[0].message).toContain(data.cities);
 
-		// It stays stopped: a later change syncs nothing.
+		// It stays stopped: a later change syncs nothing (while a website still following the items syncs it).
+		const still = await witness(data);
 		expect((await edit('PATCH', `${data.cities}/${data.ids['Lyon']}`, { population: 2 })).status).toBe(200);
-		await new Promise((resolve) => setTimeout(resolve, SOURCE_SYNC_DELAY_MS + 1500));
+		await still.synced();
+		expect(await noSyncDue(pseoId)).toBeNull();
 		expect(await pages()).toEqual(before);
 	});
 
@@ -321,8 +341,10 @@ describeLegs('a followed collection on %s', LEGS, (leg) => {
 			return now.data_source_state?.status === 'stopped' ? now : null;
 		}, 10_000, 'the state to say stopped');
 		expect(stopped).toMatchObject({ data_source: null, data_source_state: { last_error: null } });
+		const still = await witness(data);
 		expect((await edit('PATCH', `${data.cities}/${data.ids['Madrid']}`, { population: 1 })).status).toBe(200);
-		await new Promise((resolve) => setTimeout(resolve, SOURCE_SYNC_DELAY_MS + 1500));
+		await still.synced();
+		expect(await noSyncDue(pseoId)).toBeNull();
 		expect((await pages()).get('/madrid')!.facts.population).toBe(3_300_000);
 
 		// Followed again, then an import that says follow: false.
@@ -377,12 +399,13 @@ describeLegs('a followed collection on %s', LEGS, (leg) => {
 		// Charged to the owner at the batch rate: the page imported, the first post and its refresh.
 		expect(await balanceOf(directus, owner.id)).toBe(100 - IMPORTED_PAGE_RATE - 2 * BATCH_RATE);
 
-		// Another change within the interval (an hour here): its post goes stale and stays so until then.
+		// Another change within the interval (an hour here): its post goes stale and stays so until then, the website's
+		// next turn being an hour after the last.
+		expect(Date.parse(website.auto_refresh_state.next_at) - Date.parse(website.auto_refresh_state.last_started_at)).toBeGreaterThan(59 * 60_000);
 		const later = (await state()).syncs as number;
 		expect((await edit('PATCH', `${data.cities}/${data.ids['Madrid']}`, { price: 260 })).status).toBe(200);
 		await syncedPast(state, later);
 		expect((await postsByRoute(directus, pseoId)).get('/madrid')).toMatchObject({ stale: true });
-		await new Promise((resolve) => setTimeout(resolve, 2000));
 		expect(await jobs()).toHaveLength(2);
 	}, 240_000);
 
@@ -415,11 +438,11 @@ describeLegs('a followed collection on %s', LEGS, (leg) => {
 // Its 10,000 pages are free here: the accounting instance's daily cap would refuse them.
 describeLegs('a followed collection of 10,000 items on %s', LEGS, (leg) => {
 	// Without Directus's activity and revisions of the items' writes: 10,000 items are written in half the time.
-	const { dataset, setUp, syncedPast } = useFollowing(leg, ENGINE_ENV, null);
+	const { dataset, setUp, syncedPast, noSyncDue } = useFollowing(leg, ENGINE_ENV, null);
 
 	it(`one batch update of ${BATCH_ITEMS.toLocaleString('en')} items is applied as one sync`, async () => {
 		const data = await dataset(Array.from({ length: BATCH_ITEMS }, (_, i) => [`town-${i + 1}`, 1000 + i, i % 2 === 0 ? 'ES' : 'FR'] as [string, number, 'ES' | 'FR']));
-		const { follow, pages, state, edit, settledSyncs } = await setUp(data);
+		const { pseoId, follow, pages, state, edit, settledSyncs } = await setUp(data);
 		expect((await follow()).body.data).toMatchObject({ added: BATCH_ITEMS });
 		const syncs = await settledSyncs();
 		const keys = Object.entries(data.ids).filter(([name]) => name.startsWith('town-')).map(([, id]) => id);
@@ -428,8 +451,9 @@ describeLegs('a followed collection of 10,000 items on %s', LEGS, (leg) => {
 		// A sync of 10,000 items is seconds of work of its own, more on a loaded machine.
 		const now = await syncedPast(state, syncs, 120_000);
 		expect(now.last_sync).toEqual({ trigger: 'follow', added: 0, updated: BATCH_ITEMS, unchanged: 0, retired: 0, waiting: 0 });
-		// One sync applied them all: none follows it.
-		await new Promise((resolve) => setTimeout(resolve, SOURCE_SYNC_DELAY_MS + 1500));
+		// One sync applied them all: Directus fired the update's one action before it answered, and once that sync is
+		// released nothing is due any more.
+		await eventually(async () => (await noSyncDue(pseoId)) === null, 30_000, 'the sync to be released');
 		expect((await state()).syncs).toBe(syncs + 1);
 		const after = await pages();
 		expect([...after.values()].every((page) => page.facts.population === 7)).toBe(true);
