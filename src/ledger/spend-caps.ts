@@ -26,16 +26,19 @@ function startOfUtcDay(now: Date): Date {
  */
 export async function assertWithinDailyCaps(trx: Knex.Transaction, check: CapCheck): Promise<void> {
 	if (check.amount === 0) return;
+	for (const cap of await capsToday(trx, check, check.latest)) {
+		if (check.amount > cap.left) throw new SpendCapError({ ...cap, required: check.amount });
+	}
+}
+
+/** What is left today of the user's cap and of the website's `daily_token_cap`, those that are set. */
+async function capsToday(knex: Knex, scope: { userId: string; pseoId: number; userCap: number | null }, latest = false): Promise<{ cap: 'user' | 'website'; limit: number; left: number }[]> {
 	const since = startOfUtcDay(new Date());
-	if (check.userCap !== null) {
-		const left = Math.max(0, check.userCap - (await spentSince(trx, since, { userId: check.userId }, check.latest)));
-		if (check.amount > left) throw new SpendCapError({ cap: 'user', limit: check.userCap, left, required: check.amount });
-	}
-	const websiteCap = await readDailyTokenCap(trx, check.pseoId);
-	if (websiteCap !== null) {
-		const left = Math.max(0, websiteCap - (await spentSince(trx, since, { pseoId: check.pseoId }, check.latest)));
-		if (check.amount > left) throw new SpendCapError({ cap: 'website', limit: websiteCap, left, required: check.amount });
-	}
+	const caps: { cap: 'user' | 'website'; limit: number; left: number }[] = [];
+	if (scope.userCap !== null) caps.push({ cap: 'user', limit: scope.userCap, left: Math.max(0, scope.userCap - (await spentSince(knex, since, { userId: scope.userId }, latest))) });
+	const websiteCap = await readDailyTokenCap(knex, scope.pseoId);
+	if (websiteCap !== null) caps.push({ cap: 'website', limit: websiteCap, left: Math.max(0, websiteCap - (await spentSince(knex, since, { pseoId: scope.pseoId }, latest))) });
+	return caps;
 }
 
 /**
@@ -54,10 +57,6 @@ export async function userCapToday(knex: Knex, userId: string, cap: number | nul
  * makes the sync's own charge fail its checks, and the sync is tried again.
  */
 export async function spendableToday(trx: Knex.Transaction, scope: { userId: string; pseoId: number; userCap: number | null }): Promise<number> {
-	const since = startOfUtcDay(new Date());
-	let left = await readBalance(trx, scope.userId);
-	if (scope.userCap !== null) left = Math.min(left, scope.userCap - (await spentSince(trx, since, { userId: scope.userId })));
-	const websiteCap = await readDailyTokenCap(trx, scope.pseoId);
-	if (websiteCap !== null) left = Math.min(left, websiteCap - (await spentSince(trx, since, { pseoId: scope.pseoId })));
-	return Math.max(0, left);
+	const caps = await capsToday(trx, scope);
+	return Math.max(0, Math.min(await readBalance(trx, scope.userId), ...caps.map((cap) => cap.left)));
 }
