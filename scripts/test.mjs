@@ -1,8 +1,8 @@
-// npm test: type-check, the unused-export check (knip), install the Directus 11 host when missing
-// (scripts/lib/hosts.mjs), then the whole vitest suite (unit tests and integration tests against real Directus
-// instances: Directus 12 on SQLite and, when reachable, PostgreSQL; Directus 11 on SQLite). Ends with one summary
-// line "N passed, N failed".
-import { spawn, spawnSync } from 'node:child_process';
+// npm test: install the Directus 11 host when missing (scripts/lib/hosts.mjs), then the whole vitest suite (unit
+// tests and integration tests against real Directus instances: Directus 12 on SQLite and, when reachable, PostgreSQL;
+// Directus 11 on SQLite), with the type check and the unused-export check (knip) beside its set-up. Ends with one
+// summary line "N passed, N failed".
+import { spawn } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import { ensureHosts } from './lib/hosts.mjs';
@@ -13,23 +13,12 @@ const results = path.join(root, '.test-cache', 'vitest-results.json');
 mkdirSync(path.dirname(results), { recursive: true });
 rmSync(results, { force: true });
 
-// The type check and the unused-export check (knip: exports, files and dependencies that nothing uses) each keep
-// one core busy for a while: side by side they take the time of the slower one.
-const checks = await Promise.all([
-	check('type check', bin('tsc'), ['--noEmit', '-p', 'tsconfig.json']),
-	check('unused-export check (knip)', bin('knip'), ['--no-progress']),
-]);
-for (const { name, status, output } of checks) {
-	process.stdout.write(output);
-	if (status !== 0) {
-		console.error(`${name} failed`);
-		process.exit(status ?? 1);
-	}
-}
-
 ensureHosts();
 
-const vitest = spawnSync(
+// The type check and the unused-export check (knip: exports, files and dependencies that nothing uses) run beside
+// vitest's global set-up, whose template bootstraps leave a core idle for much of their time; a failed check ends the
+// run. Their output is kept and printed whole once both end, so that it does not interleave with vitest's.
+const vitest = spawn(
 	bin('vitest'),
 	[
 		'run',
@@ -42,13 +31,36 @@ const vitest = spawnSync(
 	],
 	{ cwd: root, stdio: 'inherit' },
 );
+const vitestExit = new Promise((resolve) => {
+	vitest.on('error', (error) => {
+		console.error(error.message);
+		resolve(1);
+	});
+	vitest.on('close', (status) => resolve(status ?? 1));
+});
+
+const checks = await Promise.all([
+	check('type check', bin('tsc'), ['--noEmit', '-p', 'tsconfig.json']),
+	check('unused-export check (knip)', bin('knip'), ['--no-progress']),
+]);
+for (const { name, status, output } of checks) {
+	process.stdout.write(output);
+	if (status !== 0) {
+		console.error(`${name} failed`);
+		vitest.kill('SIGTERM');
+		await vitestExit;
+		process.exit(status ?? 1);
+	}
+}
+
+const status = await vitestExit;
 
 if (existsSync(results)) {
 	const summary = JSON.parse(readFileSync(results, 'utf8'));
 	const skipped = (summary.numPendingTests ?? 0) + (summary.numTodoTests ?? 0);
 	console.log(`tests: ${summary.numPassedTests} passed, ${summary.numFailedTests} failed, ${skipped} skipped`);
 }
-process.exit(vitest.status ?? 1);
+process.exit(status);
 
 /** Runs a check to its end, its output kept to be printed whole (two checks side by side must not interleave). */
 function check(name, command, args) {

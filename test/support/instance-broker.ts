@@ -7,7 +7,8 @@
  * the suite's own fake, by the model its websites name.
  *
  * The broker runs in vitest's main process, started by the global set-up, and answers the test workers on loopback;
- * it stops every instance it started when the run ends. A suite that stops, kills, pauses or restarts its Directus,
+ * it stops every instance it started when the run ends. An instance that no suite holds is parked (SIGSTOP) rather
+ * than stopped, and woken (SIGCONT) for the next suite that asks for it. A suite that stops, kills, pauses or restarts its Directus,
  * or changes what every user of it sees (Settings → AI, metrics, a fault file), starts a private one instead.
  * Vitest-free.
  */
@@ -54,17 +55,18 @@ interface Shared {
 interface Entry {
 	shared: Promise<Shared>;
 	holders: number;
-	/** Set while nobody holds it: when it fires, the instance is stopped. */
-	linger: NodeJS.Timeout | null;
+	/** Nobody holds it, and its processes are stopped (SIGSTOP) until a suite asks for it again. */
+	parked: boolean;
 }
 
 /**
- * How long an instance nobody holds keeps running for the next suite that asks for it. Idle, an instance sweeps its
- * database five times a second (instance.ts), about two percent of a core; a boot costs about eight seconds of one.
- * Two minutes of idling cost less than a boot. (The sweep is not slowed on shared instances: a batch job moves on at
- * each sweep, and the suites on them waited for it.)
+ * How many instances nobody holds are kept parked; past it, the one parked longest is stopped. Idle, an instance sweeps
+ * its database five times a second (instance.ts): five percent of a core on a slow machine, which a dozen instances
+ * left running would cost the run. Stopped, it would cost a boot (seven seconds of a core) at the next suite that asks
+ * for it, and the suites that share an environment are not always run one after the other. Parked, it costs neither,
+ * only its memory (about 400 MB; the run's distinct environments are fewer than this bound).
  */
-const LINGER_MS = 120_000;
+const PARKED_MAX = 20;
 
 class Broker implements InstanceBroker {
 	readonly #options: InstanceBrokerOptions;
@@ -74,6 +76,8 @@ class Broker implements InstanceBroker {
 	readonly #instances = new Map<string, Entry>();
 	/** Instances being stopped: the run's end waits for them. */
 	readonly #stopping = new Set<Promise<void>>();
+	/** The keys of the instances nobody holds, in the order they were let go. */
+	readonly #parking = new Set<string>();
 	#boots = 0;
 	#url = '';
 
@@ -123,12 +127,12 @@ class Broker implements InstanceBroker {
 		reply(res, 404, { error: `${req.method} ${req.url}` });
 	}
 
-	#acquire(leg: Leg, env: Record<string, string>): Promise<Shared> {
+	async #acquire(leg: Leg, env: Record<string, string>): Promise<Shared> {
 		const key = instanceKey(leg, env);
 		let entry = this.#instances.get(key);
 		if (!entry) {
 			const shared = this.#boot(key, leg, env);
-			entry = { shared, holders: 0, linger: null };
+			entry = { shared, holders: 0, parked: false };
 			// A boot that failed is not kept: the next suite to ask tries again, and reports its own failure.
 			shared.catch(() => {
 				if (this.#instances.get(key)?.shared === shared) this.#instances.delete(key);
@@ -136,17 +140,30 @@ class Broker implements InstanceBroker {
 			this.#instances.set(key, entry);
 		}
 		entry.holders += 1;
-		if (entry.linger) clearTimeout(entry.linger);
-		entry.linger = null;
-		return entry.shared;
+		this.#parking.delete(key);
+		const shared = await entry.shared;
+		if (entry.parked) {
+			shared.instance.resume();
+			entry.parked = false;
+		}
+		return shared;
 	}
 
-	/** A suite let its instance go: once nobody holds it, it lingers, then stops. */
+	/** A suite let its instance go: once nobody holds it, it is parked for the next suite that asks for it. */
 	#release(key: string): void {
 		const entry = this.#instances.get(key);
 		if (!entry || entry.holders === 0) return;
 		entry.holders -= 1;
-		if (entry.holders === 0) entry.linger = setTimeout(() => this.#stop(key), LINGER_MS);
+		if (entry.holders > 0) return;
+		void entry.shared.then(({ instance }) => {
+			// Asked for again, or stopped, while its boot was being awaited.
+			if (entry.holders > 0 || this.#instances.get(key) !== entry) return;
+			instance.pause();
+			entry.parked = true;
+		}, () => {});
+		this.#parking.add(key);
+		// The set keeps the order of parking: its first key was parked longest.
+		if (this.#parking.size > PARKED_MAX) this.#stop(this.#parking.values().next().value!);
 	}
 
 	/** Forgets the instance at once (a suite that asks now gets a new one) and stops it. */
@@ -154,9 +171,11 @@ class Broker implements InstanceBroker {
 		const entry = this.#instances.get(key);
 		if (!entry) return;
 		this.#instances.delete(key);
-		if (entry.linger) clearTimeout(entry.linger);
+		this.#parking.delete(key);
 		const stopped = entry.shared
 			.then(async ({ instance, router }) => {
+				// A stopped process would hold SIGTERM until woken.
+				if (entry.parked) instance.resume();
 				await instance.dispose();
 				await router.close();
 			})

@@ -5,8 +5,8 @@
  * largest files first, which are not the slowest. Files of unknown duration go first, as vitest's do.
  *
  * Then the files that share a Directus (instance-broker.ts) are drawn together: right after a file that asks for an
- * instance of some environment come the other files that ask for the same, so the instance they share is still
- * running when they ask, instead of stopped after its linger and booted again.
+ * instance of some environment come the other files that ask for the same, so the instance they share is running or
+ * parked when they ask (the broker keeps a bounded number parked), not stopped and booted again.
  */
 import { readFileSync } from 'node:fs';
 import { BaseSequencer, type TestSpecification } from 'vitest/node';
