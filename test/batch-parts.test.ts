@@ -301,7 +301,9 @@ describe.each(LEGS)('bulk jobs in parts on %s', (leg) => {
 			await expectLedgerBalances(directus, user);
 			// Inputs, outputs and error files: none is left at the provider.
 			expect(await providerFiles(fake)).toEqual([]);
-			expect(directus.output()).toContain("pseo batch of an ended job has stopped: the lines it billed are in the job's usage");
+			// Logged after the part's commit: the line reaches this process through the instance's stdout, a moment later.
+			const stopped = "pseo batch of an ended job has stopped: the lines it billed are in the job's usage";
+			await eventually(async () => directus.output().includes(stopped), 5_000, 'the stopped batch logged');
 		});
 
 		it('an upload of an ended job left at the provider is deleted once a day old; fresh uploads and files not ours are kept', async () => {
@@ -319,9 +321,11 @@ describe.each(LEGS)('bulk jobs in parts on %s', (leg) => {
 			const fresh = await uploadToProvider(fake, `pseo-generation-${id}-part-6.jsonl`);
 
 			await eventually(async () => fake.requests.some((entry) => entry.method === 'DELETE' && entry.path === `/v1/files/${orphan}`), 15_000, 'the orphan deleted');
+			// The instance logs the deletion once the provider has answered it, a moment after the fake saw the request.
+			const deleted = 'pseo: a batch file of an ended job was left at the provider; deleted';
+			await eventually(async () => directus.output().includes(deleted), 5_000, 'the deletion logged');
 			const left = ((await providerFiles(fake)) as { id: string }[]).map((file) => file.id).sort();
 			expect(left).toEqual([foreign, fresh].sort());
-			expect(directus.output()).toContain('pseo: a batch file of an ended job was left at the provider; deleted');
 		});
 
 		// The grace is the step-failure schedule's, which reads and writes the same columns on every vendor: one leg
