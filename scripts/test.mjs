@@ -29,8 +29,13 @@ const vitest = spawn(
 		`--outputFile.json=${results}`,
 		...process.argv.slice(2),
 	],
-	{ cwd: root, stdio: 'inherit' },
+	// Relayed, not inherited: vitest ends with process.exit, which drops whatever its stdout still queued for a full
+	// pipe (a slow reader of the log lost the last twenty files and the summary). This process reads it as it comes,
+	// holds what its own stdout cannot take yet, and lets Node flush it before it ends.
+	{ cwd: root, stdio: ['inherit', 'pipe', 'pipe'], env: { ...process.env, ...(process.stdout.isTTY ? { FORCE_COLOR: '1' } : {}) } },
 );
+vitest.stdout.on('data', (chunk) => process.stdout.write(chunk));
+vitest.stderr.on('data', (chunk) => process.stderr.write(chunk));
 const vitestExit = new Promise((resolve) => {
 	vitest.on('error', (error) => {
 		console.error(error.message);
@@ -60,7 +65,8 @@ if (existsSync(results)) {
 	const skipped = (summary.numPendingTests ?? 0) + (summary.numTodoTests ?? 0);
 	console.log(`tests: ${summary.numPassedTests} passed, ${summary.numFailedTests} failed, ${skipped} skipped`);
 }
-process.exit(status);
+// Not process.exit: output still queued for a pipe that is full (a slow reader of the log) would be lost.
+process.exitCode = status;
 
 /** Runs a check to its end, its output kept to be printed whole (two checks side by side must not interleave). */
 function check(name, command, args) {
