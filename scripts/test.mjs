@@ -44,29 +44,32 @@ const vitestExit = new Promise((resolve) => {
 	vitest.on('close', (status) => resolve(status ?? 1));
 });
 
-const checks = await Promise.all([
-	check('type check', bin('tsc'), ['--noEmit', '-p', 'tsconfig.json']),
-	check('unused-export check (knip)', bin('knip'), ['--no-progress']),
-]);
-for (const { name, status, output } of checks) {
-	process.stdout.write(output);
-	if (status !== 0) {
-		console.error(`${name} failed`);
-		vitest.kill('SIGTERM');
-		await vitestExit;
-		process.exit(status ?? 1);
-	}
-}
-
-const status = await vitestExit;
-
-if (existsSync(results)) {
-	const summary = JSON.parse(readFileSync(results, 'utf8'));
-	const skipped = (summary.numPendingTests ?? 0) + (summary.numTodoTests ?? 0);
-	console.log(`tests: ${summary.numPassedTests} passed, ${summary.numFailedTests} failed, ${skipped} skipped`);
-}
 // Not process.exit: output still queued for a pipe that is full (a slow reader of the log) would be lost.
-process.exitCode = status;
+process.exitCode = await outcome();
+
+/** The run's exit status: the first failed check's, or vitest's once it ends. */
+async function outcome() {
+	const checks = await Promise.all([
+		check('type check', bin('tsc'), ['--noEmit', '-p', 'tsconfig.json']),
+		check('unused-export check (knip)', bin('knip'), ['--no-progress']),
+	]);
+	for (const { name, status, output } of checks) {
+		process.stdout.write(output);
+		if (status !== 0) {
+			console.error(`${name} failed`);
+			vitest.kill('SIGTERM');
+			await vitestExit;
+			return status ?? 1;
+		}
+	}
+	const status = await vitestExit;
+	if (existsSync(results)) {
+		const summary = JSON.parse(readFileSync(results, 'utf8'));
+		const skipped = (summary.numPendingTests ?? 0) + (summary.numTodoTests ?? 0);
+		console.log(`tests: ${summary.numPassedTests} passed, ${summary.numFailedTests} failed, ${skipped} skipped`);
+	}
+	return status;
+}
 
 /** Runs a check to its end, its output kept to be printed whole (two checks side by side must not interleave). */
 function check(name, command, args) {
