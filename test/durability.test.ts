@@ -45,14 +45,21 @@ describe.each(LEGS)('durability on %s', (leg) => {
 	describe.skipIf(!legAvailable(leg))(`${leg}`, () => {
 		let fake: FakeProvider;
 		let directus: DirectusInstance;
+		let started = false;
 
 		/**
 		 * Each test states the environment it needs on top of the one below: Directus is restarted with it, and
 		 * nothing a test set carries over into the next one, whatever the order. An instance already running with
 		 * exactly that environment (the previous test restarted it so, and waited for its jobs) is kept: a restart
-		 * would only start the same process again.
+		 * would only start the same process again. The first test's start is the instance's first: a start with the
+		 * base environment alone, stopped at once for the first test's, cost a boot a leg.
 		 */
 		const runWith = async (env: Record<string, string>) => {
+			if (!started) {
+				directus = await startDirectus({ leg, env: { OPENAI_BASE_URL: fake.url, PSEO_PROVIDER_BACKOFF_MS: '50', PSEO_CONCURRENCY: '2' }, startEnv: env });
+				started = true;
+				return;
+			}
 			if (directus.running() && sameEnv(directus.startedWith(), env)) return;
 			await directus.stop();
 			await directus.restart(env);
@@ -60,13 +67,9 @@ describe.each(LEGS)('durability on %s', (leg) => {
 
 		beforeAll(async () => {
 			fake = await startFakeProvider();
-			directus = await startDirectus({
-				leg,
-				env: { OPENAI_BASE_URL: fake.url, PSEO_PROVIDER_BACKOFF_MS: '50', PSEO_CONCURRENCY: '2' },
-			});
 		});
 		afterEach((context) => {
-			if (context.task.result?.state === 'fail') console.error(directus.output().slice(-6000));
+			if (context.task.result?.state === 'fail') console.error(started ? directus.output().slice(-6000) : 'Directus was not started');
 			fake.reset();
 		});
 		afterAll(async () => {

@@ -27,10 +27,12 @@ export function copyDatabase(leg: Leg): Promise<DatabaseCopy> {
 export async function startDirectus(options: {
 	leg: Leg;
 	env?: Record<string, string>;
+	/** The first start's `extraEnv`: what `restart(extraEnv)` would add, without a start with `env` alone before it. */
+	startEnv?: Record<string, string>;
 	database?: DatabaseCopy;
 }): Promise<DirectusInstance> {
 	const database = options.database ?? (await copyDatabase(options.leg));
-	return launchDirectus({ leg: options.leg, database, ...(options.env ? { env: options.env } : {}) });
+	return launchDirectus({ leg: options.leg, database, ...(options.env ? { env: options.env } : {}), ...(options.startEnv ? { startEnv: options.startEnv } : {}) });
 }
 
 /**

@@ -4,13 +4,14 @@ import os from 'node:os';
 import path from 'node:path';
 import type { TestProject } from 'vitest/node';
 import { ensureHosts } from '../../scripts/lib/hosts.mjs';
+import { installBundle } from '../../scripts/lib/install-bundle.mjs';
 import { copyDatabase, launchDirectus, legHome, mariadbEnv, postgresEnv } from './instance.ts';
 import { resetBootLog } from './boot-log.ts';
 import { startInstanceBroker } from './instance-broker.ts';
 import { packBundle } from './stock-install.ts';
 import { dropMariaDatabase, mariaDatabasesLike, mariadbAdmin, mariadbReachable } from './mariadb.ts';
 import { bootstrapTemplate, buildExtension } from './templates.ts';
-import { CACHE_DIR, MARIADB, PG, ROOT } from './paths.ts';
+import { CACHE_DIR, MARIADB, PG, ROOT, SHARED_EXTENSIONS } from './paths.ts';
 import { dropDatabase, pgAdmin, postgresReachable } from './postgres.ts';
 
 declare module 'vitest' {
@@ -40,6 +41,8 @@ declare module 'vitest' {
 export default async function setup(project: TestProject) {
 	resetBootLog();
 	buildExtension();
+	// Before any start: each start's install then finds the folder holds this build and leaves it (install-bundle.mjs).
+	installBundle(SHARED_EXTENSIONS);
 	ensureHosts();
 	const key = templateKey();
 

@@ -7,7 +7,7 @@ import path from 'node:path';
 import { recordBoot } from './boot-log.ts';
 import { cloneMariaDatabase, dropMariaDatabase } from './mariadb.ts';
 import { cloneDatabase, dropDatabase } from './postgres.ts';
-import { ADMIN_EMAIL, ADMIN_PASSWORD, ADMIN_TOKEN, CACHE_DIR, MARIADB, PG, ROOT, SECRET, START_SCRIPT } from './paths.ts';
+import { ADMIN_EMAIL, ADMIN_PASSWORD, ADMIN_TOKEN, CACHE_DIR, MARIADB, PG, ROOT, SECRET, SHARED_EXTENSIONS, START_SCRIPT } from './paths.ts';
 import { directusCommand, installPackedBundle, STOCK_HOME, writeDotEnv } from './stock-install.ts';
 
 /**
@@ -76,7 +76,7 @@ export interface DirectusInstance {
 	 * plus `extraEnv`. `extraEnv` holds for this start only: the next restart does not inherit it.
 	 */
 	restart(extraEnv?: Record<string, string>): Promise<void>;
-	/** The `extraEnv` the current process was started with (`{}` for the first start). */
+	/** The `extraEnv` the current process was started with (the first start's `startEnv`, or `{}`). */
 	startedWith(): Readonly<Record<string, string>>;
 	/** Removes the database copy and temp files. */
 	dispose(): Promise<void>;
@@ -135,7 +135,9 @@ export function baseEnv(port: number, workDir: string): Record<string, string> {
 		ADMIN_EMAIL,
 		ADMIN_PASSWORD,
 		ADMIN_TOKEN,
-		EXTENSIONS_PATH: path.join(workDir, 'extensions'),
+		// One folder for every instance of the run, installed by global-setup.ts (the start script finds it holds the
+		// build and leaves it): at one path, the bundle's compiled code is in Node's compile cache for every start.
+		EXTENSIONS_PATH: SHARED_EXTENSIONS,
 		EXTENSIONS_MUST_LOAD: 'true',
 		EXTENSIONS_AUTO_RELOAD: 'false',
 		STORAGE_LOCAL_ROOT: path.join(workDir, 'uploads'),
@@ -180,6 +182,8 @@ export async function launchDirectus(options: {
 	leg: Leg;
 	database: DatabaseCopy;
 	env?: Record<string, string>;
+	/** The first start's `extraEnv`, as `restart(extraEnv)` gives a later one: `startedWith()` answers it. */
+	startEnv?: Record<string, string>;
 	/** A file that receives the output as well, for processes that read it without this object (a shared instance). */
 	logFile?: string;
 }): Promise<DirectusInstance> {
@@ -210,7 +214,8 @@ export async function launchDirectus(options: {
 		launchedWith = { ...extraEnv };
 		if (options.leg === 'stock') {
 			// As an admin runs it: the configuration in the project's .env, `directus bootstrap` once, then `directus start`.
-			const config: Record<string, string> = { ...env, ...extraEnv };
+			// The packed bundle in the project's own extensions/, as an admin installs it; not the shared folder.
+			const config: Record<string, string> = { ...env, EXTENSIONS_PATH: path.join(workDir, 'extensions'), ...extraEnv };
 			// The project's choice of Directus, and its frozen schema: the stock leg runs Directus's defaults.
 			delete config['PSEO_DIRECTUS_HOME'];
 			delete config['CACHE_SCHEMA_FREEZE_ENABLED'];
@@ -248,7 +253,7 @@ export async function launchDirectus(options: {
 			current.kill(signal);
 		});
 
-	await launch();
+	await launch(options.startEnv);
 
 	return {
 		url,

