@@ -18,7 +18,8 @@ export function buildExtension(): void {
 /** Runs the start script until Directus answers (schema and policies are installed at start-up), then stops it. */
 export async function bootstrapTemplate(dbEnv: Record<string, string>): Promise<void> {
 	const port = await freePort();
-	// Templates are bootstrapped side by side: each has its own extensions, uploads and temp folders.
+	// Templates are bootstrapped side by side: each has its own uploads and temp folders (the extensions folder is
+	// the run's shared one, which no start writes to).
 	const workDir = mkdtempSync(path.join(os.tmpdir(), 'pseo-template-work-'));
 	const child = spawn(process.execPath, [START_SCRIPT, '--skip-build'], {
 		cwd: ROOT,
