@@ -22,8 +22,8 @@ export default defineConfig({
 					// Without a fresh module graph per file: the unit files keep no state between them (each fake timer is
 					// put back by its test), and loading the graph again for each of 73 files took half of their 50 s.
 					isolate: false,
-					// Vitest's default leaves a core of two idle (one worker less than the cores): the unit files run before
-					// any Directus boots, with the whole machine to themselves.
+					// Vitest's default leaves a core of two idle (one worker less than the cores): the unit files run after
+					// the global set-up and before any suite's Directus starts, with the whole machine to themselves.
 					maxWorkers: 2,
 					testTimeout: 20_000,
 				},

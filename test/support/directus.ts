@@ -31,8 +31,7 @@ export async function startDirectus(options: {
 	startEnv?: Record<string, string>;
 	database?: DatabaseCopy;
 }): Promise<DirectusInstance> {
-	const database = options.database ?? (await copyDatabase(options.leg));
-	return launchDirectus({ leg: options.leg, database, ...(options.env ? { env: options.env } : {}), ...(options.startEnv ? { startEnv: options.startEnv } : {}) });
+	return launchDirectus({ ...options, database: options.database ?? (await copyDatabase(options.leg)) });
 }
 
 /**
