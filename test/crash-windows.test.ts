@@ -338,7 +338,7 @@ describe.skipIf(missing.length > 0)('two replicas starting at once on a database
 			name,
 			`SELECT collection, count(*)::int AS n FROM directus_collections WHERE collection LIKE 'pseo%' GROUP BY collection`,
 		);
-		expect(collections.map((row) => row.collection).sort()).toEqual(['pseo', 'pseo_batch_capacity', 'pseo_generation_parts', 'pseo_generation_routes', 'pseo_generations', 'pseo_idempotency_keys', 'pseo_main_json', 'pseo_plan_pages', 'pseo_post_bands', 'pseo_posts', 'pseo_provider_pacing', 'pseo_publications', 'pseo_publishing_targets', 'pseo_token_ledger']);
+		expect(collections.map((row) => row.collection).sort()).toEqual(['pseo', 'pseo_batch_capacity', 'pseo_generation_parts', 'pseo_generation_routes', 'pseo_generations', 'pseo_idempotency_keys', 'pseo_main_json', 'pseo_plan_pages', 'pseo_post_bands', 'pseo_posts', 'pseo_provider_pacing', 'pseo_publications', 'pseo_publishing_targets', 'pseo_schema_state', 'pseo_token_ledger']);
 		expect(collections.every((row) => row.n === 1)).toBe(true);
 		const doubledFields = await query(
 			name,

@@ -20,6 +20,7 @@ const OWNERS: Record<string, string> = {
 	pseo_publishing_targets: 'publishing/target-store.ts',
 	pseo_batch_capacity: 'engine/batch-capacity.ts',
 	pseo_provider_pacing: 'provider/pacing/database-pacing-store.ts',
+	pseo_schema_state: 'schema/schema-fingerprint.ts',
 };
 
 function sources(dir = SRC): string[] {

@@ -341,13 +341,25 @@ describe.each(CORE_INTERFACE_LEGS)('foundation on %s', (leg) => {
 		});
 
 		// A restart needs an instance of its own: the one above is shared with other suites.
-		it('1 a restart on the same database keeps every record and changes no schema', async () => {
-			const own = await startDirectus({ leg });
+		it('1 a restart on the same database keeps every record and changes no schema; a start checks the whole schema only when it changed', async () => {
+			// At info, each start logs its install's report (pseo-hook): whether the schema's fingerprint let it skip the check.
+			const own = await startDirectus({ leg, env: { LOG_LEVEL: 'info' } });
 			try {
+				// The template's start-up installed the schema and stored its fingerprint: this first start finds it unchanged.
+				expect(installReports(own.output())).toEqual([{ unchanged: true, created: 0, refreshed: [] }]);
 				const owner = await createUser(own, { balance: 0 });
 				const website = await createWebsite(own, owner, { website_url: 'https://restart.example.com' });
+				// An admin edits a field of the extension in the data model: the next start checks the whole schema, as every
+				// start did before the fingerprint.
+				const edited = await call(own, 'PATCH', '/fields/pseo/website_url', { token: own.adminToken, body: { meta: { note: 'Edited by an admin' } } });
+				expect(edited.status).toBe(200);
 				expect(await own.stop()).toBe(0);
 				await own.restart();
+				// The edit changed the fingerprint, so this start read Directus's snapshot again. (Whether the note is put back
+				// is Directus's diff's to say: 11.16 and 12.4 report the edit and the install refreshes it; 12.3.1 omits it.)
+				const reports = installReports(own.output());
+				expect(reports).toHaveLength(2);
+				expect(reports[1]).toMatchObject({ unchanged: false, created: 0 });
 				const [row] = await adminItems(own, 'pseo', `filter[id][_eq]=${website.id}`);
 				expect(row.website_url).toBe('https://restart.example.com');
 				const fields = await call(own, 'GET', '/fields/pseo_posts', { token: own.adminToken });
@@ -358,3 +370,12 @@ describe.each(CORE_INTERFACE_LEGS)('foundation on %s', (leg) => {
 		});
 	});
 });
+
+/** The schema install's report of each start in an instance's output (the hook's info line, as JSON lines). */
+function installReports(output: string): { unchanged: boolean; created: number; refreshed: string[] }[] {
+	return output
+		.split('\n')
+		.filter((line) => line.startsWith('{') && line.includes('policy are in place'))
+		.map((line) => JSON.parse(line) as { unchanged: boolean; created: number; refreshed: string[] })
+		.map(({ unchanged, created, refreshed }) => ({ unchanged, created, refreshed }));
+}

@@ -85,7 +85,7 @@ export default defineHook(({ init, filter, action }, context) => {
 		}
 		await refreshSchemaCache(ctx);
 		logger.info(
-			{ created: report.created.length, refreshed: report.refreshed, skipped: report.skipped.length, policyChanged: policy.changed },
+			{ unchanged: report.unchanged, created: report.created.length, refreshed: report.refreshed, skipped: report.skipped.length, policyChanged: policy.changed },
 			'pseo-automation: schema and "pSEO user" policy are in place',
 		);
 	}

@@ -13,6 +13,7 @@ import { JOB_ROUTES } from '../engine/job-route-store.ts';
 import { PUBLICATIONS } from '../publishing/publication-store.ts';
 import { IDEMPOTENCY_KEYS } from '../idempotency/idempotency-store.ts';
 import { snapshotForHost } from '../shared/host-compat.ts';
+import { schemaFingerprint, storedFingerprint, storeFingerprint } from './schema-fingerprint.ts';
 
 interface DiffEntry {
 	collection: string;
@@ -31,6 +32,8 @@ export interface InstallReport {
 	created: string[];
 	refreshed: string[];
 	skipped: string[];
+	/** True when the schema's fingerprint matched the last completed install's, and Directus's snapshot was not read. */
+	unchanged: boolean;
 }
 
 /**
@@ -40,13 +43,27 @@ export interface InstallReport {
  * every start. Column-level differences (a vendor's data_type spelling, say) are reported, not applied.
  */
 export async function installSchema(context: ServiceContext): Promise<InstallReport> {
+	const { database, logger } = context;
+	// Most starts find the schema as the last one left it: its fingerprint says so without Directus's snapshot.
+	const before = await schemaFingerprint(database, snapshot);
+	if (before === (await storedFingerprint(database))) return { created: [], refreshed: [], skipped: [], unchanged: true };
+	const report = await applySnapshot(context);
+	// Read again after the apply: the fingerprint is that of the schema the install left, which the next start compares.
+	await storeFingerprint(database, await schemaFingerprint(database, snapshot)).catch((error: unknown) =>
+		logger.warn({ err: error }, 'pseo schema: the install\'s fingerprint could not be stored; the next start checks the whole schema again'),
+	);
+	return report;
+}
+
+/** Diffs the extension's snapshot against Directus's own snapshot of the database and applies what is additive. */
+async function applySnapshot(context: ServiceContext): Promise<InstallReport> {
 	const { services, database, logger } = context;
 	// Installing a schema needs admin rights; no user is involved at start-up (see system-context.ts).
 	const service = new services.SchemaService(systemServiceOptions(database, undefined, { admin: true }));
 	const current = await service.snapshot();
 	const desired = snapshotForHost(snapshot, (current as { directus: string }).directus);
 	const diff = (await service.diff(desired, { currentSnapshot: current, force: true, mode: 'merge' })) as SnapshotDiff | null;
-	const report: InstallReport = { created: [], refreshed: [], skipped: [] };
+	const report: InstallReport = { created: [], refreshed: [], skipped: [], unchanged: false };
 	if (!diff) return report;
 
 	// New entities are created whole; for existing ones only presentation (meta) changes are kept.

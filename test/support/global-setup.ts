@@ -153,7 +153,7 @@ async function stockTemplateOf(key: string): Promise<string> {
 
 function templateKey(extra: string[] = []): string {
 	const hash = createHash('sha256');
-	const shaping = ['snapshots/pseo-schema.json', 'src/schema/user-policy.ts', 'src/schema/install-schema.ts', 'src/schema/list-presets.ts', 'src/shared/host-compat.ts', 'package-lock.json'];
+	const shaping = ['snapshots/pseo-schema.json', 'src/schema/user-policy.ts', 'src/schema/install-schema.ts', 'src/schema/schema-fingerprint.ts', 'src/schema/list-presets.ts', 'src/shared/host-compat.ts', 'package-lock.json'];
 	for (const file of [...shaping, ...extra]) {
 		hash.update(readFileSync(path.join(ROOT, file)));
 	}
