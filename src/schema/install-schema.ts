@@ -44,9 +44,13 @@ export interface InstallReport {
  */
 export async function installSchema(context: ServiceContext): Promise<InstallReport> {
 	const { database, logger } = context;
-	// Most starts find the schema as the last one left it: its fingerprint says so without Directus's snapshot.
-	const before = await schemaFingerprint(database, snapshot);
-	if (before === (await storedFingerprint(database))) return { created: [], refreshed: [], skipped: [], unchanged: true };
+	// Most starts find the schema as the last one left it: its fingerprint says so without Directus's snapshot. A
+	// fingerprint that cannot be read is no reason to stop a start: the whole check runs instead.
+	const before = await schemaFingerprint(database, snapshot).catch((error: unknown) => {
+		logger.debug({ err: error }, 'pseo schema: no fingerprint of the schema; checking all of it');
+		return null;
+	});
+	if (before !== null && before === (await storedFingerprint(database))) return { created: [], refreshed: [], skipped: [], unchanged: true };
 	const report = await applySnapshot(context);
 	// Read again after the apply: the fingerprint is that of the schema the install left, which the next start compares.
 	await storeFingerprint(database, await schemaFingerprint(database, snapshot)).catch((error: unknown) =>
