@@ -22,8 +22,9 @@ export interface SnapshotScope {
  * - the rows of `directus_collections`, `directus_fields` and `directus_relations` that describe the extension's
  *   collections and fields (whatever an admin or another replica edited), the columns of those rows included;
  * - the columns of the extension's tables, and of its fields on system tables, as the database reports them.
- * Two equal fingerprints mean the install would find what it found the last time it completed: nothing to create
- * and no presentation to refresh.
+ * An equal fingerprint means the schema is as the last completed install left it: nothing is missing, and the whole
+ * check could only apply again what that install applied (Directus's diff does not always settle: on 12.4, a check
+ * after the install that created the collections reported every collection's presentation again).
  */
 export async function schemaFingerprint(database: Knex, snapshot: SnapshotScope): Promise<string> {
 	const collections = [...new Set([...snapshot.collections.map((entry) => entry.collection), SCHEMA_STATE])].sort();
