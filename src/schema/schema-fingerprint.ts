@@ -29,7 +29,7 @@ export interface SnapshotScope {
 export async function schemaFingerprint(database: Knex, snapshot: SnapshotScope): Promise<string> {
 	const collections = [...new Set([...snapshot.collections.map((entry) => entry.collection), SCHEMA_STATE])].sort();
 	const foreignFields = snapshot.fields.filter((entry) => !collections.includes(entry.collection));
-	const [migrations, collectionRows, fieldRows, relationRows, columns] = await Promise.all([
+	const [migrations, collectionRows, fieldRows, relationRows, columns, foreignColumns] = await Promise.all([
 		database('directus_migrations').select('version').orderBy('version'),
 		database('directus_collections').select('*').whereIn('collection', collections).orderBy('collection'),
 		database('directus_fields')
@@ -41,10 +41,8 @@ export async function schemaFingerprint(database: Knex, snapshot: SnapshotScope)
 			.orderBy(['collection', 'field']),
 		database('directus_relations').select('*').whereIn('many_collection', collections).orWhereIn('one_collection', collections).orderBy('id'),
 		Promise.all(collections.map(async (table) => [table, await columnsOf(database, table)] as const)),
+		Promise.all(foreignFields.map(async (entry) => [`${entry.collection}.${entry.field}`, (await columnsOf(database, entry.collection))[entry.field] ?? null] as const)),
 	]);
-	const foreignColumns = await Promise.all(
-		foreignFields.map(async (entry) => [`${entry.collection}.${entry.field}`, (await columnsOf(database, entry.collection))[entry.field] ?? null] as const),
-	);
 	return createHash('sha256')
 		.update(JSON.stringify({ version: manifest.version, snapshot, vendor: vendorOf(database), migrations, collectionRows, fieldRows, relationRows, columns, foreignColumns }))
 		.digest('hex');
