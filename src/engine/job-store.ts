@@ -2,7 +2,7 @@ import type { Knex } from 'knex';
 import { lockPayer, refundTokens } from '../ledger/token-ledger.ts';
 import type { PlanPage } from '../plan/plan-page.ts';
 import { insertPosts, postIdsByRoute, postedRoutes, rewrittenBy, type NewPost, type PageContent } from '../posts/post-store.ts';
-import type { PostReviser } from '../posts/post-revisions.ts';
+import type { PostReviser, RevisePost } from '../posts/post-revisions.ts';
 import { dbTimestamp, insertedId, jsonFromDb, vendorOf } from '../shared/database.ts';
 import { itemsChanged } from '../shared/item-events.ts';
 import { countJobRoutes, failedAmong, insertJobRoutes, JOB_ROUTES, migrateJob, readJobRoutes, settleJobRoutes, type LegacyRouteReader } from './job-route-store.ts';
@@ -391,7 +391,9 @@ export async function recordOutcomes(
 	revise?: PostReviser,
 ): Promise<{ created: number; failed: number }> {
 	if (outcomes.length === 0) return { created: 0, failed: 0 };
-	const recorded = await transact(knex, (trx) => recordInTransaction(trx, job, worker, outcomes, revise), {
+	// Made ready before the transaction: it reads Directus's schema (posts/post-revisions.ts).
+	const revisePost = revise && rewritesPosts(job.kind) ? await revise() : undefined;
+	const recorded = await transact(knex, (trx) => recordInTransaction(trx, job, worker, outcomes, revisePost), {
 		logger,
 		what: 'page results',
 		context: { jobId: job.id, worker },
@@ -407,7 +409,7 @@ async function recordInTransaction(
 	job: JobHead,
 	worker: string,
 	outcomes: PageOutcome[],
-	revise: PostReviser | undefined,
+	revise: RevisePost | undefined,
 ): Promise<{ created: number; failed: number }> {
 	await lockPayer(trx, job.user_id);
 	await lockLeasedJob(trx, job.id, worker);
@@ -488,7 +490,7 @@ async function recordInTransaction(
  * A rewriting job's pages replace their posts, each keeping its previous version as a revision (posts/post-revisions.ts);
  * returns the routes whose post no longer exists, which fail like a duplicate does for new pages.
  */
-async function rewritePosts(trx: Knex.Transaction, job: JobHead, outcomes: readonly PageOutcome[], revise: PostReviser | undefined): Promise<Set<string>> {
+async function rewritePosts(trx: Knex.Transaction, job: JobHead, outcomes: readonly PageOutcome[], revise: RevisePost | undefined): Promise<Set<string>> {
 	const written = outcomes.filter((outcome) => outcome.content);
 	if (written.length === 0) return new Set();
 	if (!revise) throw new Error(`Generation ${job.id} rewrites posts, and this worker cannot record post revisions.`);

@@ -155,8 +155,12 @@ export interface CollectionReader {
 	 * would not tell: Directus leaves out a related item the caller may not read, and every row would be skipped.)
 	 */
 	probe(source: CollectionSource): Promise<void>;
-	/** The rows, numbered, in the order of their primary key, read on `knex` (the import's transaction). */
-	rows(source: CollectionSource, knex: Knex): AsyncGenerator<NumberedRow>;
+	/**
+	 * The rows, numbered, in the order of their primary key, read on `knex` (the import's transaction) against
+	 * `schema`, which the caller reads before opening it: a transaction that waits for Directus's schema can hold the
+	 * connection its rebuild needs (SQLite has one; posts/post-revisions.ts).
+	 */
+	rows(source: CollectionSource, knex: Knex, schema: SchemaOverview): AsyncGenerator<NumberedRow>;
 }
 
 /**
@@ -168,22 +172,22 @@ export function collectionReader(
 	accountability: Accountability,
 	options: { database: Knex; schema: () => Promise<SchemaOverview> },
 ): CollectionReader {
-	const itemsOf = async (collection: string, knex: Knex) =>
-		new services.services.ItemsService(collection, { schema: await options.schema(), accountability, knex });
+	const itemsOf = (collection: string, knex: Knex, schema: SchemaOverview) => new services.services.ItemsService(collection, { schema, accountability, knex });
 	/** The fields read: the primary key (a page records its item's) and the template's paths. */
 	const fieldsOf = (source: CollectionSource) => [...new Set([source.primaryKey, ...source.paths])];
 	return {
 		async probe(source) {
 			await readable(source.filter, async () => {
-				const items = await itemsOf(source.collection, options.database);
+				const schema = await options.schema();
+				const items = itemsOf(source.collection, options.database, schema);
 				await items.readByQuery({ fields: fieldsOf(source), ...(source.filter ? { filter: source.filter } : {}), limit: 1 });
 				for (const [collection, fields] of source.related) {
-					await (await itemsOf(collection, options.database)).readByQuery({ fields: [...new Set(fields)], limit: 1 });
+					await itemsOf(collection, options.database, schema).readByQuery({ fields: [...new Set(fields)], limit: 1 });
 				}
 			});
 		},
-		async *rows(source, knex) {
-			const items = await itemsOf(source.collection, knex);
+		async *rows(source, knex, schema) {
+			const items = itemsOf(source.collection, knex, schema);
 			const key = source.primaryKey;
 			const read = (filter: unknown, fields: string[], limit: number) =>
 				readable(source.filter, async () => (await items.readByQuery({ fields, ...(filter ? { filter } : {}), sort: [key], limit })) as Record<string, unknown>[]);

@@ -132,10 +132,12 @@ export async function importPlan(
 				})
 			).map(pathOf),
 		);
+		// Read before the transaction, which must not wait for it (collection-rows.ts).
+		const schema = collection ? await deps.collections!.schema() : null;
 		// The rows of each attempt: a rerun reads the file again from its start.
 		let attempts = 0;
 		const openRows = async (trx: Knex.Transaction) => {
-			if (collection) return deps.collections!.reader.rows(collection, trx);
+			if (collection) return deps.collections!.reader.rows(collection, trx, schema!);
 			if (!file) return inlineRows((request.data as { rows: unknown[] }).rows);
 			if (attempts++ > 0) {
 				file.stream.destroy();

@@ -4,7 +4,16 @@ import type { DirectusServices } from '../shared/services.ts';
 import { POSTS, readPostRow, rewrittenFields, type PageContent } from './post-store.ts';
 
 /** Rewrites a post with a regenerated page, inside the caller's transaction, keeping the previous version. */
-export type PostReviser = (trx: Knex.Transaction, post: { postId: number; userId: string; generationId: number }, content: PageContent) => Promise<void>;
+export type RevisePost = (trx: Knex.Transaction, post: { postId: number; userId: string; generationId: number }, content: PageContent) => Promise<void>;
+
+/**
+ * Gets a `RevisePost` ready before its transaction opens. It reads Directus's schema there, not inside the
+ * transaction: when the schema cache is cold (any schema change empties it), one request rebuilds it on the default
+ * connection while the others wait up to CACHE_SCHEMA_SYNC_TIMEOUT for it, three times, then fail with "hit infinite
+ * loop". On SQLite the pool has one connection: a transaction that asks for the schema holds the connection the
+ * rebuild waits for, and every request of the instance failed after 30 s.
+ */
+export type PostReviser = () => Promise<RevisePost>;
 
 /**
  * The facts a website's plan page of `route` holds now, read in the rewrite's transaction; undefined when the plan has
@@ -24,34 +33,36 @@ export type CurrentFacts = (trx: Knex.Transaction, pseoId: number, route: string
  * change that was never marked (an editor's, through the items API) marks it stale now.
  */
 export function createPostReviser(directus: DirectusServices, currentFacts: CurrentFacts): PostReviser {
-	return async (trx, post, content) => {
-		const schema = await directus.getSchema({ database: trx });
-		const { ItemsService, ActivityService, RevisionsService } = directus.services;
-		const item = String(post.postId);
-		const revisions = new RevisionsService({ knex: trx, schema, accountability: null });
-		const kept = (await revisions.readByQuery({
-			filter: { _and: [{ collection: { _eq: POSTS } }, { item: { _eq: item } }] },
-			fields: ['id'],
-			limit: 1,
-		})) as unknown[];
-		if (kept.length === 0) {
-			const current = await readPostRow(trx, post.postId);
-			if (current) {
-				const activity = await new ActivityService({ knex: trx, schema, accountability: null }).createOne({
-					action: 'create',
-					user: post.userId,
-					collection: POSTS,
-					item,
-					ip: null,
-					user_agent: 'pseo-automation',
-					origin: null,
-				});
-				await revisions.createOne({ activity, collection: POSTS, item, data: current, delta: current });
+	return async () => {
+		const schema = await directus.getSchema();
+		return async (trx, post, content) => {
+			const { ItemsService, ActivityService, RevisionsService } = directus.services;
+			const item = String(post.postId);
+			const revisions = new RevisionsService({ knex: trx, schema, accountability: null });
+			const kept = (await revisions.readByQuery({
+				filter: { _and: [{ collection: { _eq: POSTS } }, { item: { _eq: item } }] },
+				fields: ['id'],
+				limit: 1,
+			})) as unknown[];
+			if (kept.length === 0) {
+				const current = await readPostRow(trx, post.postId);
+				if (current) {
+					const activity = await new ActivityService({ knex: trx, schema, accountability: null }).createOne({
+						action: 'create',
+						user: post.userId,
+						collection: POSTS,
+						item,
+						ip: null,
+						user_agent: 'pseo-automation',
+						origin: null,
+					});
+					await revisions.createOne({ activity, collection: POSTS, item, data: current, delta: current });
+				}
 			}
-		}
-		const owner = { admin: true, app: false, user: post.userId, role: null, roles: [], ip: null };
-		const fields = { ...rewrittenFields(content, post.generationId), ...(await freshness(trx, post.postId, content, currentFacts)) };
-		await new ItemsService(POSTS, { knex: trx, schema, accountability: owner }).updateOne(post.postId, fields);
+			const owner = { admin: true, app: false, user: post.userId, role: null, roles: [], ip: null };
+			const fields = { ...rewrittenFields(content, post.generationId), ...(await freshness(trx, post.postId, content, currentFacts)) };
+			await new ItemsService(POSTS, { knex: trx, schema, accountability: owner }).updateOne(post.postId, fields);
+		};
 	};
 }
 

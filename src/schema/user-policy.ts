@@ -60,8 +60,9 @@ function perm(collection: string, action: PermissionSpec['action']): PermissionS
 export async function provisionUserPolicy(context: ServiceContext): Promise<{ changed: boolean }> {
 	const { services, database } = context;
 	let changed = false;
+	// The schema is read before the transaction, which must not wait for it (posts/post-revisions.ts).
+	const schema = await context.getSchema({ database });
 	await database.transaction(async (trx) => {
-		const schema = await context.getSchema({ database: trx });
 		const options = systemServiceOptions(trx, schema);
 		const policies = new services.PoliciesService(options);
 		const roles = new services.RolesService(options);
