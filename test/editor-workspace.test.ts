@@ -4,7 +4,7 @@ import path from 'node:path';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import { startFakeProvider, type FakeProvider } from './support/fake-provider/server.ts';
-import { adminItems, balanceOf, call, createUser, createWebsite, PSEO_USER_ROLE, waitForJob, type TestUser } from './support/api.ts';
+import { adminItems, balanceOf, call, createUser, createWebsite, PSEO_USER_ROLE, waitForJob, type PasswordUser } from './support/api.ts';
 import { createCollection, grant, grantRead } from './support/collections.ts';
 import { postsByRoute, syncPrices } from './support/synced-data.ts';
 import { axeViolations, launchBrowser, recordPageTrouble, screenshot, signIn } from './support/browser.ts';
@@ -38,7 +38,7 @@ describe.skipIf(!legAvailable(LEG))('the editors\' workspace in the app', () => 
 	let wordpress: WordPressSite;
 	let directus: DirectusInstance;
 	let browser: Browser;
-	let editor: TestUser;
+	let editor: PasswordUser;
 	let page: Page;
 	let csvDir: string;
 	/** The plan page whose facts the editor sets, and whose post the reader then shows. */
@@ -64,7 +64,7 @@ describe.skipIf(!legAvailable(LEG))('the editors\' workspace in the app', () => 
 			},
 		});
 		browser = await launchBrowser();
-		editor = await createUser(directus, { balance: 1000, role: PSEO_USER_ROLE });
+		editor = await createUser(directus, { balance: 1000, role: PSEO_USER_ROLE, password: true });
 		csvDir = mkdtempSync(path.join(os.tmpdir(), 'pseo-csv-'));
 	}, 300_000);
 
@@ -364,7 +364,7 @@ describe.skipIf(!legAvailable(LEG))('the editors\' workspace in the app', () => 
 	});
 
 	it('a second editor sees none of the first one\'s data, and with a short balance Start is disabled with the reason', async () => {
-		const other = await createUser(directus, { balance: 10, role: PSEO_USER_ROLE });
+		const other = await createUser(directus, { balance: 10, role: PSEO_USER_ROLE, password: true });
 		const second = await newPage();
 		await signIn(second, directus.url, other.email, other.password);
 		await second.goto(`${directus.url}${MODULE}`);

@@ -2,19 +2,19 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import manifest from '../package.json' with { type: 'json' };
 import { ROUTES } from '../src/contracts/route-table.ts';
 import { buildOpenApi } from '../src/openapi/build-openapi.ts';
-import { adminItems, balanceOf, call, createUser, createWebsite, eventually, expectEnvelope, ledgerOf, PSEO_USER_ROLE, type TestUser } from './support/api.ts';
+import { adminItems, balanceOf, call, createUser, createWebsite, eventually, expectEnvelope, ledgerOf, PSEO_USER_ROLE, type PasswordUser, type TestUser } from './support/api.ts';
 import { shareDirectus, startDirectus, type DirectusInstance } from './support/directus.ts';
 import { CORE_INTERFACE_LEGS, legAvailable } from './support/legs.ts';
 
 describe.each(CORE_INTERFACE_LEGS)('foundation on %s', (leg) => {
 	describe.skipIf(!legAvailable(leg))(`${leg}`, () => {
 		let directus: DirectusInstance;
-		let alice: TestUser;
+		let alice: PasswordUser;
 		let bob: TestUser;
 
 		beforeAll(async () => {
 			directus = await shareDirectus(leg);
-			alice = await createUser(directus, { balance: 100 });
+			alice = await createUser(directus, { balance: 100, password: true });
 			bob = await createUser(directus, { balance: 0 });
 		});
 		afterAll(async () => {
@@ -319,7 +319,7 @@ describe.each(CORE_INTERFACE_LEGS)('foundation on %s', (leg) => {
 		});
 
 		it('3 app users get the pSEO User role with app access', async () => {
-			const editor = await createUser(directus, { role: PSEO_USER_ROLE });
+			const editor = await createUser(directus, { role: PSEO_USER_ROLE, password: true });
 			const login = await call(directus, 'POST', '/auth/login', { body: { email: editor.email, password: editor.password } });
 			expect(login.status).toBe(200);
 			const collections = await call(directus, 'GET', '/collections', { token: editor.token });
