@@ -6,7 +6,7 @@ import { useSharedDirectus, type Leg } from './support/directus.ts';
 import { startFixtureServer, type FixtureServer } from './support/sitemap-fixture-server.ts';
 import { postsByRoute } from './support/synced-data.ts';
 import { ensureWordPress, startWordPress, type WordPressSite } from './support/wordpress.ts';
-import { ACCOUNTING_ENV, describeLegs, ENGINE_ENV, IMPORTED_PAGE_RATE, LEGS, SOURCE_SYNC_DELAY_MS } from './support/legs.ts';
+import { ACCOUNTING_ENV, describeLegs, ENGINE_ENV, IMPORTED_PAGE_RATE, LEGS, schemaEditingEnv, SOURCE_SYNC_DELAY_MS } from './support/legs.ts';
 
 /*
  * A Directus collection as a live data source (POST /plan/import with `follow: true`): an item created, changed or
@@ -31,7 +31,8 @@ const BATCH_ITEMS = 10_000;
  * instance has: each test has items of its own `batch`, which its website's filter reads), and the helpers of its tests.
  */
 function useFollowing(leg: Leg, env: Record<string, string>, accountability: 'all' | null = 'all') {
-	const { directus } = useSharedDirectus(leg, env);
+	// It creates and deletes collections: an instance of its own on SQLite (legs.ts).
+	const { directus } = useSharedDirectus(leg, schemaEditingEnv(leg, env, 'plan-follow-collection'));
 	const suffix = randomBytes(3).toString('hex');
 	const collections = { countries: `countries_${suffix}`, cities: `cities_${suffix}` };
 	const following: number[] = [];

@@ -4,7 +4,7 @@ import { adminItems, balanceOf, call, createUser, createWebsite, expectEnvelope 
 import { createCollection, grantRead } from './support/collections.ts';
 import { useSharedDirectus } from './support/directus.ts';
 import { startFixtureServer, type FixtureServer } from './support/sitemap-fixture-server.ts';
-import { ACCOUNTING_ENV, describeLegs, IMPORTED_PAGE_RATE, LEGS } from './support/legs.ts';
+import { ACCOUNTING_ENV, describeLegs, IMPORTED_PAGE_RATE, LEGS, schemaEditingEnv } from './support/legs.ts';
 
 /*
  * POST /plan/import with `collection`: the rows are the items of a Directus collection, read through Directus's own
@@ -18,7 +18,8 @@ const NOTHING_SKIPPED = { duplicate: 0, on_site: 0, invalid: 0, missing_data: 0 
 const template = { route: '/{name}', title: 'Plumbers in {name}, {country.name}', facts: ['population', 'country.name'] };
 
 describeLegs('plan import from a collection on %s', LEGS, (leg) => {
-	const { directus } = useSharedDirectus(leg, ACCOUNTING_ENV);
+	// It creates and deletes collections: an instance of its own on SQLite (legs.ts).
+	const { directus } = useSharedDirectus(leg, schemaEditingEnv(leg, ACCOUNTING_ENV, 'plan-import-collection'));
 	const suffix = randomBytes(3).toString('hex');
 	const countries = `countries_${suffix}`;
 	const cities = `cities_${suffix}`;

@@ -57,6 +57,22 @@ export const ENGINE_ENV: Record<string, string> = {
 	PSEO_SOURCE_SYNC_DELAY_MS: '1000',
 };
 
+/**
+ * `env` for a suite that changes Directus's schema (creates or deletes collections, fields or relations) on `leg`:
+ * on SQLite, an instance the suite does not share with the others. Directus 12.3 reads its schema inside the
+ * transaction of a user mutation (its licence's seat count, `captureSeatCount` in validate-user-count-integrity.js,
+ * through `getSchema({ database: trx })`). When a schema change has just emptied the schema cache, and another request
+ * is rebuilding it, that rebuild waits for SQLite's one connection, which the transaction holds, and the transaction
+ * waits for the rebuild, three times CACHE_SCHEMA_SYNC_TIMEOUT (30 s), before its request fails with "Failed to get
+ * Schema information: hit infinite loop"; every request of the instance waits with them. On a shared instance one
+ * suite's new collection met another suite's new user (plan-import.test.ts failed so in 2 of 6 full runs). Within
+ * one suite the requests come one after another, and a schema change's own request rebuilds the cache before it
+ * answers. PostgreSQL and MariaDB have a pool of connections, so their legs share as before.
+ */
+export function schemaEditingEnv(leg: Leg, env: Record<string, string>, suite: string): Record<string, string> {
+	return leg === 'sqlite' ? { ...env, TEST_OWN_INSTANCE: suite } : env;
+}
+
 /** Tokens per imported plan page on the accounting instance below. */
 export const IMPORTED_PAGE_RATE = 2;
 /** Each user's daily cap on the accounting instance below: every user of it spends less than this a day but one. */
