@@ -223,7 +223,7 @@ export class SourceFollower {
 			config: this.#config,
 			siteRoutes: this.#options.siteRoutes,
 			openFile: () => Promise.reject(new Error('A followed collection reads no file.')),
-			collections: { reader: collectionReader(context, accountability, { database: context.database, schema }), schema },
+			collections: { reader: collectionReader(context, accountability, context.database), schema },
 			onRetired: this.#options.onRetired,
 		};
 		const request = {

@@ -154,35 +154,30 @@ export interface CollectionReader {
 	 * stored whether the caller may read what the import names: Directus's 403 if not. (A read of the collection alone
 	 * would not tell: Directus leaves out a related item the caller may not read, and every row would be skipped.)
 	 */
-	probe(source: CollectionSource): Promise<void>;
+	probe(source: CollectionSource, schema: SchemaOverview): Promise<void>;
 	/**
-	 * The rows, numbered, in the order of their primary key, read on `knex` (the import's transaction) against
-	 * `schema`, which the caller reads before opening it: a transaction that waits for Directus's schema can hold the
-	 * connection its rebuild needs (SQLite has one; posts/post-revisions.ts).
+	 * The rows, numbered, in the order of their primary key, read on `knex` (the import's transaction). `schema` is the
+	 * one the source was checked against, read before the transaction opened: a transaction that waits for Directus's
+	 * schema can hold the connection its rebuild needs (SQLite has one; posts/post-revisions.ts).
 	 */
 	rows(source: CollectionSource, knex: Knex, schema: SchemaOverview): AsyncGenerator<NumberedRow>;
 }
 
 /**
- * A reader of collections with `accountability` (a request's: never null here, which would read everything), against
- * `schema` (the request's), probing on `database`.
+ * A reader of collections with `accountability` (a request's: never null here, which would read everything), probing
+ * on `database`.
  */
-export function collectionReader(
-	services: DirectusServices,
-	accountability: Accountability,
-	options: { database: Knex; schema: () => Promise<SchemaOverview> },
-): CollectionReader {
+export function collectionReader(services: DirectusServices, accountability: Accountability, database: Knex): CollectionReader {
 	const itemsOf = (collection: string, knex: Knex, schema: SchemaOverview) => new services.services.ItemsService(collection, { schema, accountability, knex });
 	/** The fields read: the primary key (a page records its item's) and the template's paths. */
 	const fieldsOf = (source: CollectionSource) => [...new Set([source.primaryKey, ...source.paths])];
 	return {
-		async probe(source) {
+		async probe(source, schema) {
 			await readable(source.filter, async () => {
-				const schema = await options.schema();
-				const items = itemsOf(source.collection, options.database, schema);
+				const items = itemsOf(source.collection, database, schema);
 				await items.readByQuery({ fields: fieldsOf(source), ...(source.filter ? { filter: source.filter } : {}), limit: 1 });
 				for (const [collection, fields] of source.related) {
-					await itemsOf(collection, options.database, schema).readByQuery({ fields: [...new Set(fields)], limit: 1 });
+					await itemsOf(collection, database, schema).readByQuery({ fields: [...new Set(fields)], limit: 1 });
 				}
 			});
 		},

@@ -107,7 +107,8 @@ export async function importPlan(
 	await ensurePlanPages(database, pseo.id, logger);
 	// A collection is checked before anything is stored: its name and the template's paths against the schema (400),
 	// then one read as the caller (Directus's 403 when they may not read it or a related collection a path goes through).
-	const collection = 'collection' in request.data ? await checkCollection(deps, request.data, request.template) : null;
+	const checked = 'collection' in request.data ? await checkCollection(deps, request.data, request.template) : null;
+	const collection = checked?.source ?? null;
 	let file = 'fileId' in request.data ? await deps.openFile(request.data.fileId, userId) : null;
 	let planId: number;
 	try {
@@ -132,12 +133,10 @@ export async function importPlan(
 				})
 			).map(pathOf),
 		);
-		// Read before the transaction, which must not wait for it (collection-rows.ts).
-		const schema = collection ? await deps.collections!.schema() : null;
 		// The rows of each attempt: a rerun reads the file again from its start.
 		let attempts = 0;
 		const openRows = async (trx: Knex.Transaction) => {
-			if (collection) return deps.collections!.reader.rows(collection, trx, schema!);
+			if (checked) return deps.collections!.reader.rows(checked.source, trx, checked.schema);
 			if (!file) return inlineRows((request.data as { rows: unknown[] }).rows);
 			if (attempts++ > 0) {
 				file.stream.destroy();
@@ -168,12 +167,16 @@ export async function importPlan(
 	}
 }
 
-/** A collection import's source, checked against the schema and read once as the caller. */
-async function checkCollection(deps: ImportDeps, data: CollectionQuery, template: ImportTemplate): Promise<CollectionSource> {
+/**
+ * A collection import's source, checked against the schema and read once as the caller; with that schema, which the
+ * import's rows are read against (before its transaction, which must not wait for it: collection-rows.ts).
+ */
+async function checkCollection(deps: ImportDeps, data: CollectionQuery, template: ImportTemplate): Promise<{ source: CollectionSource; schema: SchemaOverview }> {
 	if (!deps.collections) throw new InvalidPayloadError({ reason: 'Imports from a collection are not available here.' });
-	const source = collectionSource(await deps.collections.schema(), data, [...templateColumns(template).keys()]);
-	await deps.collections.reader.probe(source);
-	return source;
+	const schema = await deps.collections.schema();
+	const source = collectionSource(schema, data, [...templateColumns(template).keys()]);
+	await deps.collections.reader.probe(source, schema);
+	return { source, schema };
 }
 
 /** What one attempt of an import stores, in the transaction that also charges it and completes its plan record. */

@@ -33,10 +33,10 @@ export type CurrentFacts = (trx: Knex.Transaction, pseoId: number, route: string
  * change that was never marked (an editor's, through the items API) marks it stale now.
  */
 export function createPostReviser(directus: DirectusServices, currentFacts: CurrentFacts): PostReviser {
+	const { ItemsService, ActivityService, RevisionsService } = directus.services;
 	return async () => {
 		const schema = await directus.getSchema();
 		return async (trx, post, content) => {
-			const { ItemsService, ActivityService, RevisionsService } = directus.services;
 			const item = String(post.postId);
 			const revisions = new RevisionsService({ knex: trx, schema, accountability: null });
 			const kept = (await revisions.readByQuery({

@@ -56,7 +56,6 @@ export interface PasswordUser extends TestUser {
 interface UserOptions {
 	balance?: number;
 	role?: string;
-	admin?: boolean;
 	/**
 	 * Gives the user a password. Only for a test that signs in with one: Directus hashes a password with argon2 when it
 	 * stores it, about 200 ms of a core (20 ms for the rest of the user), and a run creates hundreds of users who

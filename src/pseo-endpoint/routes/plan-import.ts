@@ -28,7 +28,7 @@ export function registerPlanImport(router: Router, context: ServiceContext): voi
 		const { body } = parseRequest(importContentPlanRoute, req);
 		// A collection is read with the request's own accountability: what the caller may not read is not read.
 		const schema = () => requestSchema(req, context);
-		const collections = { reader: collectionReader(context, accountability, { database: context.database, schema }), schema };
+		const collections = { reader: collectionReader(context, accountability, context.database), schema };
 		return {
 			run: async () => {
 				const result = await importPlan({ ...deps, collections }, accountability.user, body);
