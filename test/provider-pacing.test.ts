@@ -89,7 +89,11 @@ describe.skipIf(missing.length > 0)('provider pacing on three instances on Postg
 		cluster = await startCluster({
 			size: 3,
 			database: await copyDatabase('postgres'),
-			env: { ...PACING_ENV, OPENAI_BASE_URL: fake.url, PSEO_PROVIDER_BACKOFF_MS: '50', PSEO_LEASE_MS: '15000', PSEO_SWEEP_INTERVAL_MS: '200', PSEO_PLAN_PAGES: '12' },
+			// Two calls in flight per instance, six in the cluster: still far past the provider's rate were they not paced.
+			// And at most two jobs per instance (the runtime holds max(2, PSEO_CONCURRENCY) jobs at once), so the three
+			// jobs cannot all be claimed by one instance's sweep before the others' triggers reach theirs: at 8, one
+			// instance took all three in a loaded run, and the check that more than one instance ran them failed.
+			env: { ...PACING_ENV, PSEO_CONCURRENCY: '2', OPENAI_BASE_URL: fake.url, PSEO_PROVIDER_BACKOFF_MS: '50', PSEO_LEASE_MS: '15000', PSEO_SWEEP_INTERVAL_MS: '200', PSEO_PLAN_PAGES: '12' },
 		});
 	});
 	afterAll(async () => {
