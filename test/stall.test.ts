@@ -4,7 +4,7 @@ import { call, createUser, eventually, waitForJob } from './support/api.ts';
 import { copyDatabase, type DirectusInstance } from './support/directus.ts';
 import { startCluster, type Cluster } from './support/cluster.ts';
 import { clusterMissing } from './support/cluster-prerequisites.ts';
-import { lockUserRow, lockWaiters } from './support/pg-locks.ts';
+import { lockUserRow, lockWaiters, releaseHeldLocks } from './support/pg-locks.ts';
 import { waitForGiveUp, batchesOf, expectLedgerBalances, expectPostsOnce, jobRow, plannedSite, postedRoutes } from './support/job-checks.ts';
 
 /*
@@ -53,8 +53,9 @@ describe.skipIf(missing.length > 0)('a stalled lease holder on PostgreSQL with t
 		});
 		reader = cluster.instances[0]!;
 	});
-	afterEach(() => {
+	afterEach(async () => {
 		for (const instance of cluster.instances) instance.resume();
+		await releaseHeldLocks();
 		fake.reset();
 	});
 	afterAll(async () => {

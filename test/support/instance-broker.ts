@@ -13,7 +13,7 @@
  * private one instead.
  * Vitest-free.
  */
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { cpSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -21,6 +21,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { startTenantRouter, type TenantRouter } from './fake-provider/tenant-router.ts';
 import { copyDatabase, launchDirectus, type DirectusInstance, type Leg } from './instance.ts';
+import { CACHE_DIR } from './paths.ts';
 
 /** What a test worker needs of a shared instance. */
 export interface SharedInstanceInfo {
@@ -58,6 +59,8 @@ interface Entry {
 	holders: number;
 	/** Nobody holds it, and its processes are stopped (SIGSTOP) until a suite asks for it again. */
 	parked: boolean;
+	/** Nobody holds it, and it is parked when this fires. */
+	parkTimer?: NodeJS.Timeout;
 }
 
 /**
@@ -68,6 +71,16 @@ interface Entry {
  * only its memory (about 400 MB; the run's distinct environments are fewer than this bound).
  */
 const PARKED_MAX = 20;
+
+/**
+ * How long an instance nobody holds runs on before it is parked: long enough for its idle database connections to
+ * be let go (a second idle, checked every second: POOL_ENV in instance.ts). A stopped process keeps its connections
+ * open, and PostgreSQL has 100 for the whole run.
+ */
+const PARK_DELAY_MS = 2500;
+
+/** Where the shared instances' logs of the last run are kept, one file per instance (`<boot>-<leg>.log`). */
+const SHARED_LOGS = path.join(CACHE_DIR, 'shared-instances');
 
 class Broker implements InstanceBroker {
 	readonly #options: InstanceBrokerOptions;
@@ -105,6 +118,10 @@ class Broker implements InstanceBroker {
 		});
 		for (const key of [...this.#instances.keys()]) this.#stop(key);
 		await Promise.all(this.#stopping);
+		// Kept until the next run: a suite that failed on a shared instance printed its output while the run went on,
+		// but the instance's whole log, other suites' requests beside it, is what a flaky failure is read from.
+		rmSync(SHARED_LOGS, { recursive: true, force: true });
+		cpSync(this.#logDir, SHARED_LOGS, { recursive: true });
 		rmSync(this.#logDir, { recursive: true, force: true });
 	}
 
@@ -141,6 +158,7 @@ class Broker implements InstanceBroker {
 			this.#instances.set(key, entry);
 		}
 		entry.holders += 1;
+		clearTimeout(entry.parkTimer);
 		this.#parking.delete(key);
 		const shared = await entry.shared;
 		if (entry.parked) {
@@ -156,12 +174,15 @@ class Broker implements InstanceBroker {
 		if (!entry || entry.holders === 0) return;
 		entry.holders -= 1;
 		if (entry.holders > 0) return;
-		void entry.shared.then(({ instance }) => {
-			// Asked for again, or stopped, while its boot was being awaited.
-			if (entry.holders > 0 || this.#instances.get(key) !== entry) return;
-			instance.pause();
-			entry.parked = true;
-		}, () => {});
+		entry.parkTimer = setTimeout(() => {
+			void entry.shared.then(({ instance }) => {
+				// Asked for again, or stopped, while its boot was being awaited.
+				if (entry.holders > 0 || this.#instances.get(key) !== entry) return;
+				instance.pause();
+				entry.parked = true;
+			}, () => {});
+		}, PARK_DELAY_MS);
+		entry.parkTimer.unref();
 		this.#parking.add(key);
 		// The set keeps the order of parking: its first key was parked longest.
 		if (this.#parking.size > PARKED_MAX) this.#stop(this.#parking.values().next().value!);
@@ -173,6 +194,7 @@ class Broker implements InstanceBroker {
 		if (!entry) return;
 		this.#instances.delete(key);
 		this.#parking.delete(key);
+		clearTimeout(entry.parkTimer);
 		const stopped = entry.shared
 			.then(async ({ instance, router }) => {
 				// A stopped process would hold SIGTERM until woken.
@@ -188,7 +210,8 @@ class Broker implements InstanceBroker {
 	async #boot(key: string, leg: Leg, env: Record<string, string>): Promise<Shared> {
 		const router = await startTenantRouter();
 		const logFile = path.join(this.#logDir, `${++this.#boots}-${leg}.log`);
-		writeFileSync(logFile, '');
+		// Its first line says which instance it is: the suites that shared it are found by its environment.
+		writeFileSync(logFile, `shared instance ${key}\n`);
 		try {
 			const database = await copyDatabase(leg, this.#options.templates[leg], this.#options.prefix);
 			// The router speaks every vendor's protocol: an instance whose environment gives an Anthropic or Gemini key

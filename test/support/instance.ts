@@ -24,9 +24,19 @@ function legVendor(leg: Leg): 'sqlite' | 'postgres' | 'mariadb' {
 	return leg === 'postgres' || leg === 'mariadb' ? leg : 'sqlite';
 }
 
+/**
+ * The connection pool of a test instance on PostgreSQL or MariaDB: Knex's default keeps at least two connections
+ * open and lets idle ones go after 30 s. A run has many instances alive at once, and a parked shared instance
+ * (instance-broker.ts, SIGSTOP) keeps every connection it held when it was parked: with the defaults PostgreSQL's
+ * 100 connections ran out at the end of a run ("sorry, too many clients already", stall.test.ts). With no minimum
+ * and a second's idle time, an instance holds what it is using, and the broker parks one only after its idle
+ * connections have gone (PARK_DELAY_MS there). The most in use at once stays Directus's default of 10.
+ */
+const POOL_ENV: Record<string, string> = { DB_POOL__MIN: '0', DB_POOL__IDLE_TIMEOUT_MILLIS: '1000' };
+
 /** Directus's database variables for a PostgreSQL database. */
 export function postgresEnv(database: string): Record<string, string> {
-	return { DB_CLIENT: 'pg', DB_HOST: PG.host, DB_PORT: String(PG.port), DB_USER: PG.user, DB_PASSWORD: PG.password, DB_DATABASE: database };
+	return { DB_CLIENT: 'pg', DB_HOST: PG.host, DB_PORT: String(PG.port), DB_USER: PG.user, DB_PASSWORD: PG.password, DB_DATABASE: database, ...POOL_ENV };
 }
 
 /** Directus's database variables for a MariaDB database. */
@@ -38,6 +48,7 @@ export function mariadbEnv(database: string): Record<string, string> {
 		DB_USER: MARIADB.user,
 		DB_PASSWORD: MARIADB.password,
 		DB_DATABASE: database,
+		...POOL_ENV,
 	};
 }
 
@@ -280,11 +291,25 @@ export async function launchDirectus(options: {
 		restart: (extraEnv = {}) => launch(extraEnv),
 		startedWith: () => launchedWith,
 		dispose: async () => {
-			await waitExit('SIGTERM');
+			// A stop that hangs (a worker whose write waits on a lock a failed test still holds) must not hold the suite's
+			// hook until its timeout: past DISPOSE_GRACE_MS the process is killed.
+			const stopped = await Promise.race([waitExit('SIGTERM').then(() => true), sleep(DISPOSE_GRACE_MS).then(() => false)]);
+			if (!stopped) {
+				note(`\n--- not stopped ${DISPOSE_GRACE_MS} ms after SIGTERM: killed ---\n`);
+				if (child?.pid) killTree(child.pid);
+				await waitExit('SIGKILL');
+			}
 			await database.dispose();
 			rmSync(workDir, { recursive: true, force: true });
 		},
 	};
+}
+
+/** How long `dispose()` waits for a graceful stop: the shutdown grace of a test instance is 2 s. */
+const DISPOSE_GRACE_MS = 30_000;
+
+function sleep(ms: number): Promise<void> {
+	return new Promise((resolve) => setTimeout(resolve, ms).unref());
 }
 
 function killTree(pid: number): void {
