@@ -38,10 +38,10 @@ export default defineConfig({
 					globalSetup: ['test/support/global-setup.ts'],
 					testTimeout: 120_000,
 					hookTimeout: 300_000,
-					// One file more than the cores: a suite waits for much of its time (a lease to lapse, a sweep, a held call,
-					// the browser), and a third file fills those waits. On a two-core machine, from 2 to 3 took the integration
-					// files from 748 s to 573 s, with both cores busy 88 % of the run instead of 76 % (docs/testing.md).
-					// PSEO_TEST_WORKERS overrides it.
+					// Two files more than the cores: a suite waits for much of its time (a lease to lapse, a sweep, a held call,
+					// the browser), and the other files fill those waits. On a two-core machine, from 2 to 3 took the integration
+					// files from 748 s to 573 s; since the suites share their instances, from 3 to 4 took a warm run from 477 s to
+					// 449 s, both cores busy 93 % of the run instead of 84 % (docs/testing.md). PSEO_TEST_WORKERS overrides it.
 					maxWorkers: integrationWorkers(),
 					pool: 'forks',
 					// Each worker runs file after file without loading the module graph again: the files keep their state in
@@ -54,10 +54,10 @@ export default defineConfig({
 	},
 });
 
-/** The integration project's worker count: PSEO_TEST_WORKERS, or one more than the machine's cores. */
+/** The integration project's worker count: PSEO_TEST_WORKERS, or two more than the machine's cores. */
 function integrationWorkers(): number {
 	const asked = process.env['PSEO_TEST_WORKERS'];
-	if (asked === undefined || asked === '') return availableParallelism() + 1;
+	if (asked === undefined || asked === '') return availableParallelism() + 2;
 	const workers = Number(asked);
 	if (!Number.isInteger(workers) || workers < 1) throw new Error(`PSEO_TEST_WORKERS must be a whole number of workers, 1 or more; got "${asked}"`);
 	return workers;

@@ -32,7 +32,7 @@ const vitest = spawn(
 	// Relayed, not inherited: vitest ends with process.exit, which drops whatever its stdout still queued for a full
 	// pipe (a slow reader of the log lost the last twenty files and the summary). This process reads it as it comes,
 	// holds what its own stdout cannot take yet, and lets Node flush it before it ends.
-	{ cwd: root, stdio: ['inherit', 'pipe', 'pipe'], env: { ...process.env, ...(process.stdout.isTTY ? { FORCE_COLOR: '1' } : {}) } },
+	{ cwd: root, stdio: ['inherit', 'pipe', 'pipe'], env: { ...process.env, PSEO_SERVER_NODE_FLAGS: serverNodeFlags(), ...(process.stdout.isTTY ? { FORCE_COLOR: '1' } : {}) } },
 );
 vitest.stdout.on('data', (chunk) => process.stdout.write(chunk));
 vitest.stderr.on('data', (chunk) => process.stderr.write(chunk));
@@ -81,4 +81,14 @@ function check(name, command, args) {
 		child.on('error', (error) => resolve({ name, status: 1, output: `${output}${error.message}\n` }));
 		child.on('close', (status) => resolve({ name, status, output }));
 	});
+}
+
+/**
+ * The flags of every test instance's Node (scripts/start.mjs), before any the caller gives. A start of Directus
+ * allocates much that dies young: with 64 MB semi-spaces instead of V8's 16 MB it collects less often, and a start
+ * took 11 % less CPU (a median of 2.19 s against 2.46 s of CPU, five starts each on SQLite, alternated; the run
+ * starts about 120). Only here: `npm start` and the benchmarks keep the product's own flags.
+ */
+function serverNodeFlags() {
+	return ['--max-semi-space-size=64', process.env.PSEO_SERVER_NODE_FLAGS ?? ''].join(' ').trim();
 }
