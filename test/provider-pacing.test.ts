@@ -13,8 +13,8 @@ import { redisKeys } from './support/redis.ts';
  * Issue 41, item 3: calls to one provider key are paced to its limit instead of being fired and retried. Page-by-page
  * jobs at PSEO_CONCURRENCY=8 against a provider that serves 4 requests a second (the fake's token bucket, answered
  * 429 in OpenAI's words beyond it) end completed with nothing refunded and few 429s, on one instance (its pace shared
- * through the database) and on three instances sharing one key (through Redis). Every count comes from the fake's own
- * log.
+ * through the database) and on three instances sharing one key (through Redis; two calls in flight on each, six in
+ * all). Every count comes from the fake's own log.
  */
 
 const BULK = '/pseo-endpoints/trigger/bulk-generation';
