@@ -7,6 +7,7 @@ import { ensureHosts } from '../../scripts/lib/hosts.mjs';
 import { installBundle } from '../../scripts/lib/install-bundle.mjs';
 import { copyDatabase, launchDirectus, legHome, mariadbEnv, postgresEnv } from './instance.ts';
 import { resetBootLog } from './boot-log.ts';
+import { watchConnections } from './connection-watch.ts';
 import { startInstanceBroker } from './instance-broker.ts';
 import { packBundle } from './stock-install.ts';
 import { dropMariaDatabase, mariaDatabasesLike, mariadbAdmin, mariadbReachable } from './mariadb.ts';
@@ -54,6 +55,8 @@ export default async function setup(project: TestProject) {
 	if (!postgresAvailable) {
 		console.warn(`PostgreSQL is not reachable at ${PG.host}:${PG.port}: the PostgreSQL leg is skipped.`);
 	}
+	// Sampled through the run, printed at its end (connection-watch.ts).
+	const stopWatching = postgresAvailable ? watchConnections() : () => {};
 	const pgTemplate = `pseo_tpl_${key.slice(0, 12)}_${process.pid}`;
 	const pgPrefix = `pseo_t${process.pid}`;
 
@@ -92,6 +95,7 @@ export default async function setup(project: TestProject) {
 	project.provide('instanceBroker', broker.url);
 
 	return async () => {
+		stopWatching();
 		// The shared instances first: their databases are among those dropped below.
 		await broker.close();
 		if (postgresAvailable) {

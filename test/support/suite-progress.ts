@@ -10,6 +10,7 @@ import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import type { Reporter, TestModule, TestSpecification } from 'vitest/node';
 import { readBootLog } from './boot-log.ts';
+import { connectionSummary } from './connection-watch.ts';
 import { durationsFile, suiteKey } from './suite-durations.ts';
 
 export default class SuiteProgress implements Reporter {
@@ -50,6 +51,7 @@ export default class SuiteProgress implements Reporter {
 		const lines = slowest.map(([key, ms]) => `  ${(ms / 1000).toFixed(1).padStart(7)} s  ${key}`);
 		process.stdout.write(`\nThe ten slowest test files:\n${lines.join('\n')}\n`);
 		process.stdout.write(bootSummary());
+		process.stdout.write(connectionSummary());
 		this.#save();
 	}
 
