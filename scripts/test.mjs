@@ -86,8 +86,8 @@ function check(name, command, args) {
 /**
  * The flags of every test instance's Node (scripts/start.mjs), before any the caller gives. A start of Directus
  * allocates much that dies young: with 64 MB semi-spaces instead of V8's 16 MB it collects less often, and a start
- * took 11 % less CPU (a median of 2.19 s against 2.46 s of CPU, five starts each on SQLite, alternated; the run
- * starts about 120). Only here: `npm start` and the benchmarks keep the product's own flags.
+ * took 11 % less CPU (a median of 2.19 s against 2.46 s of CPU, five starts each on SQLite, alternated, timed by
+ * hand; the run starts about 120). Only here: `npm start` and the benchmarks keep the product's own flags.
  */
 function serverNodeFlags() {
 	return ['--max-semi-space-size=64', process.env.PSEO_SERVER_NODE_FLAGS ?? ''].join(' ').trim();

@@ -108,7 +108,6 @@ export async function importPlan(
 	// A collection is checked before anything is stored: its name and the template's paths against the schema (400),
 	// then one read as the caller (Directus's 403 when they may not read it or a related collection a path goes through).
 	const checked = 'collection' in request.data ? await checkCollection(deps, request.data, request.template) : null;
-	const collection = checked?.source ?? null;
 	let file = 'fileId' in request.data ? await deps.openFile(request.data.fileId, userId) : null;
 	let planId: number;
 	try {
@@ -151,7 +150,7 @@ export async function importPlan(
 		const owner = { pseoId: pseo.id, userId, planId };
 		const result = await retryConflicts(
 			() => runTransaction(database, async (trx) =>
-					storeImport(trx, await openRows(trx), { request, owner, onSite, config, onRetired: deps.onRetired, collection, options, startedAt }),
+					storeImport(trx, await openRows(trx), { request, owner, onSite, config, onRetired: deps.onRetired, collection: checked?.source ?? null, options, startedAt }),
 				),
 			{ logger, what: 'plan import', context: { planId, pseoId: pseo.id } },
 		);

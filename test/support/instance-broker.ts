@@ -7,10 +7,10 @@
  * the suite's own fake, by the model its websites name.
  *
  * The broker runs in vitest's main process, started by the global set-up, and answers the test workers on loopback;
- * it stops every instance it started when the run ends. An instance that no suite holds is parked (SIGSTOP) rather
- * than stopped, and woken (SIGCONT) for the next suite that asks for it. A suite that stops, kills, pauses or
- * restarts its Directus, or changes what every user of it sees (Settings → AI, metrics, a fault file), starts a
- * private one instead.
+ * it stops every instance it started when the run ends. An instance that no suite holds is parked (SIGSTOP, 2.5 s
+ * later) rather than stopped, and woken (SIGCONT) for the next suite that asks for it. A suite that stops, kills,
+ * pauses or restarts its Directus, or changes what every user of it sees (Settings → AI, metrics, a fault file),
+ * starts a private one instead.
  * Vitest-free.
  */
 import { cpSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';

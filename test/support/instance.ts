@@ -4,6 +4,7 @@ import { appendFileSync, copyFileSync, existsSync, mkdirSync, mkdtempSync, readF
 import { createServer } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
+import { setTimeout as delay } from 'node:timers/promises';
 import { recordBoot } from './boot-log.ts';
 import { cloneMariaDatabase, dropMariaDatabase } from './mariadb.ts';
 import { cloneDatabase, dropDatabase } from './postgres.ts';
@@ -293,7 +294,7 @@ export async function launchDirectus(options: {
 		dispose: async () => {
 			// A stop that hangs (a worker whose write waits on a lock a failed test still holds) must not hold the suite's
 			// hook until its timeout: past DISPOSE_GRACE_MS the process is killed.
-			const stopped = await Promise.race([waitExit('SIGTERM').then(() => true), sleep(DISPOSE_GRACE_MS).then(() => false)]);
+			const stopped = await Promise.race([waitExit('SIGTERM').then(() => true), delay(DISPOSE_GRACE_MS, false, { ref: false })]);
 			if (!stopped) {
 				note(`\n--- not stopped ${DISPOSE_GRACE_MS} ms after SIGTERM: killed ---\n`);
 				if (child?.pid) killTree(child.pid);
@@ -307,10 +308,6 @@ export async function launchDirectus(options: {
 
 /** How long `dispose()` waits for a graceful stop: the shutdown grace of a test instance is 2 s. */
 const DISPOSE_GRACE_MS = 30_000;
-
-function sleep(ms: number): Promise<void> {
-	return new Promise((resolve) => setTimeout(resolve, ms).unref());
-}
 
 function killTree(pid: number): void {
 	signalTree(pid, 'SIGKILL');
